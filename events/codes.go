@@ -1,0 +1,29 @@
+package events
+
+// Code names why a step did not succeed. The same code travels unchanged from
+// the event to the tool result, the audit envelope, the diagram and the UI.
+type Code string
+
+const (
+	// Log and bus.
+	CodeMalformedAppend Code = "MalformedAppend" // an append request could not be decoded
+	CodeInvalidEvent    Code = "InvalidEvent"    // an event lacks an id, has an unknown kind…
+	CodeTooLarge        Code = "TooLarge"        // a request or event exceeds its size cap
+	CodeChainBroken     Code = "ChainBroken"     // the stored hash chain does not verify
+	CodeLogUnavailable  Code = "LogUnavailable"  // the store cannot be written (fsync error, closed)
+	CodeHubUnavailable  Code = "HubUnavailable"  // no hub answers for the data dir
+	CodeUnknownQuery    Code = "UnknownQuery"    // a query subject the hub does not serve
+
+	// Bridge and host (used from the bridge issue on).
+	CodeUnknownTool       Code = "UnknownTool"
+	CodePolicyDenied      Code = "PolicyDenied"
+	CodeApprovalDenied    Code = "ApprovalDenied"
+	CodeApprovalTimeout   Code = "ApprovalTimeout"
+	CodeSecretUnresolved  Code = "SecretUnresolved"
+	CodePipeUnavailable   Code = "PipeUnavailable"
+	CodePipeTimeout       Code = "PipeTimeout"
+	CodeUnknownCommand    Code = "UnknownCommand"
+	CodeMalformedEnvelope Code = "MalformedEnvelope"
+	CodeDrift             Code = "Drift"
+	CodeAmbiguous         Code = "Ambiguous"
+)

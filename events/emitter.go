@@ -1,0 +1,319 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Appender stores events durably and returns their seqs, in order. It is
+// what the emitter needs from the log; the bus client and the store both
+// provide it. Appending an event whose id is already stored returns the
+// stored seq.
+type Appender interface {
+	Append(ctx context.Context, evs []Event) ([]uint64, error)
+}
+
+// RejectedError is an append the log refused for good: retrying the same
+// events cannot succeed.
+type RejectedError struct {
+	Code    Code
+	Message string
+}
+
+func (e *RejectedError) Error() string { return string(e.Code) + ": " + e.Message }
+
+// ErrEmitterClosed is returned by Flush for events emitted after Close.
+var ErrEmitterClosed = errors.New("emitter closed")
+
+// EmitterOptions configures an Emitter. The zero value works.
+type EmitterOptions struct {
+	// Redactor removes secrets from attributes. Nil: a redactor with a
+	// random key (secret-like keys and known formats are still removed).
+	Redactor *Redactor
+	// IDs makes event ids. Nil: the process-wide source.
+	IDs *IDSource
+	// Now stamps events. Nil: time.Now.
+	Now func() time.Time
+	// MaxBatch caps the events sent in one append. Zero: 1024.
+	MaxBatch int
+	// Logger receives retry and rejection reports. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Emitter queues events and sends them to an Appender in the background, one
+// batch at a time so each request's events reach the log in emit order.
+// Events queued while a batch is in flight ride together in the next one.
+// Transient append errors are retried with backoff until Close.
+type Emitter struct {
+	app  Appender
+	opts EmitterOptions
+
+	mu       sync.Mutex
+	queue    []Event
+	requests map[ID]*flushState // outstanding events per request id
+	all      flushState         // outstanding events overall
+	closed   bool
+	wake     chan struct{}
+	done     chan struct{}
+	stop     context.CancelFunc
+}
+
+type flushState struct {
+	n       int
+	err     error
+	waiters []chan struct{}
+}
+
+// NewEmitter starts an emitter sending to app.
+func NewEmitter(app Appender, opts EmitterOptions) *Emitter {
+	if opts.Redactor == nil {
+		opts.Redactor = NewRedactor(randomKey())
+	}
+	if opts.IDs == nil {
+		opts.IDs = defaultIDs
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1024
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	e := &Emitter{
+		app: app, opts: opts,
+		requests: map[ID]*flushState{},
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		stop:     stop,
+	}
+	go e.run(ctx)
+	return e
+}
+
+// Redactor returns the redactor the emitter applies, so a secret broker can
+// register the values it resolves.
+func (e *Emitter) Redactor() *Redactor { return e.opts.Redactor }
+
+// NewID returns an id from the emitter's source, for request, operation and
+// session ids.
+func (e *Emitter) NewID() ID { return e.opts.IDs.New() }
+
+// Emit redacts ev, fills its id, time and catalog fields when empty, and
+// queues it. It never blocks on I/O. An event that fails Validate is not
+// queued; Flush of its request reports why.
+func (e *Emitter) Emit(ev Event) ID {
+	if ev.ID.IsZero() {
+		ev.ID = e.opts.IDs.New()
+	}
+	if ev.Time.IsZero() {
+		ev.Time = e.opts.Now().UTC()
+	}
+	if info, ok := Lookup(ev.Kind); ok {
+		if ev.Boundary == "" {
+			ev.Boundary = info.Boundary
+		}
+		if ev.From == "" && ev.To == "" {
+			ev.From, ev.To = info.From, info.To
+		}
+	}
+	ev.Seq, ev.Prev, ev.Hash = 0, Hash{}, Hash{}
+	e.opts.Redactor.Redact(&ev)
+	verr := Validate(&ev)
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		e.failLocked(ev.RequestID, ErrEmitterClosed)
+	case verr != nil:
+		e.opts.Logger.Error("event not emitted", "err", verr)
+		e.failLocked(ev.RequestID, &RejectedError{Code: CodeInvalidEvent, Message: verr.Error()})
+	default:
+		e.queue = append(e.queue, ev)
+		e.stateLocked(ev.RequestID).n++
+		e.all.n++
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+	return ev.ID
+}
+
+func (e *Emitter) stateLocked(req ID) *flushState {
+	st := e.requests[req]
+	if st == nil {
+		st = &flushState{}
+		e.requests[req] = st
+	}
+	return st
+}
+
+func (e *Emitter) failLocked(req ID, err error) {
+	st := e.stateLocked(req)
+	if st.err == nil {
+		st.err = err
+	}
+	if e.all.err == nil {
+		e.all.err = err
+	}
+}
+
+// Flush waits until every event emitted so far for the request is durable.
+// It returns the first error that lost one of them (a rejection, Close), or
+// ctx's error when ctx ends first; the events then stay queued.
+func (e *Emitter) Flush(ctx context.Context, req ID) error {
+	e.mu.Lock()
+	st := e.requests[req]
+	if st == nil {
+		e.mu.Unlock()
+		return nil
+	}
+	return e.wait(ctx, st, func() {
+		if e.requests[req] == st {
+			delete(e.requests, req)
+		}
+	})
+}
+
+// FlushAll waits until every event emitted so far is durable.
+func (e *Emitter) FlushAll(ctx context.Context) error {
+	e.mu.Lock()
+	return e.wait(ctx, &e.all, func() { e.all.err = nil })
+}
+
+// wait is called with e.mu held and releases it.
+func (e *Emitter) wait(ctx context.Context, st *flushState, clear func()) error {
+	if st.n == 0 {
+		err := st.err
+		clear()
+		e.mu.Unlock()
+		return err
+	}
+	ch := make(chan struct{})
+	st.waiters = append(st.waiters, ch)
+	e.mu.Unlock()
+	select {
+	case <-ch:
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		err := st.err
+		if st.n == 0 {
+			clear()
+		}
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("flush: %w", ctx.Err())
+	}
+}
+
+// Close flushes what is queued (until ctx ends) and stops the emitter.
+// Events emitted after Close are refused.
+func (e *Emitter) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	err := e.FlushAll(ctx)
+	e.stop()
+	<-e.done
+	if err != nil {
+		e.mu.Lock()
+		lost := len(e.queue)
+		e.mu.Unlock()
+		return fmt.Errorf("emitter close: %d events not durable: %w", lost, err)
+	}
+	return nil
+}
+
+func (e *Emitter) run(ctx context.Context) {
+	defer close(e.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		}
+		for {
+			e.mu.Lock()
+			n := min(len(e.queue), e.opts.MaxBatch)
+			batch := e.queue[:n:n]
+			e.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			err := e.send(ctx, batch)
+			e.mu.Lock()
+			e.queue = e.queue[n:]
+			if len(e.queue) == 0 {
+				e.queue = nil // let the old backing array go
+			}
+			e.settleLocked(batch, err)
+			e.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// send appends batch, retrying transient errors with backoff until it is
+// stored, refused for good, or ctx ends.
+func (e *Emitter) send(ctx context.Context, batch []Event) error {
+	backoff := 10 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		_, err := e.app.Append(ctx, batch)
+		if err == nil {
+			return nil
+		}
+		var rej *RejectedError
+		if errors.As(err, &rej) {
+			e.opts.Logger.Error("log refused events", "events", len(batch), "code", rej.Code, "err", rej.Message)
+			return err
+		}
+		if attempt == 1 || attempt%20 == 0 {
+			e.opts.Logger.Warn("append failed; retrying", "events", len(batch), "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d events not durable: %w", len(batch), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+func (e *Emitter) settleLocked(batch []Event, err error) {
+	for i := range batch {
+		req := batch[i].RequestID
+		st := e.requests[req]
+		if err != nil {
+			e.failLocked(req, err)
+			st = e.requests[req]
+		}
+		st.n--
+		e.all.n--
+		if st.n == 0 {
+			release(st)
+			if st.err == nil {
+				delete(e.requests, req) // a failed state waits for Flush to report it
+			}
+		}
+	}
+	if e.all.n == 0 {
+		release(&e.all)
+	}
+}
+
+func release(st *flushState) {
+	for _, ch := range st.waiters {
+		close(ch)
+	}
+	st.waiters = nil
+}

@@ -1,0 +1,176 @@
+package events
+
+import "sort"
+
+// Boundary is the layer an event crosses.
+type Boundary string
+
+const (
+	BoundaryMCP      Boundary = "mcp"
+	BoundaryExecutor Boundary = "executor"
+	BoundaryPolicy   Boundary = "policy"
+	BoundarySecrets  Boundary = "secrets"
+	BoundaryApproval Boundary = "approval"
+	BoundaryTool     Boundary = "tool"
+	BoundaryPipe     Boundary = "pipe"
+	BoundaryHost     Boundary = "host"
+	BoundaryProposal Boundary = "proposal"
+	BoundaryReview   Boundary = "review"
+	BoundaryOperator Boundary = "operator"
+	BoundaryLog      Boundary = "log"
+)
+
+// Participants of sequence diagrams, in their canonical order.
+const (
+	Client   = "Client"
+	Bridge   = "Bridge"
+	Executor = "Executor"
+	Policy   = "Policy"
+	Secrets  = "Secrets"
+	Approval = "Approval"
+	Tool     = "Tool"
+	Pipe     = "Pipe"
+	Host     = "Host"
+	Operator = "Operator"
+	Hub      = "Hub"
+)
+
+// Participants lists the diagram participants in canonical order.
+var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Pipe, Host, Operator, Hub}
+
+// KindInfo describes one kind of event. Diagrams, verdicts and projections
+// read it instead of matching kind strings.
+type KindInfo struct {
+	Kind     string
+	Boundary Boundary
+	From, To string
+	// EndsStep is true when the kind closes a step that an earlier kind
+	// opened (a response, a decision, a completion).
+	EndsStep bool
+}
+
+// The catalog. Later issues add the kinds of their boundaries here, and only
+// here.
+var catalog = map[string]KindInfo{}
+
+func kind(k string, b Boundary, from, to string, ends bool) {
+	if _, dup := catalog[k]; dup {
+		panic("events: duplicate kind " + k)
+	}
+	catalog[k] = KindInfo{Kind: k, Boundary: b, From: from, To: to, EndsStep: ends}
+}
+
+// Kinds of the MCP boundary.
+const (
+	KindMCPSessionStarted       = "mcp.session.started"
+	KindMCPSessionEnded         = "mcp.session.ended"
+	KindMCPSessionAborted       = "mcp.session.aborted"
+	KindMCPRequestReceived      = "mcp.request.received"
+	KindMCPResponseSent         = "mcp.response.sent"
+	KindMCPNotificationReceived = "mcp.notification.received"
+)
+
+// Kinds of the executor and the steps it drives.
+const (
+	KindExecutorStarted   = "executor.started"
+	KindExecutorCatalog   = "executor.catalog.resolved"
+	KindExecutorAudit     = "executor.audit"
+	KindPolicyDecided     = "policy.decided"
+	KindSecretsResolved   = "secrets.resolved"
+	KindApprovalRequested = "approval.requested"
+	KindApprovalDecided   = "approval.decided"
+	KindToolStarted       = "tool.started"
+	KindToolCompleted     = "tool.completed"
+)
+
+// Kinds of the pipe and host.
+const (
+	KindPipeAttempt          = "pipe.attempt"
+	KindPipeConnected        = "pipe.connected"
+	KindPipeUnavailable      = "pipe.unavailable"
+	KindPipeRequestSent      = "pipe.request.sent"
+	KindPipeResponseReceived = "pipe.response.received"
+	KindPipeTimeout          = "pipe.timeout"
+	KindHostReceived         = "host.request.received"
+	KindHostDispatched       = "host.dispatched"
+	KindHostResponseSent     = "host.response.sent"
+)
+
+// Kinds of proposals, reviews and operator actions.
+const (
+	KindProposalCreated  = "proposal.created"
+	KindProposalApproved = "proposal.approved"
+	KindProposalRejected = "proposal.rejected"
+	KindProposalApplied  = "proposal.applied"
+	KindProposalFailed   = "proposal.failed"
+	KindProposalReset    = "proposal.reset"
+	KindReviewPresented  = "review.presented"
+	KindOperatorAction   = "operator.action"
+)
+
+// Kinds of the log itself: the hub records its own life and what it refused.
+const (
+	KindHubStarted       = "log.hub.started"
+	KindHubStopped       = "log.hub.stopped"
+	KindAppendRejected   = "log.append.rejected"
+	KindCheckpointSigned = "log.checkpoint.signed"
+)
+
+func init() {
+	kind(KindMCPSessionStarted, BoundaryMCP, Client, Bridge, false)
+	kind(KindMCPSessionEnded, BoundaryMCP, Client, Bridge, true)
+	kind(KindMCPSessionAborted, BoundaryMCP, Client, Bridge, true)
+	kind(KindMCPRequestReceived, BoundaryMCP, Client, Bridge, false)
+	kind(KindMCPResponseSent, BoundaryMCP, Bridge, Client, true)
+	kind(KindMCPNotificationReceived, BoundaryMCP, Client, Bridge, true)
+
+	kind(KindExecutorStarted, BoundaryExecutor, Bridge, Executor, false)
+	kind(KindExecutorCatalog, BoundaryExecutor, Executor, Executor, true)
+	kind(KindExecutorAudit, BoundaryExecutor, Executor, Bridge, true)
+	kind(KindPolicyDecided, BoundaryPolicy, Executor, Policy, true)
+	kind(KindSecretsResolved, BoundarySecrets, Executor, Secrets, true)
+	kind(KindApprovalRequested, BoundaryApproval, Executor, Approval, false)
+	kind(KindApprovalDecided, BoundaryApproval, Operator, Approval, true)
+	kind(KindToolStarted, BoundaryTool, Executor, Tool, false)
+	kind(KindToolCompleted, BoundaryTool, Tool, Executor, true)
+
+	kind(KindPipeAttempt, BoundaryPipe, Executor, Pipe, false)
+	kind(KindPipeConnected, BoundaryPipe, Pipe, Host, true)
+	kind(KindPipeUnavailable, BoundaryPipe, Pipe, Executor, true)
+	kind(KindPipeRequestSent, BoundaryPipe, Pipe, Host, false)
+	kind(KindPipeResponseReceived, BoundaryPipe, Host, Pipe, true)
+	kind(KindPipeTimeout, BoundaryPipe, Pipe, Executor, true)
+	kind(KindHostReceived, BoundaryHost, Pipe, Host, false)
+	kind(KindHostDispatched, BoundaryHost, Host, Host, false)
+	kind(KindHostResponseSent, BoundaryHost, Host, Pipe, true)
+
+	kind(KindProposalCreated, BoundaryProposal, Host, Operator, false)
+	kind(KindProposalApproved, BoundaryProposal, Operator, Host, true)
+	kind(KindProposalRejected, BoundaryProposal, Operator, Host, true)
+	kind(KindProposalApplied, BoundaryProposal, Host, Host, true)
+	kind(KindProposalFailed, BoundaryProposal, Host, Host, true)
+	kind(KindProposalReset, BoundaryProposal, Operator, Host, true)
+	kind(KindReviewPresented, BoundaryReview, Host, Operator, true)
+	kind(KindOperatorAction, BoundaryOperator, Operator, Hub, true)
+
+	kind(KindHubStarted, BoundaryLog, Hub, Hub, false)
+	kind(KindHubStopped, BoundaryLog, Hub, Hub, true)
+	kind(KindAppendRejected, BoundaryLog, Hub, Hub, true)
+	kind(KindCheckpointSigned, BoundaryLog, Hub, Hub, true)
+}
+
+// Lookup returns the catalog entry of a kind.
+func Lookup(kind string) (KindInfo, bool) {
+	k, ok := catalog[kind]
+	return k, ok
+}
+
+// Kinds returns every catalogued kind, sorted.
+func Kinds() []KindInfo {
+	out := make([]KindInfo, 0, len(catalog))
+	for _, k := range catalog {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}

@@ -1,0 +1,224 @@
+package events
+
+import (
+	"cmp"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// MaxAttrLen is the longest attribute value kept whole. A longer value keeps
+// its first TruncatedPrefix bytes and says its size and SHA-256.
+const (
+	MaxAttrLen      = 4 << 10
+	TruncatedPrefix = 512
+)
+
+// MinSecretLen is the shortest value Register accepts: replacing every "ab"
+// in every event would destroy the evidence and hide nothing.
+const MinSecretLen = 4
+
+// Redactor removes secrets from events before they leave the emitter. A
+// removed value becomes [REDACTED:<why>:<hmac8>], where hmac8 is the first 8
+// hex digits of HMAC-SHA256(key, value): equal secrets correlate across
+// events without being readable. The key lives in a 0600 file outside the
+// store, so the store alone cannot be used to test guesses.
+type Redactor struct {
+	key []byte
+
+	mu       sync.RWMutex
+	secrets  map[string]bool
+	replacer *strings.Replacer
+}
+
+// NewRedactor returns a redactor with the given HMAC key.
+func NewRedactor(key []byte) *Redactor {
+	return &Redactor{key: key, secrets: map[string]bool{}}
+}
+
+// LoadRedactor reads the key at path, creating a random one (0600) if the
+// file does not exist.
+func LoadRedactor(path string) (*Redactor, error) {
+	key, err := LoadKeyFile(path, 32)
+	if err != nil {
+		return nil, fmt.Errorf("redaction: %w", err)
+	}
+	return NewRedactor(key), nil
+}
+
+// Fingerprint returns the 8-hex-digit keyed HMAC of v.
+func (r *Redactor) Fingerprint(v string) string {
+	m := hmac.New(sha256.New, r.key)
+	m.Write([]byte(v))
+	return hex.EncodeToString(m.Sum(nil))[:8]
+}
+
+func (r *Redactor) mark(why, v string) string {
+	return "[REDACTED:" + why + ":" + r.Fingerprint(v) + "]"
+}
+
+// Register adds a value the secret broker resolved. From then on the value,
+// and its base64 (any alignment, standard and URL alphabets), hex, URL and
+// JSON-escaped forms, are redacted wherever they appear.
+func (r *Redactor) Register(secret string) error {
+	if len(secret) < MinSecretLen {
+		return fmt.Errorf("redact: a secret must be at least %d bytes to be redacted safely", MinSecretLen)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.secrets[secret] {
+		return nil
+	}
+	r.secrets[secret] = true
+	// Longest needles first: strings.Replacer prefers earlier pairs at the
+	// same position, so a longer encoding wins over a shorter one inside it.
+	type pair struct{ old, new string }
+	var pairs []pair
+	for s := range r.secrets {
+		mark := r.mark("secret", s)
+		for _, form := range encodedForms(s) {
+			pairs = append(pairs, pair{form, mark})
+		}
+	}
+	seen := map[string]bool{}
+	var args []string
+	slices.SortFunc(pairs, func(a, b pair) int {
+		if c := cmp.Compare(len(b.old), len(a.old)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.old, b.old)
+	})
+	for _, p := range pairs {
+		if p.old == "" || seen[p.old] {
+			continue
+		}
+		seen[p.old] = true
+		args = append(args, p.old, p.new)
+	}
+	r.replacer = strings.NewReplacer(args...)
+	return nil
+}
+
+// encodedForms lists the spellings of s that Register redacts.
+func encodedForms(s string) []string {
+	forms := []string{s,
+		hex.EncodeToString([]byte(s)), strings.ToUpper(hex.EncodeToString([]byte(s))),
+		url.QueryEscape(s), url.PathEscape(s),
+	}
+	if j, err := json.Marshal(s); err == nil {
+		forms = append(forms, string(j[1:len(j)-1]))
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		forms = append(forms, base64Cores(enc, []byte(s))...)
+	}
+	return forms
+}
+
+// base64Cores returns, for each of the three alignments s can have inside a
+// longer base64 text, the characters that depend on s alone. Whatever
+// surrounds s, one of them appears in the encoding.
+func base64Cores(enc *base64.Encoding, s []byte) []string {
+	var out []string
+	for pad := 0; pad < 3; pad++ {
+		buf := append(make([]byte, pad), s...)
+		e := enc.WithPadding(base64.NoPadding).EncodeToString(buf)
+		start := (pad*8 + 5) / 6  // chars touched by the padding bytes
+		end := (len(buf) * 8) / 6 // chars fully determined by buf
+		if end-start >= 4 {
+			out = append(out, e[start:end])
+		}
+	}
+	// The whole value encoded on its own, padding included.
+	out = append(out, enc.EncodeToString(s))
+	return out
+}
+
+// secretKey matches attribute keys whose values are secrets whatever they
+// look like.
+var secretKey = regexp.MustCompile(`(?i)(pass(word|wd)?|secret|token|api[-_]?key|authori[sz]ation|cookie|credential|private[-_]?key|session[-_]?key|access[-_]?key)`)
+
+// secretFormats are well-known secret shapes, each with the reason that ends
+// up in the marker.
+var secretFormats = []struct {
+	why string
+	re  *regexp.Regexp
+}{
+	{"private-key", regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END[A-Z ]*PRIVATE KEY-----|$)`)},
+	{"jwt", regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+	{"aws-key", regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	{"github-token", regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})\b`)},
+	{"slack-token", regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`)},
+	{"api-key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`)},
+	{"google-key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`)},
+	{"bearer", regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/-]{12,}=*`)},
+	{"url-credentials", regexp.MustCompile(`://[^/\s:@]+:[^/\s@]+@`)},
+}
+
+// Redact rewrites e.Attrs in place: secret-like keys, known secret formats
+// and registered secrets are replaced, then long values are truncated. The
+// map is copied first, so the caller's map is never changed.
+func (r *Redactor) Redact(e *Event) {
+	if len(e.Attrs) == 0 {
+		return
+	}
+	out := make(map[string]string, len(e.Attrs))
+	for k, v := range e.Attrs {
+		out[k] = r.Value(k, v)
+	}
+	e.Attrs = out
+}
+
+// Value returns v as it may be stored under key k.
+func (r *Redactor) Value(k, v string) string {
+	if v == "" {
+		return v
+	}
+	if secretKey.MatchString(k) {
+		return r.mark("key", v)
+	}
+	r.mu.RLock()
+	rep := r.replacer
+	r.mu.RUnlock()
+	if rep != nil {
+		v = rep.Replace(v)
+	}
+	for _, f := range secretFormats {
+		if f.re.MatchString(v) {
+			v = f.re.ReplaceAllStringFunc(v, func(m string) string { return r.mark(f.why, m) })
+		}
+	}
+	return Truncate(v)
+}
+
+// Truncate shortens a value longer than MaxAttrLen, keeping its first
+// TruncatedPrefix bytes (cut at a rune boundary) and its size and SHA-256.
+func Truncate(v string) string {
+	if len(v) <= MaxAttrLen {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	cut := TruncatedPrefix
+	for cut > 0 && cut < len(v) && !isRuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…[TRUNCATED:size=%d:sha256=%x]", v[:cut], len(v), sum)
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func randomKey() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic("events: crypto/rand failed: " + err.Error())
+	}
+	return k
+}

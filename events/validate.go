@@ -1,0 +1,49 @@
+package events
+
+import "fmt"
+
+// Limits of one event, checked by Validate.
+const (
+	MaxAttrs     = 64
+	MaxKeyLen    = 128
+	maxFieldLen  = 256 // kind, boundary, participants, outcome, code
+	maxParentLen = 55  // a W3C traceparent is 55 characters
+)
+
+// Validate reports why e cannot be appended: it must have an id and a time,
+// a catalogued kind whose boundary it repeats, and stay within the limits.
+func Validate(e *Event) error {
+	if e.ID.IsZero() {
+		return fmt.Errorf("event has no id")
+	}
+	if e.Time.IsZero() {
+		return fmt.Errorf("event %s has no time", e.ID)
+	}
+	info, ok := Lookup(e.Kind)
+	if !ok {
+		return fmt.Errorf("event %s: unknown kind %q", e.ID, e.Kind)
+	}
+	if e.Boundary != info.Boundary {
+		return fmt.Errorf("event %s: kind %s belongs to boundary %q, not %q", e.ID, e.Kind, info.Boundary, e.Boundary)
+	}
+	for name, s := range map[string]string{"from": e.From, "to": e.To, "outcome": string(e.Outcome), "code": string(e.Code)} {
+		if len(s) > maxFieldLen {
+			return fmt.Errorf("event %s: %s is %d bytes (cap %d)", e.ID, name, len(s), maxFieldLen)
+		}
+	}
+	if len(e.Traceparent) > maxParentLen {
+		return fmt.Errorf("event %s: traceparent is %d bytes (cap %d)", e.ID, len(e.Traceparent), maxParentLen)
+	}
+	if len(e.Attrs) > MaxAttrs {
+		return fmt.Errorf("event %s: %d attributes (cap %d)", e.ID, len(e.Attrs), MaxAttrs)
+	}
+	for k, v := range e.Attrs {
+		if k == "" || len(k) > MaxKeyLen {
+			return fmt.Errorf("event %s: attribute key of %d bytes (1 to %d)", e.ID, len(k), MaxKeyLen)
+		}
+		if len(v) > MaxAttrLen+TruncatedPrefix+128 {
+			return fmt.Errorf("event %s: attribute %q is %d bytes; the emitter truncates values over %d", e.ID, k, len(v), MaxAttrLen)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tracebridge/tracebridge/events"
+	bolt "go.etcd.io/bbolt"
+)
+
+var _ events.Appender = (*Store)(nil)
+
+type appendReq struct {
+	evs  []events.Event
+	seqs []uint64
+	err  error
+	done chan struct{}
+}
+
+// Append stores evs durably, in order, and returns their seqs. It returns
+// only after the transaction holding them is committed with fsync. Events
+// whose id is already stored are not stored again; their stored seq is
+// returned. Append sets Seq, Prev and Hash of the events it stores in evs.
+// Invalid events make the whole call fail with an
+// *events.RejectedError and nothing is stored.
+//
+// If ctx ends while the events are queued or being committed, Append returns
+// ctx's error; the events may still be stored, which a retry with the same
+// ids finds out without duplicating them.
+func (s *Store) Append(ctx context.Context, evs []events.Event) ([]uint64, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	if rej := s.Refusal(); rej != nil {
+		return nil, rej
+	}
+	for i := range evs {
+		if err := events.Validate(&evs[i]); err != nil {
+			return nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: err.Error()}
+		}
+	}
+	req := &appendReq{evs: evs, done: make(chan struct{})}
+	s.sendMu.RLock()
+	if s.closed || s.reqs == nil {
+		s.sendMu.RUnlock()
+		return nil, &events.RejectedError{Code: events.CodeLogUnavailable, Message: "store is closed or read-only"}
+	}
+	select {
+	case s.reqs <- req:
+		s.sendMu.RUnlock()
+	case <-ctx.Done():
+		s.sendMu.RUnlock()
+		return nil, fmt.Errorf("append: %w", ctx.Err())
+	}
+	select {
+	case <-req.done:
+		return req.seqs, req.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("append: %w", ctx.Err())
+	}
+}
+
+// writer is the only goroutine that writes. It takes every queued request up
+// to MaxBatch events, commits them in one transaction, then answers them.
+func (s *Store) writer() {
+	defer close(s.done)
+	var batch []*appendReq
+	for req := range s.reqs {
+		batch = append(batch[:0], req)
+		n := len(req.evs)
+	drain:
+		for n < s.opts.MaxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+				n += len(r.evs)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+		for _, r := range batch {
+			close(r.done)
+		}
+	}
+}
+
+func (s *Store) commit(batch []*appendReq) {
+	if rej := s.Refusal(); rej != nil {
+		for _, r := range batch {
+			r.err = rej
+		}
+		return
+	}
+	head, hash := s.Head()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		evb := tx.Bucket(bucketEvents)
+		evb.FillPercent = 0.9 // append-only keys: pack pages
+		ids := tx.Bucket(bucketIDs)
+		byReq := tx.Bucket(bucketByRequest)
+		bySess := tx.Bucket(bucketBySession)
+		for _, r := range batch {
+			r.seqs = make([]uint64, len(r.evs))
+			for i := range r.evs {
+				e := &r.evs[i]
+				if v := ids.Get(e.ID[:]); v != nil {
+					r.seqs[i] = decodeSeq(v)
+					continue
+				}
+				head++
+				e.Seq, e.Prev = head, hash
+				rec := events.AppendBody(make([]byte, 0, 320), e)
+				e.Hash = events.ChainHash(hash, rec)
+				rec = append(append(rec, e.Prev[:]...), e.Hash[:]...)
+				hash = e.Hash
+				key := seqKey(head)
+				if err := evb.Put(key, rec); err != nil {
+					return err
+				}
+				if err := ids.Put(e.ID[:], key); err != nil {
+					return err
+				}
+				if !e.RequestID.IsZero() {
+					if err := byReq.Put(indexKey(e.RequestID, head), nil); err != nil {
+						return err
+					}
+				}
+				if !e.SessionID.IsZero() {
+					if err := bySess.Put(indexKey(e.SessionID, head), nil); err != nil {
+						return err
+					}
+				}
+				r.seqs[i] = head
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keyHead, append(seqKey(head), hash[:]...))
+	})
+	if err != nil {
+		// The disk state after a failed commit is unknown (bbolt may have
+		// written pages but not the meta page). Never retry-then-ack:
+		// refuse everything from now on.
+		rej := &events.RejectedError{Code: events.CodeLogUnavailable, Message: "commit failed, store stopped: " + err.Error()}
+		s.Refuse(rej)
+		s.opts.Logger.Error("store commit failed; refusing all further appends", "path", s.path, "err", err)
+		for _, r := range batch {
+			r.seqs, r.err = nil, rej
+		}
+		return
+	}
+	s.mu.Lock()
+	s.head, s.hash = head, hash
+	s.mu.Unlock()
+}
+
+func decodeSeq(v []byte) uint64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tracebridge/tracebridge/events"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Scan calls fn with each stored record from seq from onward, in order, until
+// fn returns false or an error. rec is valid only during the call.
+func (s *Store) Scan(from uint64, fn func(seq uint64, rec []byte) (bool, error)) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
+			more, err := fn(binary.BigEndian.Uint64(k), v)
+			if err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Range returns up to limit decoded events from seq from onward.
+func (s *Store) Range(from uint64, limit int) ([]events.Event, error) {
+	var out []events.Event
+	err := s.Scan(from, func(seq uint64, rec []byte) (bool, error) {
+		e, err := events.Decode(rec)
+		if err != nil {
+			return false, fmt.Errorf("seq %d: %w", seq, err)
+		}
+		out = append(out, e)
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// RangeRecords returns copies of up to limit records from seq from onward,
+// stopping before maxBytes in total, and the seq to ask for next.
+func (s *Store) RangeRecords(from uint64, limit, maxBytes int) (recs [][]byte, next uint64, err error) {
+	next = from
+	size := 0
+	err = s.Scan(from, func(seq uint64, rec []byte) (bool, error) {
+		if len(recs) > 0 && size+len(rec) > maxBytes {
+			return false, nil
+		}
+		recs = append(recs, bytes.Clone(rec))
+		size += len(rec) + 4
+		next = seq + 1
+		return len(recs) < limit, nil
+	})
+	return recs, next, err
+}
+
+// Get returns the event at seq, or false if there is none.
+func (s *Store) Get(seq uint64) (events.Event, bool, error) {
+	var e events.Event
+	var found bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		if b == nil {
+			return nil
+		}
+		v := b.Get(seqKey(seq))
+		if v == nil {
+			return nil
+		}
+		var err error
+		e, err = events.Decode(v)
+		found = err == nil
+		return err
+	})
+	return e, found, err
+}
+
+// SeqOf returns the seq of a stored event id, or 0.
+func (s *Store) SeqOf(id events.ID) (uint64, error) {
+	var seq uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketIDs); b != nil {
+			seq = decodeSeq(b.Get(id[:]))
+		}
+		return nil
+	})
+	return seq, err
+}
+
+// ByRequest returns the events of one request, in seq order.
+func (s *Store) ByRequest(id events.ID) ([]events.Event, error) {
+	return s.byIndex(bucketByRequest, id, 0, 0)
+}
+
+// BySession returns up to limit events (0: all) of one session from seq from
+// onward, in seq order.
+func (s *Store) BySession(id events.ID, from uint64, limit int) ([]events.Event, error) {
+	return s.byIndex(bucketBySession, id, from, limit)
+}
+
+// RecordsByRequest returns copies of the records of one request.
+func (s *Store) RecordsByRequest(id events.ID) ([][]byte, error) {
+	var out [][]byte
+	err := s.eachIndexed(bucketByRequest, id, 0, func(seq uint64, rec []byte) (bool, error) {
+		out = append(out, bytes.Clone(rec))
+		return true, nil
+	})
+	return out, err
+}
+
+func (s *Store) byIndex(bucket []byte, id events.ID, from uint64, limit int) ([]events.Event, error) {
+	var out []events.Event
+	err := s.eachIndexed(bucket, id, from, func(seq uint64, rec []byte) (bool, error) {
+		e, err := events.Decode(rec)
+		if err != nil {
+			return false, fmt.Errorf("seq %d: %w", seq, err)
+		}
+		out = append(out, e)
+		return limit <= 0 || len(out) < limit, nil
+	})
+	return out, err
+}
+
+// eachIndexed walks an index bucket (id + seq → nil) and looks each seq up
+// in the log, all in one read transaction.
+func (s *Store) eachIndexed(bucket []byte, id events.ID, from uint64, fn func(uint64, []byte) (bool, error)) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		idx, evb := tx.Bucket(bucket), tx.Bucket(bucketEvents)
+		if idx == nil || evb == nil {
+			return nil
+		}
+		c := idx.Cursor()
+		for k, _ := c.Seek(indexKey(id, from)); k != nil && bytes.HasPrefix(k, id[:]); k, _ = c.Next() {
+			seq := binary.BigEndian.Uint64(k[16:])
+			rec := evb.Get(k[16:])
+			if rec == nil {
+				return fmt.Errorf("index %s names seq %d, which is not stored", bucket, seq)
+			}
+			if more, err := fn(seq, rec); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,224 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	bucketEvents    = []byte("events")
+	bucketIDs       = []byte("ids")
+	bucketByRequest = []byte("by_request")
+	bucketBySession = []byte("by_session")
+	bucketMeta      = []byte("meta")
+
+	keyHead   = []byte("head")   // seq (8) | hash (32)
+	keySchema = []byte("schema") // uint32
+)
+
+// SchemaVersion is the layout this package reads and writes.
+const SchemaVersion = 1
+
+// ErrLocked means another process holds the store open.
+var ErrLocked = errors.New("store is locked by another process")
+
+// ErrClosed is returned by calls on a closed Store.
+var ErrClosed = errors.New("store closed")
+
+// Options configures Open. The zero value works.
+type Options struct {
+	// Timeout bounds the wait for the file lock. Zero: 100ms. The lock is
+	// polled, so a call may return up to 50ms early.
+	Timeout time.Duration
+	// ReadOnly opens the file shared and read-only; Append then fails.
+	ReadOnly bool
+	// MaxBatch caps the events committed in one transaction. Zero: 4096.
+	MaxBatch int
+	// Logger receives the writer's fatal errors. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is the event log. Its methods are safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+	opts Options
+
+	reqs   chan *appendReq
+	done   chan struct{}
+	sendMu sync.RWMutex // held shared while sending to reqs, exclusively to close it
+	closed bool
+
+	mu      sync.RWMutex
+	head    uint64
+	hash    events.Hash
+	refusal *events.RejectedError // set when the store must not be appended to
+}
+
+// Open opens or creates the log at path.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 100 * time.Millisecond
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 4096
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         opts.Timeout,
+		ReadOnly:        opts.ReadOnly,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: 1 << 30, // readers never wait for a remap below 1 GiB
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, opts: opts}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if !opts.ReadOnly {
+		s.reqs = make(chan *appendReq, 1024)
+		s.done = make(chan struct{})
+		go s.writer()
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	if !s.opts.ReadOnly {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketEvents, bucketIDs, bucketByRequest, bucketBySession, bucketMeta} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			meta := tx.Bucket(bucketMeta)
+			if meta.Get(keySchema) == nil {
+				return meta.Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return nil // a read-only open of a store never written to
+		}
+		if v := meta.Get(keySchema); len(v) == 4 && binary.BigEndian.Uint32(v) != SchemaVersion {
+			return fmt.Errorf("schema version %d; this build reads %d", binary.BigEndian.Uint32(v), SchemaVersion)
+		}
+		if v := meta.Get(keyHead); len(v) == 8+32 {
+			s.head = binary.BigEndian.Uint64(v)
+			copy(s.hash[:], v[8:])
+		}
+		if problem := checkTail(tx, s.head, s.hash); problem != nil {
+			s.refusal = &events.RejectedError{Code: events.CodeChainBroken, Message: problem.Error() +
+				"; appends are refused until the store is repaired (run `tracebridge verify` for the first bad seq)"}
+		}
+		return nil
+	})
+}
+
+// checkTail compares the head recorded in meta with the last stored record:
+// a cheap check that catches a truncated or edited tail at open. Verify
+// checks everything.
+func checkTail(tx *bolt.Tx, head uint64, hash events.Hash) error {
+	b := tx.Bucket(bucketEvents)
+	if b == nil {
+		return nil
+	}
+	k, v := b.Cursor().Last()
+	if k == nil {
+		if head != 0 {
+			return fmt.Errorf("meta head is seq %d but the log is empty", head)
+		}
+		return nil
+	}
+	last := binary.BigEndian.Uint64(k)
+	if last != head {
+		return fmt.Errorf("last stored seq is %d but meta head is %d", last, head)
+	}
+	body, prev, h, err := events.SplitRecord(v)
+	if err != nil {
+		return fmt.Errorf("seq %d: %w", last, err)
+	}
+	if events.ChainHash(prev, body) != h || h != hash {
+		return fmt.Errorf("seq %d: hash does not match its bytes or the meta head", last)
+	}
+	return nil
+}
+
+// Path returns the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// Head returns the last seq and its hash.
+func (s *Store) Head() (uint64, events.Hash) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.head, s.hash
+}
+
+// Refuse makes every later Append fail with err, for a caller that found
+// the log unsafe to extend (a failed Verify).
+func (s *Store) Refuse(err *events.RejectedError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refusal == nil {
+		s.refusal = err
+	}
+}
+
+// Refusal returns why appends are refused, or nil.
+func (s *Store) Refusal() *events.RejectedError {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.refusal
+}
+
+// Close waits for queued appends, stops the writer and releases the file.
+func (s *Store) Close() error {
+	s.sendMu.Lock()
+	if s.closed {
+		s.sendMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.sendMu.Unlock()
+	if s.reqs != nil {
+		close(s.reqs)
+		<-s.done
+	}
+	return s.db.Close()
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq) }
+
+func indexKey(id events.ID, seq uint64) []byte {
+	k := make([]byte, 0, 24)
+	k = append(k, id[:]...)
+	return binary.BigEndian.AppendUint64(k, seq)
+}

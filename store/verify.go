@@ -1,0 +1,117 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tracebridge/tracebridge/events"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Report is the result of Verify.
+type Report struct {
+	Events   uint64      `json:"events"`   // records read
+	Head     uint64      `json:"head"`     // seq recorded as the head in meta
+	HeadHash events.Hash `json:"headHash"` // hash recorded with it
+	// FirstBad is the first seq that fails (0 when intact). For a tail
+	// missing behind the recorded head or a checkpoint, it is the first
+	// missing seq.
+	FirstBad uint64 `json:"firstBad,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+	// Checkpoints is how many checkpoints were checked against the log.
+	Checkpoints int `json:"checkpoints"`
+}
+
+// OK reports whether the log verified.
+func (r Report) OK() bool { return r.Problem == "" }
+
+func (r Report) String() string {
+	if r.OK() {
+		return fmt.Sprintf("ok: %d events, head seq %d (%s…), %d checkpoints match", r.Events, r.Head, r.HeadHash.String()[:12], r.Checkpoints)
+	}
+	return fmt.Sprintf("broken at seq %d: %s", r.FirstBad, r.Problem)
+}
+
+// Verify reads the whole log in one read transaction and checks that seqs
+// run 1, 2, 3… without gaps, that each record's own seq matches its key,
+// that each record's prev is the hash of the one before, that each hash
+// matches its bytes, that the meta head names the last record, and that
+// every given checkpoint's seq is stored with the checkpoint's hash.
+// It reports the first problem found.
+func (s *Store) Verify(cps ...Checkpoint) (Report, error) {
+	var r Report
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if v := meta.Get(keyHead); len(v) == 40 {
+				r.Head = binary.BigEndian.Uint64(v)
+				copy(r.HeadHash[:], v[8:])
+			}
+		}
+		want := map[uint64]events.Hash{}
+		for _, cp := range cps {
+			want[cp.Seq] = cp.Hash
+		}
+		bad := func(seq uint64, format string, args ...any) {
+			r.FirstBad, r.Problem = seq, fmt.Sprintf(format, args...)
+		}
+		var prevHash events.Hash
+		next := uint64(1)
+		if b := tx.Bucket(bucketEvents); b != nil {
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				r.Events++
+				if len(k) != 8 {
+					bad(next, "malformed key %x", k)
+					return nil
+				}
+				seq := binary.BigEndian.Uint64(k)
+				if seq != next {
+					bad(next, "seq %d is missing (next stored is %d): events were deleted", next, seq)
+					return nil
+				}
+				body, prev, hash, err := events.SplitRecord(v)
+				if err != nil {
+					bad(seq, "%v", err)
+					return nil
+				}
+				if own, n := binary.Uvarint(body[1:]); n <= 0 || own != seq {
+					bad(seq, "record says seq %d but is stored at %d: events were moved or reordered", own, seq)
+					return nil
+				}
+				if prev != prevHash {
+					bad(seq, "prev hash does not match the hash of seq %d: the chain was cut or reordered", seq-1)
+					return nil
+				}
+				if events.ChainHash(prev, body) != hash {
+					bad(seq, "hash does not match the record's bytes: the event was edited")
+					return nil
+				}
+				if h, ok := want[seq]; ok && h != hash {
+					bad(seq, "hash differs from the signed checkpoint at seq %d: the log was rewritten", seq)
+					return nil
+				}
+				prevHash = hash
+				next++
+			}
+		}
+		last := next - 1
+		switch {
+		case r.Head != last:
+			bad(min(r.Head, last)+1, "meta head is seq %d but the log ends at seq %d: the log was truncated or its head edited", r.Head, last)
+		case r.HeadHash != prevHash:
+			bad(last, "meta head hash differs from the hash of the last event")
+		}
+		if r.OK() {
+			for _, cp := range cps {
+				if cp.Seq > last {
+					bad(last+1, "the log ends at seq %d but a checkpoint signed at %s covers seq %d: the log was truncated or rolled back to an older copy",
+						last, cp.Time.Format("2006-01-02T15:04:05Z07:00"), cp.Seq)
+					break
+				}
+			}
+		}
+		r.Checkpoints = len(cps)
+		return nil
+	})
+	return r, err
+}
