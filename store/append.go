@@ -86,6 +86,9 @@ func (s *Store) writer() {
 		for _, r := range batch {
 			close(r.done)
 		}
+		if s.opts.Committed != nil {
+			s.notify(batch)
+		}
 	}
 }
 
@@ -109,6 +112,7 @@ func (s *Store) commit(batch []*appendReq) {
 				e := &r.evs[i]
 				if v := ids.Get(e.ID[:]); v != nil {
 					r.seqs[i] = decodeSeq(v)
+					e.Seq = 0 // stored before: not new in this commit
 					continue
 				}
 				head++
@@ -161,4 +165,23 @@ func decodeSeq(v []byte) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(v)
+}
+
+// notify hands the events the last commit stored to Options.Committed: the
+// ones given a seq (re-sent duplicates have Seq 0).
+func (s *Store) notify(batch []*appendReq) {
+	var stored []events.Event
+	for _, r := range batch {
+		if r.err != nil {
+			continue
+		}
+		for i := range r.evs {
+			if r.evs[i].Seq != 0 {
+				stored = append(stored, r.evs[i])
+			}
+		}
+	}
+	if len(stored) > 0 {
+		s.opts.Committed(stored)
+	}
 }

@@ -45,6 +45,10 @@ type Options struct {
 	MaxBatch int
 	// Logger receives the writer's fatal errors. Nil: slog.Default().
 	Logger *slog.Logger
+	// Committed, when set, is called by the writer after each commit, once
+	// the appenders have their answer, with the newly stored events in seq
+	// order. It must not block or keep stored past the call.
+	Committed func(stored []events.Event)
 }
 
 // Store is the event log. Its methods are safe for concurrent use.

@@ -1,0 +1,81 @@
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// DataDir names the files of one data dir.
+type DataDir string
+
+func (d DataDir) Store() string        { return filepath.Join(string(d), "events.db") }
+func (d DataDir) HubFile() string      { return filepath.Join(string(d), "hub.json") }
+func (d DataDir) Checkpoint() string   { return filepath.Join(string(d), "checkpoint.json") }
+func (d DataDir) RedactionKey() string { return filepath.Join(string(d), "keys", "redact.key") }
+func (d DataDir) SigningKey() string   { return filepath.Join(string(d), "keys", "checkpoint.key") }
+func (d DataDir) LogDir() string       { return filepath.Join(string(d), "logs") }
+
+// Ensure creates the data dir with mode 0700, and refuses one that others
+// can read or write.
+func (d DataDir) Ensure() error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	fi, err := os.Stat(string(d))
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data dir %s is not a directory", d)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("data dir %s has mode %v; it holds tokens and keys, so it must not be readable by others (chmod 700 %s)", d, fi.Mode().Perm(), d)
+	}
+	return nil
+}
+
+// Info is what hub.json holds: how to reach the hub.
+type Info struct {
+	URL     string    `json:"url"`
+	Token   string    `json:"token"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+}
+
+func (d DataDir) writeInfo(info Info) error {
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	return store.WriteFileAtomic(d.HubFile(), append(b, '\n'), 0o600)
+}
+
+func (d DataDir) readInfo() (Info, error) {
+	var info Info
+	b, err := os.ReadFile(d.HubFile())
+	if err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, fmt.Errorf("%s: %w", d.HubFile(), err)
+	}
+	if info.URL == "" || info.Token == "" {
+		return info, fmt.Errorf("%s: no url or token", d.HubFile())
+	}
+	return info, nil
+}
+
+// removeInfo deletes hub.json if it still describes this hub.
+func (d DataDir) removeInfo(token string) {
+	if info, err := d.readInfo(); err == nil && info.Token == token {
+		if err := os.Remove(d.HubFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return
+		}
+	}
+}

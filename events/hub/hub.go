@@ -1,0 +1,245 @@
+package hub
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// maxHandlers bounds the requests a hub serves at once. Past it the NATS
+// subscription buffers, then drops, and the senders time out and retry.
+const maxHandlers = 256
+
+// Hub serves one store to the processes of its data dir.
+type Hub struct {
+	dir  DataDir
+	st   *store.Store
+	key  ed25519.PrivateKey
+	log  *slog.Logger
+	now  func() time.Time
+	ns   *server.Server
+	nc   *nats.Conn
+	info Info
+
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	subs []*nats.Subscription
+	stop chan struct{}
+	done chan struct{}
+
+	lastCheckpoint atomic.Uint64
+}
+
+// startHub runs a hub for st, which the caller opened (and so holds the
+// lock of). publish is set to the hub's republisher.
+func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts Options) (*Hub, error) {
+	key, err := store.LoadSigningKey(dir.SigningKey())
+	if err != nil {
+		return nil, err
+	}
+	token := make([]byte, 24)
+	if _, err := rand.Read(token); err != nil {
+		return nil, err
+	}
+	h := &Hub{
+		dir: dir, st: st, key: key, log: opts.Logger, now: opts.Now,
+		sem: make(chan struct{}, maxHandlers), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	h.ns, err = server.NewServer(&server.Options{
+		ServerName:    "tracebridge-hub",
+		Host:          "127.0.0.1", // never 0.0.0.0
+		Port:          server.RANDOM_PORT,
+		Authorization: hex.EncodeToString(token),
+		NoSigs:        true, // else SIGTERM calls os.Exit and skips the final commit
+		NoLog:         true,
+		HTTPPort:      0, // no monitoring port
+		MaxPayload:    1 << 20,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hub: nats: %w", err)
+	}
+	h.ns.SetLoggerV2(natsLogger{opts.Logger}, false, false, false)
+	go h.ns.Start()
+	if !h.ns.ReadyForConnections(10 * time.Second) {
+		h.ns.Shutdown()
+		return nil, errors.New("hub: embedded NATS did not start within 10s")
+	}
+	h.info = Info{URL: h.ns.ClientURL(), Token: hex.EncodeToString(token), PID: os.Getpid(), Started: h.now().UTC()}
+	h.nc, err = nats.Connect("", nats.InProcessServer(h.ns), nats.Token(h.info.Token), nats.Name("tracebridge-hub"), nats.NoReconnect())
+	if err != nil {
+		h.ns.Shutdown()
+		return nil, fmt.Errorf("hub: connect in-process: %w", err)
+	}
+	publish.Store(h)
+	for subj, fn := range map[string]nats.MsgHandler{subjAppend: h.serveAppend, subjQuery: h.serveQuery} {
+		sub, err := h.nc.Subscribe(subj, h.bounded(fn))
+		if err != nil {
+			h.shutdownNATS()
+			return nil, fmt.Errorf("hub: subscribe %s: %w", subj, err)
+		}
+		h.subs = append(h.subs, sub)
+	}
+	if err := h.nc.Flush(); err != nil {
+		h.shutdownNATS()
+		return nil, err
+	}
+	if err := dir.writeInfo(h.info); err != nil {
+		h.shutdownNATS()
+		return nil, fmt.Errorf("hub: write %s: %w", dir.HubFile(), err)
+	}
+	h.record(events.Event{Kind: events.KindHubStarted, Outcome: events.OK,
+		Attrs: map[string]string{"pid": fmt.Sprint(h.info.PID), "url": h.info.URL}})
+	go h.background()
+	opts.Logger.Info("hub started", "data", string(dir), "url", h.info.URL, "pid", h.info.PID)
+	return h, nil
+}
+
+// bounded runs fn on its own goroutine, at most maxHandlers at once, so the
+// subscription keeps reading while slow requests (a commit, a verify) run.
+func (h *Hub) bounded(fn nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		select {
+		case h.sem <- struct{}{}:
+		case <-h.stop:
+			return
+		}
+		h.wg.Add(1)
+		go func() {
+			defer func() { <-h.sem; h.wg.Done() }()
+			fn(m)
+		}()
+	}
+}
+
+// publish republishes committed events for live followers. It is the
+// store's Committed callback, so it runs on the writer in seq order.
+func (h *Hub) publish(stored []events.Event) {
+	for i := range stored {
+		if err := h.nc.Publish(eventSubject(&stored[i]), events.Encode(&stored[i])); err != nil {
+			h.log.Warn("republish failed; followers will catch up from the store", "seq", stored[i].Seq, "err", err)
+			return
+		}
+	}
+}
+
+// record appends one of the hub's own events.
+func (h *Hub) record(e events.Event) {
+	e.ID, e.Time = events.NewID(), h.now().UTC()
+	info, _ := events.Lookup(e.Kind)
+	e.Boundary, e.From, e.To = info.Boundary, info.From, info.To
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := h.st.Append(ctx, []events.Event{e}); err != nil {
+		h.log.Warn("hub could not record its own event", "kind", e.Kind, "err", err)
+	}
+}
+
+// background verifies the whole chain once (refusing appends if it is
+// broken) and then signs a checkpoint every minute while the head moves.
+func (h *Hub) background() {
+	defer close(h.done)
+	h.verifyAtStart()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+			h.writeCheckpoint()
+		}
+	}
+}
+
+func (h *Hub) verifyAtStart() {
+	var cps []store.Checkpoint
+	if cp, err := store.ReadCheckpoint(h.dir.Checkpoint(), h.key.Public().(ed25519.PublicKey)); err == nil {
+		cps = append(cps, cp)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		h.log.Warn("ignoring the data dir's checkpoint", "err", err)
+	}
+	start := time.Now()
+	rep, err := h.st.Verify(cps...)
+	if err != nil {
+		h.log.Error("verify at start failed", "err", err)
+		return
+	}
+	if !rep.OK() {
+		msg := rep.String() + "; appends are refused until the store is repaired (run `tracebridge verify`)"
+		h.st.Refuse(&events.RejectedError{Code: events.CodeChainBroken, Message: msg})
+		h.log.Error("event log is broken", "firstBad", rep.FirstBad, "problem", rep.Problem)
+		return
+	}
+	h.log.Debug("event log verified", "events", rep.Events, "took", time.Since(start))
+}
+
+// writeCheckpoint signs the head into the data dir's checkpoint.json when it
+// moved since the last one.
+func (h *Hub) writeCheckpoint() {
+	if rej := h.st.Refusal(); rej != nil && rej.Code == events.CodeChainBroken {
+		return // never sign a broken chain
+	}
+	seq, _ := h.st.Head()
+	if seq == 0 || seq == h.lastCheckpoint.Load() {
+		return
+	}
+	cp := h.st.SignCheckpoint(h.key, h.now())
+	if err := store.WriteCheckpoint(h.dir.Checkpoint(), cp); err != nil {
+		h.log.Warn("could not write checkpoint", "err", err)
+		return
+	}
+	h.lastCheckpoint.Store(cp.Seq)
+}
+
+// Info says how to reach the hub.
+func (h *Hub) Info() Info { return h.info }
+
+// Close stops serving, lets in-flight requests finish, records the stop,
+// signs a final checkpoint, removes hub.json and releases the store.
+func (h *Hub) Close() error {
+	for _, s := range h.subs {
+		s.Unsubscribe()
+	}
+	close(h.stop)
+	h.wg.Wait()
+	<-h.done
+	h.record(events.Event{Kind: events.KindHubStopped, Outcome: events.OK})
+	h.writeCheckpoint()
+	h.dir.removeInfo(h.info.Token) // before the lock goes, so a successor's file is never removed
+	err := h.st.Close()
+	h.shutdownNATS()
+	return err
+}
+
+func (h *Hub) shutdownNATS() {
+	if h.nc != nil {
+		h.nc.Flush()
+		h.nc.Close()
+	}
+	h.ns.Shutdown()
+	h.ns.WaitForShutdown()
+}
+
+// natsLogger routes the embedded server's messages to slog (stderr), never
+// stdout.
+type natsLogger struct{ l *slog.Logger }
+
+func (n natsLogger) Noticef(f string, a ...any) { n.l.Debug("nats: " + fmt.Sprintf(f, a...)) }
+func (n natsLogger) Warnf(f string, a ...any)   { n.l.Warn("nats: " + fmt.Sprintf(f, a...)) }
+func (n natsLogger) Fatalf(f string, a ...any)  { n.l.Error("nats: " + fmt.Sprintf(f, a...)) }
+func (n natsLogger) Errorf(f string, a ...any)  { n.l.Error("nats: " + fmt.Sprintf(f, a...)) }
+func (n natsLogger) Debugf(f string, a ...any)  { n.l.Debug("nats: " + fmt.Sprintf(f, a...)) }
+func (n natsLogger) Tracef(f string, a ...any)  {}

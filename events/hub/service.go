@@ -1,0 +1,167 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// maxQueryRecords caps the records of one query reply; clients page on.
+const maxQueryRecords = 2048
+
+// serveAppend stores one batch frame and replies once it is durable.
+func (h *Hub) serveAppend(m *nats.Msg) {
+	if m.Reply == "" {
+		return // a publish, not a request: nobody waits for the answer
+	}
+	evs, err := events.DecodeBatch(m.Data)
+	if err != nil {
+		code := events.CodeMalformedAppend
+		if len(m.Data) > events.MaxBatchBytes {
+			code = events.CodeTooLarge
+		}
+		h.reject(m, code, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seqs, err := h.st.Append(ctx, evs)
+	if err != nil {
+		var rej *events.RejectedError
+		if errors.As(err, &rej) {
+			h.reject(m, rej.Code, err)
+		} else {
+			h.respond(m, errorMsg(events.CodeLogUnavailable, err))
+		}
+		return
+	}
+	h.respond(m, jsonMsg(appendReply{Seqs: seqs}))
+}
+
+// reject answers a refused request and records the refusal as an event.
+func (h *Hub) reject(m *nats.Msg, code events.Code, err error) {
+	h.respond(m, errorMsg(code, err))
+	if code == events.CodeChainBroken || code == events.CodeLogUnavailable {
+		return // the log cannot take the record either
+	}
+	h.record(events.Event{Kind: events.KindAppendRejected, Outcome: events.Error, Code: code,
+		Attrs: map[string]string{"subject": m.Subject, "bytes": strconv.Itoa(len(m.Data)), "error": truncateErr(err)}})
+}
+
+func truncateErr(err error) string {
+	s := err.Error()
+	if len(s) > 500 {
+		s = s[:500] + "…"
+	}
+	return s
+}
+
+func (h *Hub) respond(m *nats.Msg, reply *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	reply.Subject = m.Reply
+	if err := h.nc.PublishMsg(reply); err != nil {
+		h.log.Warn("reply failed", "subject", m.Subject, "err", err)
+	}
+}
+
+// serveQuery answers the read subjects.
+func (h *Hub) serveQuery(m *nats.Msg) {
+	reply, err := h.query(m)
+	if err != nil {
+		var rej *events.RejectedError
+		if errors.As(err, &rej) {
+			h.reject(m, rej.Code, err)
+		} else {
+			h.respond(m, errorMsg(events.CodeLogUnavailable, err))
+		}
+		return
+	}
+	h.respond(m, reply)
+}
+
+func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
+	decode := func(v any) error {
+		if len(m.Data) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(m.Data, v); err != nil {
+			return &events.RejectedError{Code: events.CodeMalformedAppend, Message: fmt.Sprintf("query %s: %v", m.Subject, err)}
+		}
+		return nil
+	}
+	switch m.Subject {
+	case subjRange:
+		var q rangeQuery
+		if err := decode(&q); err != nil {
+			return nil, err
+		}
+		limit := q.Limit
+		if limit <= 0 || limit > maxQueryRecords {
+			limit = maxQueryRecords
+		}
+		recs, next, err := h.st.RangeRecords(max(q.From, 1), limit, events.MaxBatchBytes-4096)
+		if err != nil {
+			return nil, err
+		}
+		out := nats.NewMsg("")
+		out.Data = events.EncodeRecords(recs)
+		out.Header.Set(hdrNext, strconv.FormatUint(next, 10))
+		return out, nil
+	case subjRequest:
+		var q idQuery
+		if err := decode(&q); err != nil {
+			return nil, err
+		}
+		recs, err := h.st.RecordsByRequest(q.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(recs) > maxQueryRecords {
+			return nil, &events.RejectedError{Code: events.CodeTooLarge, Message: fmt.Sprintf("request %s has %d events; more than one reply holds", q.ID, len(recs))}
+		}
+		out := nats.NewMsg("")
+		out.Data = events.EncodeRecords(recs)
+		return out, nil
+	case subjSession:
+		var q idQuery
+		if err := decode(&q); err != nil {
+			return nil, err
+		}
+		limit := q.Limit
+		if limit <= 0 || limit > maxQueryRecords {
+			limit = maxQueryRecords
+		}
+		evs, err := h.st.BySession(q.ID, q.From, limit)
+		if err != nil {
+			return nil, err
+		}
+		out := nats.NewMsg("")
+		out.Data = events.EncodeBatch(evs)
+		return out, nil
+	case subjHead:
+		seq, hash := h.st.Head()
+		return jsonMsg(headReply{Seq: seq, Hash: hash}), nil
+	case subjVerify:
+		var q verifyQuery
+		if err := decode(&q); err != nil {
+			return nil, err
+		}
+		rep, err := h.st.Verify(q.Checkpoints...)
+		if err != nil {
+			return nil, err
+		}
+		return jsonMsg(rep), nil
+	case subjCheckpoint:
+		return jsonMsg(h.st.SignCheckpoint(h.key, h.now())), nil
+	}
+	return nil, &events.RejectedError{Code: events.CodeUnknownQuery, Message: "no query " + m.Subject}
+}
+
