@@ -57,7 +57,7 @@ func DecodeBatch(b []byte) ([]Event, error) {
 		return nil, fmt.Errorf("%w: not a v1 batch frame", ErrMalformed)
 	}
 	n, k := binary.Uvarint(b[1:])
-	if k <= 0 {
+	if k <= 0 || k != uvarintLen(n) {
 		return nil, fmt.Errorf("%w: batch count is not a varint", ErrMalformed)
 	}
 	if n > MaxBatchEvents || n > uint64(len(b)) {
@@ -67,7 +67,7 @@ func DecodeBatch(b []byte) ([]Event, error) {
 	evs := make([]Event, 0, n)
 	for i := uint64(0); i < n; i++ {
 		l, k := binary.Uvarint(b[off:])
-		if k <= 0 || l > uint64(len(b)-off-k) {
+		if k <= 0 || k != uvarintLen(l) || l > uint64(len(b)-off-k) {
 			return nil, fmt.Errorf("%w: batch record %d: bad length", ErrMalformed, i)
 		}
 		off += k
@@ -83,3 +83,5 @@ func DecodeBatch(b []byte) ([]Event, error) {
 	}
 	return evs, nil
 }
+
+func uvarintLen(x uint64) int { return len(binary.AppendUvarint(nil, x)) }

@@ -228,8 +228,8 @@ func (d *decoder) uvarint(field string) uint64 {
 		b := d.s[d.off]
 		d.off++
 		if b < 0x80 {
-			if i == binary.MaxVarintLen64-1 && b > 1 {
-				break
+			if (i == binary.MaxVarintLen64-1 && b > 1) || (i > 0 && b == 0) {
+				break // overflow, or a non-minimal form: the encoding is canonical
 			}
 			return x | uint64(b)<<s
 		}

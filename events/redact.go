@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
@@ -114,7 +115,16 @@ func encodedForms(s string) []string {
 		hex.EncodeToString([]byte(s)), strings.ToUpper(hex.EncodeToString([]byte(s))),
 		url.QueryEscape(s), url.PathEscape(s),
 	}
+	// JSON-escaped, both with Go's HTML escaping (& → \u0026) and without
+	// it, as most other encoders write.
 	if j, err := json.Marshal(s); err == nil {
+		forms = append(forms, string(j[1:len(j)-1]))
+	}
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) == nil {
+		j := bytes.TrimSpace(plain.Bytes())
 		forms = append(forms, string(j[1:len(j)-1]))
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
@@ -21,8 +22,7 @@ type appendReq struct {
 // Append stores evs durably, in order, and returns their seqs. It returns
 // only after the transaction holding them is committed with fsync. Events
 // whose id is already stored are not stored again; their stored seq is
-// returned. Append sets Seq, Prev and Hash of the events it stores in evs.
-// Invalid events make the whole call fail with an
+// returned. evs is not modified. Invalid events make the whole call fail with an
 // *events.RejectedError and nothing is stored.
 //
 // If ctx ends while the events are queued or being committed, Append returns
@@ -40,7 +40,9 @@ func (s *Store) Append(ctx context.Context, evs []events.Event) ([]uint64, error
 			return nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: err.Error()}
 		}
 	}
-	req := &appendReq{evs: evs, done: make(chan struct{})}
+	// The writer sets Seq, Prev and Hash on its own copy: the caller's slice
+	// may be read (or copied by append) while the commit runs.
+	req := &appendReq{evs: slices.Clone(evs), done: make(chan struct{})}
 	s.sendMu.RLock()
 	if s.closed || s.reqs == nil {
 		s.sendMu.RUnlock()

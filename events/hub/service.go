@@ -44,14 +44,14 @@ func (h *Hub) serveAppend(m *nats.Msg) {
 	h.respond(m, jsonMsg(appendReply{Seqs: seqs}))
 }
 
-// reject answers a refused request and records the refusal as an event.
+// reject records a refused request as an event, then answers it: the
+// evidence is durable before the sender learns the outcome.
 func (h *Hub) reject(m *nats.Msg, code events.Code, err error) {
-	h.respond(m, errorMsg(code, err))
-	if code == events.CodeChainBroken || code == events.CodeLogUnavailable {
-		return // the log cannot take the record either
+	if code != events.CodeChainBroken && code != events.CodeLogUnavailable { // else the log cannot take the record either
+		h.record(events.Event{Kind: events.KindAppendRejected, Outcome: events.Error, Code: code,
+			Attrs: map[string]string{"subject": m.Subject, "bytes": strconv.Itoa(len(m.Data)), "error": truncateErr(err)}})
 	}
-	h.record(events.Event{Kind: events.KindAppendRejected, Outcome: events.Error, Code: code,
-		Attrs: map[string]string{"subject": m.Subject, "bytes": strconv.Itoa(len(m.Data)), "error": truncateErr(err)}})
+	h.respond(m, errorMsg(code, err))
 }
 
 func truncateErr(err error) string {
@@ -164,4 +164,3 @@ func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
 	}
 	return nil, &events.RejectedError{Code: events.CodeUnknownQuery, Message: "no query " + m.Subject}
 }
-
