@@ -27,7 +27,11 @@ func (r Report) OK() bool { return r.Problem == "" }
 
 func (r Report) String() string {
 	if r.OK() {
-		return fmt.Sprintf("ok: %d events, head seq %d (%s…), %d checkpoints match", r.Events, r.Head, r.HeadHash.String()[:12], r.Checkpoints)
+		s := fmt.Sprintf("ok: %d events, head seq %d (hash %s…)", r.Events, r.Head, r.HeadHash.String()[:12])
+		if r.Checkpoints > 0 {
+			s += fmt.Sprintf(", %d signed checkpoint(s) match", r.Checkpoints)
+		}
+		return s
 	}
 	return fmt.Sprintf("broken at seq %d: %s", r.FirstBad, r.Problem)
 }

@@ -27,6 +27,8 @@ type backend interface {
 	checkpoint(ctx context.Context) (store.Checkpoint, error)
 	// conn is the NATS connection live events arrive on; nil offline.
 	conn() *nats.Conn
+	// hubInfo describes the hub in use; ok is false offline.
+	hubInfo() (Info, bool)
 	dead() bool
 	close() error
 }
@@ -78,6 +80,13 @@ func (l *local) conn() *nats.Conn {
 	return l.hub.nc
 }
 
+func (l *local) hubInfo() (Info, bool) {
+	if l.hub == nil {
+		return Info{}, false
+	}
+	return l.hub.info, true
+}
+
 func (l *local) dead() bool { return false }
 
 func (l *local) close() error {
@@ -90,8 +99,11 @@ func (l *local) close() error {
 // remote talks to a hub in another process.
 type remote struct {
 	nc      *nats.Conn
+	info    Info
 	timeout time.Duration
 }
+
+func (r *remote) hubInfo() (Info, bool) { return r.info, true }
 
 func (r *remote) dead() bool { return r.nc.IsClosed() }
 

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,4 +79,20 @@ func (d DataDir) removeInfo(token string) {
 			return
 		}
 	}
+}
+
+// PublicKey returns the public half of the data dir's checkpoint signing
+// key, or nil if the data dir has none yet. It never creates a key.
+func (d DataDir) PublicKey() (ed25519.PublicKey, error) {
+	seed, err := os.ReadFile(d.SigningKey())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("%s: %d bytes, want %d", d.SigningKey(), len(seed), ed25519.SeedSize)
+	}
+	return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey), nil
 }

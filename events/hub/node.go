@@ -103,6 +103,17 @@ func (n *Node) Online() bool {
 	return n.cur != nil && n.cur.conn() != nil && !n.cur.dead()
 }
 
+// Hub describes the hub this node uses (its own or another process's);
+// ok is false when the node reads the store offline.
+func (n *Node) Hub() (info Info, ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cur == nil || n.cur.dead() {
+		return Info{}, false
+	}
+	return n.cur.hubInfo()
+}
+
 // link returns the current backend, electing or attaching again if the hub
 // it used is gone.
 func (n *Node) link(ctx context.Context) (backend, error) {
@@ -195,7 +206,7 @@ func (n *Node) attach(ctx context.Context, info Info) (*remote, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", info.URL, err)
 	}
-	r := &remote{nc: nc, timeout: n.opts.RequestTimeout}
+	r := &remote{nc: nc, info: info, timeout: n.opts.RequestTimeout}
 	if _, _, err := r.head(ctx); err != nil {
 		nc.Close()
 		return nil, err

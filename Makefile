@@ -1,0 +1,44 @@
+# tracebridge. `make demo` shows the main job; `make test` runs every test.
+GO       ?= go
+BIN      := bin/tracebridge
+PKGS     := ./...
+export GOFLAGS := -buildvcs=false
+
+.PHONY: all build test unit fuzz bench demo lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/tracebridge
+
+# Every test, with the race detector, after vet. The crash loop, the
+# multi-process tests and the unsafe-build check are part of it.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# Short fuzz runs of every decoder (the seed corpora run in `make test`).
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME) ./events
+
+# Benchmarks of the hot paths: COUNT runs each, summarised by benchstat
+# (median and spread per benchmark). Raw output: out/bench.txt.
+COUNT ?= 5
+BENCH ?= .
+bench:
+	@mkdir -p out
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) -timeout 60m ./events/... ./store/... | tee out/bench.txt
+	$(GO) tool benchstat out/bench.txt
+
+demo:
+	$(GO) run ./cmd/tracebridge demo
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+clean:
+	rm -rf bin out

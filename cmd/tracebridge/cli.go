@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events/hub"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=…".
+var Version = "dev"
+
+// Main is the program with its environment made explicit, so tests run it
+// in-process with their own streams and environment.
+type Main struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	Now            func() time.Time
+
+	// Global flags, bound by every command's flag set.
+	data, logLevel string
+}
+
+// NewMain returns a Main wired to the process.
+func NewMain() *Main {
+	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Now: time.Now}
+}
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, m *Main, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"serve":      {"run the hub for a data dir until interrupted", runServe},
+		"tail":       {"print events as they are committed", runTail},
+		"verify":     {"check the hash chain and checkpoints; exit 1 if broken", runVerify},
+		"checkpoint": {"export a signed checkpoint of the log's head", runCheckpoint},
+		"loadgen":    {"append synthetic requests and report durable throughput", runLoadgen},
+		"demo":       {"start a hub, append a burst, tail it and verify it", runDemo},
+		"version":    {"print the version", runVersion},
+	}
+}
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1 // the command ran and found a problem, or failed
+	exitUsage  = 2
+)
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// failure is a finding (a broken chain) that sets exit 1 with a message
+// already printed.
+var errFound = errors.New("problem found")
+
+// Run runs one command line and returns the exit code.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	global := m.flags("tracebridge")
+	global.Usage = func() { m.usage(global.Output()) }
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	rest := global.Args()
+	if len(rest) == 0 {
+		m.usage(m.Stderr)
+		return exitUsage
+	}
+	name, rest := rest[0], rest[1:]
+	if name == "help" {
+		if len(rest) == 1 {
+			if _, ok := commands()[rest[0]]; ok {
+				return m.Run(ctx, []string{rest[0], "--help"})
+			}
+		}
+		global.SetOutput(m.Stdout)
+		m.usage(m.Stdout)
+		return exitOK
+	}
+	cmd, ok := commands()[name]
+	if !ok {
+		fmt.Fprintf(m.Stderr, "tracebridge: unknown command %q\n\n", name)
+		m.usage(m.Stderr)
+		return exitUsage
+	}
+	err := cmd.run(ctx, m, rest)
+	var uerr usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &uerr):
+		fmt.Fprintf(m.Stderr, "tracebridge %s: %s\nRun 'tracebridge %s --help' for usage.\n", name, uerr.msg, name)
+		return exitUsage
+	case errors.Is(err, errFound):
+		return exitFailed
+	default:
+		fmt.Fprintf(m.Stderr, "tracebridge %s: %v\n", name, err)
+		return exitFailed
+	}
+}
+
+func (m *Main) usage(w io.Writer) {
+	fmt.Fprint(w, `tracebridge: an MCP tool bridge that leaves evidence.
+
+Usage:
+  tracebridge [--data DIR] COMMAND [flags]
+
+Commands:
+`)
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-11s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprint(w, `
+Global flags (also accepted after the command):
+  --data DIR         data dir (default $TRACEBRIDGE_DATA, else the user state dir)
+  --log-level LEVEL  debug, info, warn or error (default info, or $TRACEBRIDGE_LOG)
+
+Run 'tracebridge COMMAND --help' for a command's flags.
+`)
+}
+
+// flags returns a flag set with the global flags registered.
+func (m *Main) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&m.data, "data", m.data, "data `DIR` (default $TRACEBRIDGE_DATA, else the user state dir)")
+	fs.StringVar(&m.logLevel, "log-level", m.logLevel, "log `LEVEL`: debug, info, warn, error")
+	return fs
+}
+
+// parse parses a subcommand's flags, printing its usage on --help.
+func (m *Main) parse(fs *flag.FlagSet, usage string, args []string) error {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tracebridge %s\n\n", usage)
+		fs.PrintDefaults()
+	}
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			fs.SetOutput(m.Stdout)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// dataDir resolves the data dir: --data, $TRACEBRIDGE_DATA, then the user
+// state dir.
+func (m *Main) dataDir() (hub.DataDir, error) {
+	if m.data != "" {
+		return hub.DataDir(m.data), nil
+	}
+	if d := m.Getenv("TRACEBRIDGE_DATA"); d != "" {
+		return hub.DataDir(d), nil
+	}
+	if runtime.GOOS == "windows" {
+		if d := m.Getenv("LocalAppData"); d != "" {
+			return hub.DataDir(filepath.Join(d, "tracebridge")), nil
+		}
+	}
+	if d := m.Getenv("XDG_STATE_HOME"); d != "" {
+		return hub.DataDir(filepath.Join(d, "tracebridge")), nil
+	}
+	if home := m.Getenv("HOME"); home != "" {
+		return hub.DataDir(filepath.Join(home, ".local", "state", "tracebridge")), nil
+	}
+	return "", errors.New("no data dir: pass --data DIR or set TRACEBRIDGE_DATA")
+}
+
+// logger logs to stderr: stdout is for command output (and, for
+// `tracebridge mcp`, for the protocol alone).
+func (m *Main) logger() *slog.Logger {
+	level := m.logLevel
+	if level == "" {
+		level = m.Getenv("TRACEBRIDGE_LOG")
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil || level == "" {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// open opens the data dir's log in the given role.
+func (m *Main) open(ctx context.Context, role hub.Role, name string) (*hub.Node, error) {
+	dir, err := m.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	return hub.Open(ctx, hub.Options{Dir: dir, Role: role, Logger: m.logger(), Now: m.Now, Name: name})
+}
+
+func runVersion(_ context.Context, m *Main, args []string) error {
+	fs := m.flags("version")
+	if err := m.parse(fs, "version", args); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "tracebridge %s %s %s/%s\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}
