@@ -13,10 +13,19 @@ import (
 var _ events.Appender = (*Store)(nil)
 
 type appendReq struct {
-	evs  []events.Event
-	seqs []uint64
-	err  error
-	done chan struct{}
+	evs      []events.Event
+	seqs     []uint64
+	err      error
+	done     chan struct{}
+	answered bool // only the writer goroutine touches it
+}
+
+// answer wakes the appender, once.
+func (r *appendReq) answer() {
+	if !r.answered {
+		r.answered = true
+		close(r.done)
+	}
 }
 
 // Append stores evs durably, in order, and returns their seqs. It returns
@@ -86,7 +95,7 @@ func (s *Store) writer() {
 		}
 		s.commit(batch)
 		for _, r := range batch {
-			close(r.done)
+			r.answer()
 		}
 		if s.opts.Committed != nil {
 			s.notify(batch)
@@ -102,49 +111,18 @@ func (s *Store) commit(batch []*appendReq) {
 		return
 	}
 	head, hash := s.Head()
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		evb := tx.Bucket(bucketEvents)
-		evb.FillPercent = 0.9 // append-only keys: pack pages
-		ids := tx.Bucket(bucketIDs)
-		byReq := tx.Bucket(bucketByRequest)
-		bySess := tx.Bucket(bucketBySession)
-		for _, r := range batch {
-			r.seqs = make([]uint64, len(r.evs))
-			for i := range r.evs {
-				e := &r.evs[i]
-				if v := ids.Get(e.ID[:]); v != nil {
-					r.seqs[i] = decodeSeq(v)
-					e.Seq = 0 // stored before: not new in this commit
-					continue
-				}
-				head++
-				e.Seq, e.Prev = head, hash
-				rec := events.AppendBody(make([]byte, 0, 320), e)
-				e.Hash = events.ChainHash(hash, rec)
-				rec = append(append(rec, e.Prev[:]...), e.Hash[:]...)
-				hash = e.Hash
-				key := seqKey(head)
-				if err := evb.Put(key, rec); err != nil {
-					return err
-				}
-				if err := ids.Put(e.ID[:], key); err != nil {
-					return err
-				}
-				if !e.RequestID.IsZero() {
-					if err := byReq.Put(indexKey(e.RequestID, head), nil); err != nil {
-						return err
-					}
-				}
-				if !e.SessionID.IsZero() {
-					if err := bySess.Put(indexKey(e.SessionID, head), nil); err != nil {
-						return err
-					}
-				}
-				r.seqs[i] = head
-			}
+	tx, err := s.db.Begin(true)
+	if err == nil {
+		head, hash, err = s.put(tx, batch, head, hash)
+		if err == nil && unsafeNoDurability {
+			lieBeforeCommit(batch)
 		}
-		return tx.Bucket(bucketMeta).Put(keyHead, append(seqKey(head), hash[:]...))
-	})
+		if err == nil {
+			err = tx.Commit()
+		} else {
+			tx.Rollback()
+		}
+	}
 	if err != nil {
 		// The disk state after a failed commit is unknown (bbolt may have
 		// written pages but not the meta page). Never retry-then-ack:
@@ -186,4 +164,49 @@ func (s *Store) notify(batch []*appendReq) {
 	if len(stored) > 0 {
 		s.opts.Committed(stored)
 	}
+}
+
+// put stores batch after head in tx and returns the new head.
+func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Hash) (uint64, events.Hash, error) {
+	evb := tx.Bucket(bucketEvents)
+	evb.FillPercent = 0.9 // append-only keys: pack pages
+	ids := tx.Bucket(bucketIDs)
+	byReq := tx.Bucket(bucketByRequest)
+	bySess := tx.Bucket(bucketBySession)
+	for _, r := range batch {
+		r.seqs = make([]uint64, len(r.evs))
+		for i := range r.evs {
+			e := &r.evs[i]
+			if v := ids.Get(e.ID[:]); v != nil {
+				r.seqs[i] = decodeSeq(v)
+				e.Seq = 0 // stored before: not new in this commit
+				continue
+			}
+			head++
+			e.Seq, e.Prev = head, hash
+			rec := events.AppendBody(make([]byte, 0, 320), e)
+			e.Hash = events.ChainHash(hash, rec)
+			rec = append(append(rec, e.Prev[:]...), e.Hash[:]...)
+			hash = e.Hash
+			key := seqKey(head)
+			if err := evb.Put(key, rec); err != nil {
+				return head, hash, err
+			}
+			if err := ids.Put(e.ID[:], key); err != nil {
+				return head, hash, err
+			}
+			if !e.RequestID.IsZero() {
+				if err := byReq.Put(indexKey(e.RequestID, head), nil); err != nil {
+					return head, hash, err
+				}
+			}
+			if !e.SessionID.IsZero() {
+				if err := bySess.Put(indexKey(e.SessionID, head), nil); err != nil {
+					return head, hash, err
+				}
+			}
+			r.seqs[i] = head
+		}
+	}
+	return head, hash, tx.Bucket(bucketMeta).Put(keyHead, append(seqKey(head), hash[:]...))
 }

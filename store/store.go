@@ -96,6 +96,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	db.NoSync = unsafeNoDurability // false in every real build
 	s := &Store{db: db, path: path, opts: opts}
 	if err := s.init(); err != nil {
 		db.Close()

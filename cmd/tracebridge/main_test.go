@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// tbBin is the real tracebridge binary, built once for the package's tests.
+// It is built without -race so child processes run at production speed.
+var tbBin string
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "tracebridge-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tbBin = filepath.Join(tmp, "tracebridge")
+	if err := buildBinary(tbBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+func buildBinary(out string, tags ...string) error {
+	args := []string{"build", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", tags[0])
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %v: %v\n%s", args, err, b)
+	}
+	return nil
+}
+
+// proc is a running tracebridge child process.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	mu     sync.Mutex
+	lines  []string
+	first  chan struct{} // closed at the first stdout line
+	eof    chan struct{} // closed when stdout is drained
+}
+
+// start runs the binary bin with args on data dir data, collecting stdout
+// lines. The process is killed when the test ends if it still runs.
+func start(t *testing.T, bin, data string, args ...string) *proc {
+	t.Helper()
+	p := &proc{stderr: &bytes.Buffer{}, first: make(chan struct{}), eof: make(chan struct{})}
+	p.cmd = exec.Command(bin, append([]string{"--data", data, "--log-level", "warn"}, args...)...)
+	p.cmd.Stderr = &syncWriter{w: p.stderr, mu: &p.mu}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.eof)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		once := sync.Once{}
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+			once.Do(func() { close(p.first) })
+		}
+		io.Copy(io.Discard, out)
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+// wait waits for the process to exit within d and returns its exit code.
+func (p *proc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { <-p.eof; done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		p.cmd.Process.Kill()
+		<-done
+		t.Fatalf("%v did not exit within %v (it hung); stderr:\n%s", p.cmd.Args, d, p.stderrText())
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (p *proc) output() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+func (p *proc) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+type syncWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+// ackedIDs parses the id lines `loadgen --acks` printed.
+func ackedIDs(t *testing.T, lines []string) []events.ID {
+	t.Helper()
+	var ids []events.ID
+	for _, l := range lines {
+		id, err := events.ParseID(l)
+		if err != nil {
+			t.Fatalf("loadgen printed a line that is not an id: %q", l)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// checkStored opens the (closed) store of data and returns the acked ids it
+// does not hold.
+func checkStored(t *testing.T, data string, ids []events.ID) (missing []events.ID) {
+	t.Helper()
+	st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range ids {
+		seq, err := st.SeqOf(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq == 0 {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// verifyStore runs the real `tracebridge verify` on data and fails the test
+// unless it exits 0.
+func verifyStore(t *testing.T, data string) string {
+	t.Helper()
+	cmd := exec.Command(tbBin, "--data", data, "verify")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("verify: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// eventually polls cond every 10ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
