@@ -103,7 +103,7 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 	h.record(events.Event{Kind: events.KindHubStarted, Outcome: events.OK,
 		Attrs: map[string]string{"pid": fmt.Sprint(h.info.PID), "url": h.info.URL}})
 	go h.background()
-	opts.Logger.Info("hub started", "data", string(dir), "url", h.info.URL, "pid", h.info.PID)
+	opts.Logger.Debug("hub started", "data", string(dir), "url", h.info.URL, "pid", h.info.PID)
 	return h, nil
 }
 
