@@ -124,17 +124,40 @@ func SplitRecord(rec []byte) (body []byte, prev, hash Hash, err error) {
 // ErrMalformed and says where decoding stopped.
 func Decode(rec []byte) (Event, error) {
 	var e Event
+	err := DecodeInto(&e, rec)
+	return e, err
+}
+
+// DecodeInto is Decode into *dst, which it overwrites: readers decoding
+// many records into a slice save a copy of each Event.
+func DecodeInto(dst *Event, rec []byte) error {
 	if len(rec) > MaxEventSize+chainLen {
-		return e, fmt.Errorf("%w: %d bytes exceeds the %d-byte cap", ErrMalformed, len(rec), MaxEventSize)
+		*dst = Event{}
+		return fmt.Errorf("%w: %d bytes exceeds the %d-byte cap", ErrMalformed, len(rec), MaxEventSize)
 	}
-	body, prev, hash, err := SplitRecord(rec)
-	if err != nil {
-		return e, err
-	}
-	// One string conversion for the whole body: every string field is a
+	// One string conversion for the whole record: every string field is a
 	// substring of it, so decoding costs one allocation for text plus the
 	// attribute map.
-	d := decoder{s: string(body), off: 1}
+	return DecodeString(dst, string(rec))
+}
+
+// DecodeString is DecodeInto for a record held in a string. The event's
+// string fields share rec's memory, so a reader that copies many records
+// into one string decodes them all with a single text allocation.
+func DecodeString(dst *Event, rec string) error {
+	*dst = Event{}
+	e := dst
+	if len(rec) > MaxEventSize+chainLen {
+		return fmt.Errorf("%w: %d bytes exceeds the %d-byte cap", ErrMalformed, len(rec), MaxEventSize)
+	}
+	if len(rec) < chainLen+1 || rec[0] != codecV1 {
+		return fmt.Errorf("%w: record of %d bytes has no v1 body and chain", ErrMalformed, len(rec))
+	}
+	bodyLen := len(rec) - chainLen
+	var prev, hash Hash
+	copy(prev[:], rec[bodyLen:])
+	copy(hash[:], rec[bodyLen+32:])
+	d := decoder{s: rec[:bodyLen], off: 1}
 	e.Seq = d.uvarint("seq")
 	d.id(&e.ID, "id")
 	flags := d.byte("flags")
@@ -178,10 +201,11 @@ func Decode(rec []byte) (Event, error) {
 		d.fail("end", "%d trailing bytes", len(d.s)-d.off)
 	}
 	if d.err != nil {
-		return Event{}, d.err
+		*dst = Event{}
+		return d.err
 	}
 	e.Prev, e.Hash = prev, hash
-	return e, nil
+	return nil
 }
 
 type decoder struct {

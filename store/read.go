@@ -113,17 +113,32 @@ func (s *Store) RecordsByRequest(id events.ID) ([][]byte, error) {
 	return out, err
 }
 
+// byIndex copies the indexed records into one buffer during the read
+// transaction, then decodes them all from a single string: one text
+// allocation for the whole result instead of one per event.
 func (s *Store) byIndex(bucket []byte, id events.ID, from uint64, limit int) ([]events.Event, error) {
-	var out []events.Event
+	var arena []byte
+	var ends []int
+	var seqs []uint64
 	err := s.eachIndexed(bucket, id, from, func(seq uint64, rec []byte) (bool, error) {
-		e, err := events.Decode(rec)
-		if err != nil {
-			return false, fmt.Errorf("seq %d: %w", seq, err)
-		}
-		out = append(out, e)
-		return limit <= 0 || len(out) < limit, nil
+		arena = append(arena, rec...)
+		ends = append(ends, len(arena))
+		seqs = append(seqs, seq)
+		return limit <= 0 || len(ends) < limit, nil
 	})
-	return out, err
+	if err != nil || len(ends) == 0 {
+		return nil, err
+	}
+	text := string(arena)
+	out := make([]events.Event, len(ends))
+	start := 0
+	for i, end := range ends {
+		if err := events.DecodeString(&out[i], text[start:end]); err != nil {
+			return nil, fmt.Errorf("seq %d: %w", seqs[i], err)
+		}
+		start = end
+	}
+	return out, nil
 }
 
 // eachIndexed walks an index bucket (id + seq → nil) and looks each seq up

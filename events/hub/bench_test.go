@@ -1,0 +1,81 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// BenchmarkIngest is durable ingest through the whole path: 64 concurrent
+// requests (or 1, for unloaded flush latency), each emitting 12 events and
+// then flushing. path=bus emits from a
+// process attached to the hub (emitter → NATS → hub writer → bbolt);
+// path=hub emits from the hub process itself (emitter → writer → bbolt).
+// b.N counts requests.
+func BenchmarkIngest(b *testing.B) {
+	for _, tc := range []struct {
+		path  string
+		workers int
+	}{{"bus", 64}, {"hub", 64}, {"bus", 1}} {
+		path := tc.path
+		b.Run(fmt.Sprintf("path=%s/requests=%d", path, tc.workers), func(b *testing.B) {
+			dir := DataDir(b.TempDir() + "/data")
+			hubNode, err := Open(context.Background(), Options{Dir: dir, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer hubNode.Close()
+			node := hubNode
+			if path == "bus" {
+				if node, err = Open(context.Background(), Options{Dir: dir, Logger: quiet}); err != nil {
+					b.Fatal(err)
+				}
+				defer node.Close()
+			}
+			em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
+			defer em.Close(context.Background())
+			workers, per := tc.workers, 12
+			var next atomic.Int64
+			var mu sync.Mutex
+			var lat []time.Duration
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Go(func() {
+					var mine []time.Duration
+					for next.Add(1) <= int64(b.N) {
+						req := em.NewID()
+						for i := 0; i < per; i++ {
+							em.Emit(events.Event{Kind: events.KindToolCompleted, RequestID: req, Outcome: events.OK,
+								Attrs: map[string]string{"tool": "bench", "args": `{"pattern":"foo.*bar","max":50}`}})
+						}
+						t0 := time.Now()
+						if err := em.Flush(context.Background(), req); err != nil {
+							b.Error(err)
+							return
+						}
+						mine = append(mine, time.Since(t0))
+					}
+					mu.Lock()
+					lat = append(lat, mine...)
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*per)/b.Elapsed().Seconds(), "events/s")
+			slices.Sort(lat)
+			if len(lat) > 0 {
+				b.ReportMetric(float64(lat[len(lat)/2])/1e3, "flush-p50-µs")
+				b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)])/1e3, "flush-p99-µs")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
