@@ -20,7 +20,7 @@ import (
 // b.N counts requests.
 func BenchmarkIngest(b *testing.B) {
 	for _, tc := range []struct {
-		path  string
+		path    string
 		workers int
 	}{{"bus", 64}, {"hub", 64}, {"bus", 1}} {
 		path := tc.path
