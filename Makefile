@@ -25,7 +25,7 @@ fuzz:
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat
 # (median and spread per benchmark). Raw output: out/bench.txt.
-COUNT ?= 5
+COUNT ?= 6
 BENCH ?= .
 bench:
 	@mkdir -p out

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
@@ -113,23 +114,38 @@ func (s *Store) RecordsByRequest(id events.ID) ([][]byte, error) {
 	return out, err
 }
 
-// byIndex copies the indexed records into one buffer during the read
-// transaction, then decodes them all from a single string: one text
+// byIndex copies the indexed records into one string of exactly their total
+// size during the read transaction, then decodes them all from it: one text
 // allocation for the whole result instead of one per event.
 func (s *Store) byIndex(bucket []byte, id events.ID, from uint64, limit int) ([]events.Event, error) {
-	var arena []byte
+	var text string
 	var ends []int
 	var seqs []uint64
-	err := s.eachIndexed(bucket, id, from, func(seq uint64, rec []byte) (bool, error) {
-		arena = append(arena, rec...)
-		ends = append(ends, len(arena))
-		seqs = append(seqs, seq)
-		return limit <= 0 || len(ends) < limit, nil
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var recs [][]byte
+		total := 0
+		err := walkIndex(tx, bucket, id, from, func(seq uint64, rec []byte) (bool, error) {
+			recs = append(recs, rec)
+			seqs = append(seqs, seq)
+			total += len(rec)
+			return limit <= 0 || len(recs) < limit, nil
+		})
+		if err != nil || len(recs) == 0 {
+			return err
+		}
+		var b strings.Builder
+		b.Grow(total)
+		ends = make([]int, len(recs))
+		for i, r := range recs {
+			b.Write(r)
+			ends[i] = b.Len()
+		}
+		text = b.String()
+		return nil
 	})
 	if err != nil || len(ends) == 0 {
 		return nil, err
 	}
-	text := string(arena)
 	out := make([]events.Event, len(ends))
 	start := 0
 	for i, end := range ends {
@@ -141,25 +157,28 @@ func (s *Store) byIndex(bucket []byte, id events.ID, from uint64, limit int) ([]
 	return out, nil
 }
 
-// eachIndexed walks an index bucket (id + seq → nil) and looks each seq up
-// in the log, all in one read transaction.
+// eachIndexed walks an index in its own read transaction.
 func (s *Store) eachIndexed(bucket []byte, id events.ID, from uint64, fn func(uint64, []byte) (bool, error)) error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		idx, evb := tx.Bucket(bucket), tx.Bucket(bucketEvents)
-		if idx == nil || evb == nil {
-			return nil
-		}
-		c := idx.Cursor()
-		for k, _ := c.Seek(indexKey(id, from)); k != nil && bytes.HasPrefix(k, id[:]); k, _ = c.Next() {
-			seq := binary.BigEndian.Uint64(k[16:])
-			rec := evb.Get(k[16:])
-			if rec == nil {
-				return fmt.Errorf("index %s names seq %d, which is not stored", bucket, seq)
-			}
-			if more, err := fn(seq, rec); err != nil || !more {
-				return err
-			}
-		}
+	return s.db.View(func(tx *bolt.Tx) error { return walkIndex(tx, bucket, id, from, fn) })
+}
+
+// walkIndex walks an index bucket (id + seq → nil) from seq from and looks
+// each seq up in the log. rec is valid only inside tx.
+func walkIndex(tx *bolt.Tx, bucket []byte, id events.ID, from uint64, fn func(uint64, []byte) (bool, error)) error {
+	idx, evb := tx.Bucket(bucket), tx.Bucket(bucketEvents)
+	if idx == nil || evb == nil {
 		return nil
-	})
+	}
+	c := idx.Cursor()
+	for k, _ := c.Seek(indexKey(id, from)); k != nil && bytes.HasPrefix(k, id[:]); k, _ = c.Next() {
+		seq := binary.BigEndian.Uint64(k[16:])
+		rec := evb.Get(k[16:])
+		if rec == nil {
+			return fmt.Errorf("index %s names seq %d, which is not stored", bucket, seq)
+		}
+		if more, err := fn(seq, rec); err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }
