@@ -33,15 +33,21 @@ func (h *Hub) serveAppend(m *nats.Msg) {
 	defer cancel()
 	seqs, err := h.st.Append(ctx, evs)
 	if err != nil {
-		var rej *events.RejectedError
-		if errors.As(err, &rej) {
-			h.reject(m, rej.Code, err)
-		} else {
-			h.respond(m, errorMsg(events.CodeLogUnavailable, err))
-		}
+		h.fail(m, err)
 		return
 	}
 	h.respond(m, jsonMsg(appendReply{Seqs: seqs}))
+}
+
+// fail answers a request that could not be served: a refusal keeps its
+// code, anything else means the log is unavailable.
+func (h *Hub) fail(m *nats.Msg, err error) {
+	var rej *events.RejectedError
+	if errors.As(err, &rej) {
+		h.reject(m, rej.Code, err)
+		return
+	}
+	h.respond(m, errorMsg(events.CodeLogUnavailable, err))
 }
 
 // reject records a refused request as an event, then answers it: the
@@ -76,12 +82,7 @@ func (h *Hub) respond(m *nats.Msg, reply *nats.Msg) {
 func (h *Hub) serveQuery(m *nats.Msg) {
 	reply, err := h.query(m)
 	if err != nil {
-		var rej *events.RejectedError
-		if errors.As(err, &rej) {
-			h.reject(m, rej.Code, err)
-		} else {
-			h.respond(m, errorMsg(events.CodeLogUnavailable, err))
-		}
+		h.fail(m, err)
 		return
 	}
 	h.respond(m, reply)
