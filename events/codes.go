@@ -26,4 +26,13 @@ const (
 	CodeMalformedEnvelope Code = "MalformedEnvelope"
 	CodeDrift             Code = "Drift"
 	CodeAmbiguous         Code = "Ambiguous"
+
+	// Executor.
+	CodeInvalidArguments Code = "InvalidArguments" // arguments fail the tool's input schema
+	CodeConfigInvalid    Code = "ConfigInvalid"    // tracebridge.toml is broken: everything is denied
+	CodeToolError        Code = "ToolError"        // the tool ran and failed
+	CodeToolPanic        Code = "ToolPanic"        // the tool panicked; the bridge survived
+	CodeToolTimeout      Code = "ToolTimeout"      // the tool ran past its timeout
+	CodeCancelled        Code = "Cancelled"        // the client cancelled the call
+	CodeMalformedFrame   Code = "MalformedFrame"   // a JSON-RPC line could not be parsed
 )

@@ -1,0 +1,257 @@
+// Package config reads tracebridge.toml: policy grants, approval mode and
+// per-tool overrides, secret references and tool discovery.
+//
+// A missing file means the documented safe defaults (Default). A file that
+// does not parse or does not validate is reported with its line numbers;
+// the bridge then fails closed (every tool denied) rather than guess.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	toml "github.com/pelletier/go-toml/v2"
+)
+
+// Config is the parsed file.
+type Config struct {
+	Approval  Approval              `toml:"approval"`
+	Policy    Policy                `toml:"policy"`
+	Tools     map[string]ToolConfig `toml:"tools"`
+	Secrets   map[string]Secret     `toml:"secrets"`
+	Discovery Discovery             `toml:"discovery"`
+
+	// Path is the file read, "" for defaults.
+	Path string `toml:"-"`
+}
+
+// Approval says how calls of tools that require approval are answered.
+type Approval struct {
+	// Mode is deny, allow or prompt (an operator decides with
+	// `tracebridge approvals`). Default prompt.
+	Mode string `toml:"mode"`
+	// Timeout bounds a prompt; no decision in time is a denial. Default 2m.
+	Timeout string `toml:"timeout"`
+}
+
+// Policy grants capabilities and denies tools.
+type Policy struct {
+	// Grant lists the capabilities tools may use. Default: DefaultGrants.
+	Grant []string `toml:"grant"`
+	// Deny lists tool ids that are always denied.
+	Deny []string `toml:"deny"`
+	// ReadOnlyWithoutLog lets read-only tools run while the event log cannot
+	// be written. Side-effecting tools never do. Default true.
+	ReadOnlyWithoutLog *bool `toml:"read_only_without_log"`
+}
+
+// ToolConfig overrides one tool's descriptor.
+type ToolConfig struct {
+	// Approval is always or never; empty keeps the descriptor's.
+	Approval string `toml:"approval"`
+	// Secrets adds secret references the tool receives.
+	Secrets []string `toml:"secrets"`
+	// Timeout bounds one run. Default 30s.
+	Timeout string `toml:"timeout"`
+}
+
+// Secret is where a secret's value comes from: exactly one of Env or File.
+type Secret struct {
+	Env  string `toml:"env"`
+	File string `toml:"file"`
+}
+
+// Discovery names directories of *.tool.json manifests. Empty: off.
+type Discovery struct {
+	Dirs []string `toml:"dirs"`
+}
+
+// Capabilities the built-in tools use.
+const (
+	CapTextSearch     = "text.search"
+	CapTraceRead      = "trace.read"
+	CapWorkspaceRead  = "workspace.read"
+	CapWorkspaceWrite = "workspace.write"
+	CapProcessRun     = "process.run"
+)
+
+// DefaultGrants are granted when the file names none: reading and searching,
+// never writing or running processes.
+var DefaultGrants = []string{CapTextSearch, CapTraceRead, CapWorkspaceRead}
+
+// Approval modes.
+const (
+	ModeDeny   = "deny"
+	ModeAllow  = "allow"
+	ModePrompt = "prompt"
+)
+
+// Default is the configuration used when no file exists.
+func Default() *Config {
+	c := &Config{}
+	c.fill()
+	return c
+}
+
+func (c *Config) fill() {
+	if c.Approval.Mode == "" {
+		c.Approval.Mode = ModePrompt
+	}
+	if c.Approval.Timeout == "" {
+		c.Approval.Timeout = "2m"
+	}
+	if c.Policy.Grant == nil {
+		c.Policy.Grant = slices.Clone(DefaultGrants)
+	}
+	if c.Policy.ReadOnlyWithoutLog == nil {
+		t := true
+		c.Policy.ReadOnlyWithoutLog = &t
+	}
+}
+
+// ApprovalTimeout is the parsed prompt timeout.
+func (c *Config) ApprovalTimeout() time.Duration {
+	d, _ := time.ParseDuration(c.Approval.Timeout)
+	return d
+}
+
+// ToolTimeout is the run timeout of tool id (default 30s).
+func (c *Config) ToolTimeout(id string) time.Duration {
+	if d, err := time.ParseDuration(c.Tools[id].Timeout); err == nil && d > 0 {
+		return d
+	}
+	return 30 * time.Second
+}
+
+// Problem is one thing wrong with a file, at a line.
+type Problem struct {
+	Line int
+	Key  string
+	Msg  string
+}
+
+// ProblemsError lists every problem found in one file.
+type ProblemsError struct {
+	Path     string
+	Problems []Problem
+}
+
+func (e *ProblemsError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s:%d: ", e.Path, p.Line)
+		if p.Key != "" {
+			b.WriteString(p.Key + ": ")
+		}
+		b.WriteString(p.Msg)
+	}
+	return b.String()
+}
+
+// Load reads path. A missing file is an error; callers that want defaults
+// for an absent default location check os.ErrNotExist.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse reads a file's bytes; path only names it in errors.
+func Parse(path string, b []byte) (*Config, error) {
+	c := &Config{Path: path}
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return nil, &ProblemsError{Path: path, Problems: decodeProblems(err)}
+	}
+	if probs := c.validate(keyLines(b)); len(probs) > 0 {
+		return nil, &ProblemsError{Path: path, Problems: probs}
+	}
+	c.fill()
+	return c, nil
+}
+
+func decodeProblems(err error) []Problem {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		var out []Problem
+		for _, e := range strict.Errors {
+			row, _ := e.Position()
+			out = append(out, Problem{Line: row, Key: strings.Join(e.Key(), "."), Msg: "unknown key (see `tracebridge config check --help` for the keys)"})
+		}
+		return out
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		return []Problem{{Line: row, Key: strings.Join(de.Key(), "."), Msg: de.Error()}}
+	}
+	return []Problem{{Line: 1, Msg: err.Error()}}
+}
+
+func (c *Config) validate(lines map[string]int) []Problem {
+	var out []Problem
+	bad := func(key, format string, args ...any) {
+		out = append(out, Problem{Line: lineOf(lines, key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	switch c.Approval.Mode {
+	case "", ModeDeny, ModeAllow, ModePrompt:
+	default:
+		bad("approval.mode", "%q is not one of deny, allow, prompt", c.Approval.Mode)
+	}
+	if c.Approval.Timeout != "" {
+		if d, err := time.ParseDuration(c.Approval.Timeout); err != nil || d <= 0 {
+			bad("approval.timeout", "%q is not a positive duration such as \"90s\" or \"5m\"", c.Approval.Timeout)
+		}
+	}
+	for _, g := range c.Policy.Grant {
+		if g == "" || strings.ContainsAny(g, " \t") {
+			bad("policy.grant", "capability %q is empty or has spaces", g)
+		}
+	}
+	for _, id := range sortedKeys(c.Tools) {
+		t := c.Tools[id]
+		switch t.Approval {
+		case "", "always", "never":
+		default:
+			bad("tools."+id+".approval", "%q is not one of always, never", t.Approval)
+		}
+		if t.Timeout != "" {
+			if d, err := time.ParseDuration(t.Timeout); err != nil || d <= 0 {
+				bad("tools."+id+".timeout", "%q is not a positive duration", t.Timeout)
+			}
+		}
+		for _, s := range t.Secrets {
+			if _, ok := c.Secrets[s]; !ok {
+				bad("tools."+id+".secrets", "secret %q is not defined (add a [secrets.%s] table with env or file)", s, s)
+			}
+		}
+	}
+	for _, name := range sortedKeys(c.Secrets) {
+		s := c.Secrets[name]
+		if (s.Env == "") == (s.File == "") {
+			bad("secrets."+name, "set exactly one of env or file")
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

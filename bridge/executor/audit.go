@@ -1,0 +1,105 @@
+package executor
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// envelope is the audit record of one call, stored as the executor.audit
+// event's "envelope" attribute (JSON). It holds names and summaries, never
+// secret values.
+type envelope struct {
+	Tool           string          `json:"tool"`
+	RequestID      string          `json:"requestId"`
+	OperationID    string          `json:"operationId"`
+	Descriptor     *Descriptor     `json:"descriptor,omitempty"`
+	Policy         *decision       `json:"policy,omitempty"`
+	Secrets        []secretOutcome `json:"secrets,omitempty"`
+	Approval       *approvalRecord `json:"approval,omitempty"`
+	Args           string          `json:"args"`
+	Result         string          `json:"result,omitempty"`
+	Outcome        events.Outcome  `json:"outcome"`
+	Code           events.Code     `json:"code,omitempty"`
+	Classification classification  `json:"classification"`
+	DurationMs     float64         `json:"durationMs"`
+}
+
+type approvalRecord struct {
+	Required bool   `json:"required"`
+	Mode     string `json:"mode,omitempty"`
+	ArgsHash string `json:"argsHash,omitempty"`
+	Decision string `json:"decision,omitempty"`
+	By       string `json:"by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+type classification struct {
+	Category string         `json:"category"`
+	Severity string         `json:"severity"` // info | warning | error
+	Risk     string         `json:"risk"`     // low | medium | high
+	Outcome  events.Outcome `json:"outcome"`
+}
+
+// outcomeOf maps a result code to an event outcome.
+func outcomeOf(code events.Code) events.Outcome {
+	switch code {
+	case "":
+		return events.OK
+	case events.CodePolicyDenied, events.CodeApprovalDenied, events.CodeConfigInvalid, events.CodeLogUnavailable:
+		return events.Denied
+	case events.CodeApprovalTimeout, events.CodeToolTimeout:
+		return events.Timeout
+	case events.CodeCancelled:
+		return events.Cancelled
+	}
+	return events.Error
+}
+
+func (c *call) audit(res *Result) {
+	e := &c.env
+	e.Outcome, e.Code = outcomeOf(res.Code), res.Code
+	e.DurationMs = float64(time.Since(c.start).Microseconds()) / 1000
+	cl := classification{Category: "unknown", Severity: "info", Risk: "low", Outcome: e.Outcome}
+	if d := e.Descriptor; d != nil {
+		cl.Category = d.Category
+		switch {
+		case d.SideEffects:
+			cl.Risk = "high"
+		case len(d.Secrets) > 0 || d.Approval == "always":
+			cl.Risk = "medium"
+		}
+	}
+	switch e.Outcome {
+	case events.Denied, events.Timeout, events.Cancelled:
+		cl.Severity = "warning"
+	case events.Error:
+		cl.Severity = "error"
+	}
+	e.Classification = cl
+	b, err := json.Marshal(e)
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
+	}
+	c.emit(events.KindExecutorAudit, e.Outcome, res.Code, c.start, map[string]string{"envelope": string(b)})
+}
+
+// summarize keeps the first 256 bytes of s, with its size and hash when
+// cut: enough to recognise arguments or a result without storing them.
+func summarize(s string) string {
+	const keep = 256
+	if len(s) <= keep {
+		return s
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%s…[%d bytes, sha256 %s]", s[:cut], len(s), hex.EncodeToString(sum[:8]))
+}

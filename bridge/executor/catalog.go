@@ -1,0 +1,130 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Descriptor says what a tool is and what it needs. It is snapshotted into
+// every audit envelope.
+type Descriptor struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Category    string `json:"category"`
+	// Source is "builtin" or the manifest a discovered tool came from.
+	Source string `json:"source"`
+	// Host is "" for tools run in the bridge, "workspace" for tools the
+	// workspace host runs over the pipe.
+	Host         string   `json:"host,omitempty"`
+	Capabilities []string `json:"capabilities"`
+	// SideEffects marks tools that change something outside the bridge: they
+	// never run unless their intent is durable in the log.
+	SideEffects bool `json:"sideEffects"`
+	// Approval is "always" or "never" (tracebridge.toml can override it).
+	Approval string   `json:"approval"`
+	Secrets  []string `json:"secrets,omitempty"`
+}
+
+// Call is what a tool's Run receives.
+type Call struct {
+	RequestID, OperationID, SessionID events.ID
+	Args                              json.RawMessage
+	// Secrets holds the resolved values of the descriptor's secret
+	// references, by name. They are registered with the redactor first.
+	Secrets map[string]string
+}
+
+// RunFunc runs a tool. Its result is returned to the client as structured
+// content; an error becomes a ToolError result.
+type RunFunc func(ctx context.Context, call Call) (any, error)
+
+// Tool is a catalog entry.
+type Tool struct {
+	Descriptor
+	// InputSchema describes the arguments; it must be an object schema.
+	InputSchema *jsonschema.Schema
+	Run         RunFunc
+
+	resolved *jsonschema.Resolved
+}
+
+// Catalog is the set of tools a bridge serves. Ids are unique.
+type Catalog struct {
+	tools map[string]*Tool
+}
+
+// NewCatalog checks and indexes tools: a duplicate id, a missing schema or
+// run function is an error (at start-up, never at call time). An empty
+// catalog is valid.
+func NewCatalog(tools ...*Tool) (*Catalog, error) {
+	c := &Catalog{tools: map[string]*Tool{}}
+	for _, t := range tools {
+		if t.ID == "" {
+			return nil, fmt.Errorf("catalog: a tool has no id")
+		}
+		if _, dup := c.tools[t.ID]; dup {
+			return nil, fmt.Errorf("catalog: duplicate tool id %q (from %s)", t.ID, t.Source)
+		}
+		if t.Run == nil || t.InputSchema == nil {
+			return nil, fmt.Errorf("catalog: tool %q needs a run function and an input schema", t.ID)
+		}
+		if t.InputSchema.Type != "object" {
+			return nil, fmt.Errorf("catalog: tool %q: input schema must be an object", t.ID)
+		}
+		r, err := t.InputSchema.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: tool %q: input schema: %w", t.ID, err)
+		}
+		t.resolved = r
+		if t.Name == "" {
+			t.Name = t.ID
+		}
+		if t.Approval == "" {
+			t.Approval = "never"
+		}
+		c.tools[t.ID] = t
+	}
+	return c, nil
+}
+
+// Lookup returns the tool with id.
+func (c *Catalog) Lookup(id string) (*Tool, bool) {
+	t, ok := c.tools[id]
+	return t, ok
+}
+
+// Tools returns every tool, sorted by id.
+func (c *Catalog) Tools() []*Tool {
+	out := make([]*Tool, 0, len(c.tools))
+	for _, t := range c.tools {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// validate checks args against the tool's input schema.
+func (t *Tool) validate(args json.RawMessage) error {
+	var v any = map[string]any{}
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &v); err != nil {
+			return fmt.Errorf("arguments are not JSON: %v", err)
+		}
+	}
+	return t.resolved.Validate(v)
+}
+
+// SchemaFor infers an object input schema from a Go type (see jsonschema.For).
+func SchemaFor[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("executor: schema for %T: %v", *new(T), err))
+	}
+	return s
+}

@@ -1,0 +1,367 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Emitter is what the executor needs of events.Emitter.
+type Emitter interface {
+	Emit(events.Event) events.ID
+	Flush(ctx context.Context, req events.ID) error
+	NewID() events.ID
+	Redactor() *events.Redactor
+}
+
+// Options configures New. Catalog, Emitter and Log are required.
+type Options struct {
+	Catalog *Catalog
+	Emitter Emitter
+	// Log reads decisions back (approval prompts).
+	Log RequestReader
+	// Config shapes policy, approval and secrets. Nil: config.Default().
+	Config *config.Config
+	// ConfigErr, when set, is why the configuration could not be loaded:
+	// every call is denied with ConfigInvalid.
+	ConfigErr error
+	// Getenv and ReadFile resolve secrets. Nil: os.Getenv, os.ReadFile.
+	Getenv   func(string) string
+	ReadFile func(string) ([]byte, error)
+	// Now is the clock for deadlines. Nil: time.Now.
+	Now func() time.Time
+	// PollEvery is how often a prompt looks for a decision. Zero: 100ms.
+	PollEvery time.Duration
+	// FlushTimeout bounds the wait for an intent to become durable. Zero: 10s.
+	FlushTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// Executor runs tool calls. It is safe for concurrent use.
+type Executor struct {
+	opts   Options
+	policy *policy
+	broker *broker
+}
+
+// New returns an executor.
+func New(opts Options) *Executor {
+	if opts.Config == nil {
+		opts.Config = config.Default()
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.ReadFile == nil {
+		opts.ReadFile = os.ReadFile
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.PollEvery <= 0 {
+		opts.PollEvery = 100 * time.Millisecond
+	}
+	if opts.FlushTimeout <= 0 {
+		opts.FlushTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Executor{
+		opts:   opts,
+		policy: newPolicy(opts.Config, opts.ConfigErr),
+		broker: &broker{refs: opts.Config.Secrets, getenv: opts.Getenv, readFile: opts.ReadFile, redactor: opts.Emitter.Redactor()},
+	}
+}
+
+// Catalog returns the executor's catalog.
+func (x *Executor) Catalog() *Catalog { return x.opts.Catalog }
+
+// Invocation is one tool call.
+type Invocation struct {
+	Tool        string
+	Args        json.RawMessage
+	RequestID   events.ID
+	SessionID   events.ID
+	Traceparent string
+	// Client names the caller (clientInfo name/version) for the security
+	// context recorded with the policy decision.
+	Client string
+}
+
+// Result is what a call came to. Code is empty on success.
+type Result struct {
+	OperationID events.ID
+	Value       any
+	Code        events.Code
+	Message     string
+	// Action tells the operator what would make the call succeed.
+	Action string
+}
+
+// OK reports whether the tool ran and succeeded.
+func (r *Result) OK() bool { return r.Code == "" }
+
+// call carries one invocation through the pipeline.
+type call struct {
+	x     *Executor
+	inv   Invocation
+	op    events.ID
+	start time.Time
+	tool  *Tool
+	env   envelope
+}
+
+// emit records one step of the call.
+func (c *call) emit(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	attrs[AttrTool] = c.inv.Tool
+	e := events.Event{Kind: kind, RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID,
+		Traceparent: c.inv.Traceparent, Outcome: outcome, Code: code, Attrs: attrs}
+	if !since.IsZero() {
+		e.DurationMs = float64(c.x.opts.Now().Sub(since).Microseconds()) / 1000
+	}
+	c.x.opts.Emitter.Emit(e)
+}
+
+// Execute runs inv through the pipeline and returns its result. It never
+// panics and always records an audit envelope.
+func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
+	c := &call{x: x, inv: inv, op: x.opts.Emitter.NewID(), start: x.opts.Now()}
+	c.env = envelope{Tool: inv.Tool, RequestID: inv.RequestID.String(), OperationID: c.op.String(), Args: summarize(x.redact("args", string(inv.Args)))}
+	defer func() {
+		if r := recover(); r != nil { // a bug in the pipeline itself: still a structured result
+			x.opts.Logger.Error("executor panic", "tool", inv.Tool, "panic", x.redact("panic", fmt.Sprint(r)), "stack", string(debug.Stack()))
+			res = Result{Code: events.CodeToolPanic, Message: "internal error in the executor"}
+		}
+		res.OperationID = c.op
+		c.audit(&res)
+	}()
+	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, map[string]string{"client": inv.Client, AttrArgsHash: ArgsHash(inv.Args)})
+	if r, done := c.resolve(); done {
+		return r
+	}
+	if r, done := c.authorize(); done {
+		return r
+	}
+	secrets, r, done := c.secrets()
+	if done {
+		return r
+	}
+	if r, done := c.approve(ctx); done {
+		return r
+	}
+	if r, done := c.ensureLogged(ctx); done {
+		return r
+	}
+	return c.run(ctx, secrets)
+}
+
+func (x *Executor) redact(key, v string) string { return x.opts.Emitter.Redactor().Value(key, v) }
+
+// fail ends the call at a step.
+func fail(code events.Code, msg, action string) (Result, bool) {
+	return Result{Code: code, Message: msg, Action: action}, true
+}
+
+func (c *call) resolve() (Result, bool) {
+	t, ok := c.x.opts.Catalog.Lookup(c.inv.Tool)
+	if !ok {
+		c.emit(events.KindExecutorCatalog, events.Error, events.CodeUnknownTool, time.Time{}, nil)
+		return fail(events.CodeUnknownTool, fmt.Sprintf("no tool %q in this bridge's catalog", c.inv.Tool), "call tools/list for the tools this bridge serves")
+	}
+	c.tool = t
+	c.env.Descriptor = &t.Descriptor
+	if err := t.validate(c.inv.Args); err != nil {
+		msg := c.x.redact("error", err.Error())
+		c.emit(events.KindExecutorCatalog, events.Error, events.CodeInvalidArguments, time.Time{}, map[string]string{"error": msg})
+		return fail(events.CodeInvalidArguments, "invalid arguments: "+msg, "fix the arguments to match the tool's input schema")
+	}
+	c.emit(events.KindExecutorCatalog, events.OK, "", time.Time{}, map[string]string{"source": t.Source, "category": t.Category})
+	return Result{}, false
+}
+
+func (c *call) authorize() (Result, bool) {
+	d := c.x.policy.decide(&c.tool.Descriptor)
+	c.env.Policy = &d
+	attrs := map[string]string{AttrReason: d.Reason, "client": c.inv.Client, "session": c.inv.SessionID.String()}
+	if !d.Allowed {
+		code, action := events.CodePolicyDenied, "grant the capability or remove the tool from policy.deny in tracebridge.toml"
+		if c.x.policy.broken != nil {
+			code, action = events.CodeConfigInvalid, "run `tracebridge config check` and fix the file"
+		}
+		c.emit(events.KindPolicyDecided, events.Denied, code, time.Time{}, attrs)
+		return fail(code, d.Reason, action)
+	}
+	c.emit(events.KindPolicyDecided, events.OK, "", time.Time{}, attrs)
+	return Result{}, false
+}
+
+func (c *call) secrets() (map[string]string, Result, bool) {
+	names := append(append([]string(nil), c.tool.Secrets...), c.x.opts.Config.Tools[c.tool.ID].Secrets...)
+	if len(names) == 0 {
+		return nil, Result{}, false
+	}
+	t0 := c.x.opts.Now()
+	values, outcomes, err := c.x.broker.resolve(names)
+	c.env.Secrets = outcomes
+	b, _ := json.Marshal(outcomes)
+	if err != nil {
+		c.emit(events.KindSecretsResolved, events.Error, events.CodeSecretUnresolved, t0, map[string]string{"refs": string(b)})
+		r, _ := fail(events.CodeSecretUnresolved, err.Error(), "set the variable or file the [secrets] table names, then retry")
+		return nil, r, true
+	}
+	c.emit(events.KindSecretsResolved, events.OK, "", t0, map[string]string{"refs": string(b)})
+	return values, Result{}, false
+}
+
+// approvalRequired applies the per-tool override to the descriptor.
+func (c *call) approvalRequired() bool {
+	req := c.tool.Approval
+	if o := c.x.opts.Config.Tools[c.tool.ID].Approval; o != "" {
+		req = o
+	}
+	return req == "always"
+}
+
+func (c *call) approve(ctx context.Context) (Result, bool) {
+	if !c.approvalRequired() {
+		c.env.Approval = &approvalRecord{Required: false}
+		return Result{}, false
+	}
+	mode := c.x.opts.Config.Approval.Mode
+	hash := ArgsHash(c.inv.Args)
+	rec := &approvalRecord{Required: true, Mode: mode, ArgsHash: hash}
+	c.env.Approval = rec
+	decided := func(outcome events.Outcome, code events.Code, decision, by, reason string, t0 time.Time) {
+		rec.Decision, rec.By, rec.Reason = decision, by, reason
+		c.emit(events.KindApprovalDecided, outcome, code, t0, map[string]string{
+			AttrApprovalID: c.op.String(), AttrDecision: decision, AttrArgsHash: hash, "by": by, AttrReason: reason})
+	}
+	switch mode {
+	case config.ModeAllow:
+		decided(events.OK, "", Approve, "config", "approval.mode is allow", time.Time{})
+		return Result{}, false
+	case config.ModeDeny:
+		decided(events.Denied, events.CodeApprovalDenied, Deny, "config", "approval.mode is deny", time.Time{})
+		return fail(events.CodeApprovalDenied, "approval required and approval.mode is deny", "set approval.mode = \"prompt\" (an operator decides) or tools."+c.tool.ID+".approval = \"never\"")
+	}
+	// prompt: the request is durable before anyone is asked.
+	t0 := c.x.opts.Now()
+	deadline := t0.Add(c.x.opts.Config.ApprovalTimeout())
+	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, map[string]string{
+		AttrApprovalID: c.op.String(), AttrArgsHash: hash, AttrDeadline: deadline.UTC().Format(time.RFC3339Nano),
+		"args": summarize(c.x.redact("args", string(c.inv.Args)))})
+	if err := c.flush(ctx); err != nil {
+		decided(events.Denied, events.CodeLogUnavailable, Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)
+		return fail(events.CodeLogUnavailable, "the approval request could not be recorded in the event log", "check the hub: `tracebridge verify`")
+	}
+	c.x.opts.Logger.Info("approval needed", "tool", c.tool.ID, "approval", c.op.String(), "deadline", deadline.Format(time.RFC3339),
+		"run", "tracebridge approvals approve "+c.op.String())
+	e, ok, err := awaitDecision(ctx, c.x.opts.Log, c.inv.RequestID, c.op, deadline, c.x.opts.PollEvery)
+	switch {
+	case err != nil:
+		decided(events.Cancelled, events.CodeCancelled, Deny, "client", "the call was cancelled while waiting for approval", t0)
+		return fail(events.CodeCancelled, "cancelled while waiting for approval", "")
+	case !ok:
+		decided(events.Timeout, events.CodeApprovalTimeout, Deny, "timeout", "no decision before "+deadline.UTC().Format(time.RFC3339), t0)
+		return fail(events.CodeApprovalTimeout, "no operator decided within "+c.x.opts.Config.Approval.Timeout,
+			"run `tracebridge approvals list` while the call waits, or raise approval.timeout")
+	case e.Attrs[AttrArgsHash] != hash:
+		rec.Decision, rec.By, rec.Reason = Deny, "bridge", "the decision names other arguments"
+		return fail(events.CodeApprovalDenied, "the operator's decision was bound to different arguments", "approve the call that is waiting")
+	case e.Attrs[AttrDecision] != Approve:
+		rec.Decision, rec.By, rec.Reason = Deny, e.Attrs["by"], e.Attrs[AttrReason]
+		return fail(events.CodeApprovalDenied, "an operator denied the call: "+e.Attrs[AttrReason], "")
+	}
+	rec.Decision, rec.By, rec.Reason = Approve, e.Attrs["by"], e.Attrs[AttrReason]
+	return Result{}, false
+}
+
+func (c *call) flush(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.x.opts.FlushTimeout)
+	defer cancel()
+	return c.x.opts.Emitter.Flush(ctx, c.inv.RequestID)
+}
+
+// ensureLogged makes the call's intent durable before a tool with side
+// effects runs, and, when policy says so, before a read-only one.
+func (c *call) ensureLogged(ctx context.Context) (Result, bool) {
+	readOnlyOK := *c.x.opts.Config.Policy.ReadOnlyWithoutLog
+	if !c.tool.SideEffects && readOnlyOK {
+		return Result{}, false
+	}
+	err := c.flush(ctx)
+	if err == nil {
+		return Result{}, false
+	}
+	c.x.opts.Logger.Error("refusing a tool: its intent is not durable", "tool", c.tool.ID, "err", err)
+	c.emit(events.KindToolCompleted, events.Denied, events.CodeLogUnavailable, time.Time{}, map[string]string{"error": c.x.redact("error", err.Error())})
+	return fail(events.CodeLogUnavailable, "the event log cannot be written, and this tool may not run without evidence", "check the hub with `tracebridge verify`; see the bridge's stderr")
+}
+
+// run starts the tool on its own goroutine so a tool that ignores its
+// context cannot hold the call past its timeout.
+func (c *call) run(ctx context.Context, secrets map[string]string) Result {
+	timeout := c.x.opts.Config.ToolTimeout(c.tool.ID)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t0 := c.x.opts.Now()
+	c.emit(events.KindToolStarted, events.OK, "", time.Time{}, map[string]string{"timeout": timeout.String()})
+	type outcome struct {
+		v     any
+		err   error
+		panic any
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- outcome{panic: r}
+			}
+		}()
+		v, err := c.tool.Run(rctx, Call{RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID, Args: c.inv.Args, Secrets: secrets})
+		done <- outcome{v: v, err: err}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-rctx.Done():
+		o.err = rctx.Err()
+	}
+	var res Result
+	switch {
+	case o.panic != nil:
+		msg := c.x.redact("panic", fmt.Sprint(o.panic))
+		c.x.opts.Logger.Error("tool panicked", "tool", c.tool.ID, "panic", msg)
+		res = Result{Code: events.CodeToolPanic, Message: "the tool panicked: " + msg, Action: "report the tool's failure; the bridge keeps running"}
+	case errors.Is(o.err, context.DeadlineExceeded) && ctx.Err() == nil:
+		res = Result{Code: events.CodeToolTimeout, Message: "the tool did not finish within " + timeout.String(), Action: "raise tools." + c.tool.ID + ".timeout or narrow the call"}
+	case ctx.Err() != nil:
+		res = Result{Code: events.CodeCancelled, Message: "the call was cancelled"}
+	case o.err != nil:
+		res = Result{Code: events.CodeToolError, Message: c.x.redact("error", o.err.Error())}
+	default:
+		res = Result{Value: o.v}
+	}
+	attrs := map[string]string{}
+	if res.OK() {
+		b, _ := json.Marshal(res.Value)
+		c.env.Result = summarize(c.x.redact("result", string(b)))
+	} else {
+		attrs["error"] = res.Message
+		c.env.Result = res.Message
+	}
+	c.emit(events.KindToolCompleted, outcomeOf(res.Code), res.Code, t0, attrs)
+	return res
+}

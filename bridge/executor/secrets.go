@@ -1,0 +1,75 @@
+package executor
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// broker resolves secret references (env or file) named in tracebridge.toml.
+// Every value it returns is registered with the redactor first, so it is
+// removed from every event, log line and error from then on.
+type broker struct {
+	refs     map[string]config.Secret
+	getenv   func(string) string
+	readFile func(string) ([]byte, error)
+	redactor *events.Redactor
+}
+
+// secretOutcome is what the audit envelope keeps of one reference: never
+// the value.
+type secretOutcome struct {
+	Name    string `json:"name"`
+	Source  string `json:"source"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// resolve returns the values of names, or the first reference that could
+// not be resolved.
+func (b *broker) resolve(names []string) (map[string]string, []secretOutcome, error) {
+	values := map[string]string{}
+	var outcomes []secretOutcome
+	for _, name := range names {
+		ref, ok := b.refs[name]
+		o := secretOutcome{Name: name, Outcome: "resolved"}
+		var v string
+		var err error
+		switch {
+		case !ok:
+			err = fmt.Errorf("secret %q is not defined in tracebridge.toml ([secrets.%s] with env or file)", name, name)
+		case ref.Env != "":
+			o.Source = "env:" + ref.Env
+			if v = b.getenv(ref.Env); v == "" {
+				err = fmt.Errorf("secret %q: environment variable %s is not set", name, ref.Env)
+			}
+		default:
+			o.Source = "file:" + ref.File
+			var raw []byte
+			if raw, err = b.readFile(ref.File); err == nil {
+				v = strings.TrimRight(string(raw), "\r\n")
+				if v == "" {
+					err = fmt.Errorf("secret %q: file %s is empty", name, ref.File)
+				}
+			} else {
+				err = fmt.Errorf("secret %q: %v", name, err)
+			}
+		}
+		if err == nil {
+			err = b.redactor.Register(v)
+			if err != nil {
+				err = fmt.Errorf("secret %q: %v", name, err)
+			}
+		}
+		if err != nil {
+			o.Outcome, o.Reason = "unresolved", err.Error()
+			outcomes = append(outcomes, o)
+			return nil, outcomes, err
+		}
+		values[name] = v
+		outcomes = append(outcomes, o)
+	}
+	return values, outcomes, nil
+}
