@@ -35,4 +35,25 @@ const (
 	CodeToolTimeout      Code = "ToolTimeout"      // the tool ran past its timeout
 	CodeCancelled        Code = "Cancelled"        // the client cancelled the call
 	CodeMalformedFrame   Code = "MalformedFrame"   // a JSON-RPC line could not be parsed
+	CodeInvalidManifest  Code = "InvalidManifest"  // a discovered tool's manifest is unusable
+	CodeDirMissing       Code = "DirMissing"       // a discovery directory does not exist
 )
+
+// OutcomeOf is the outcome a step ends with when it fails with code (OK for
+// no code): refusals are denied, deadlines time out, missing peers are
+// unavailable, everything else is an error.
+func OutcomeOf(c Code) Outcome {
+	switch c {
+	case "":
+		return OK
+	case CodePolicyDenied, CodeApprovalDenied, CodeConfigInvalid, CodeLogUnavailable:
+		return Denied
+	case CodeApprovalTimeout, CodeToolTimeout, CodePipeTimeout:
+		return Timeout
+	case CodeCancelled:
+		return Cancelled
+	case CodePipeUnavailable, CodeHubUnavailable:
+		return Unavailable
+	}
+	return Error
+}

@@ -75,6 +75,7 @@ const (
 	KindExecutorStarted   = "executor.started"
 	KindExecutorCatalog   = "executor.catalog.resolved"
 	KindExecutorAudit     = "executor.audit"
+	KindToolsDiscovered   = "executor.tools.discovered"
 	KindPolicyDecided     = "policy.decided"
 	KindSecretsResolved   = "secrets.resolved"
 	KindApprovalRequested = "approval.requested"
@@ -127,6 +128,7 @@ func init() {
 	kind(KindExecutorStarted, BoundaryExecutor, Bridge, Executor, false)
 	kind(KindExecutorCatalog, BoundaryExecutor, Executor, Executor, true)
 	kind(KindExecutorAudit, BoundaryExecutor, Executor, Bridge, true)
+	kind(KindToolsDiscovered, BoundaryExecutor, Bridge, Executor, true)
 	kind(KindPolicyDecided, BoundaryPolicy, Executor, Policy, true)
 	kind(KindSecretsResolved, BoundarySecrets, Executor, Secrets, true)
 	kind(KindApprovalRequested, BoundaryApproval, Executor, Approval, false)

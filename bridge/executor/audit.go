@@ -46,24 +46,9 @@ type classification struct {
 	Outcome  events.Outcome `json:"outcome"`
 }
 
-// outcomeOf maps a result code to an event outcome.
-func outcomeOf(code events.Code) events.Outcome {
-	switch code {
-	case "":
-		return events.OK
-	case events.CodePolicyDenied, events.CodeApprovalDenied, events.CodeConfigInvalid, events.CodeLogUnavailable:
-		return events.Denied
-	case events.CodeApprovalTimeout, events.CodeToolTimeout:
-		return events.Timeout
-	case events.CodeCancelled:
-		return events.Cancelled
-	}
-	return events.Error
-}
-
 func (c *call) audit(res *Result) {
 	e := &c.env
-	e.Outcome, e.Code = outcomeOf(res.Code), res.Code
+	e.Outcome, e.Code = events.OutcomeOf(res.Code), res.Code
 	e.DurationMs = float64(time.Since(c.start).Microseconds()) / 1000
 	cl := classification{Category: "unknown", Severity: "info", Risk: "low", Outcome: e.Outcome}
 	if d := e.Descriptor; d != nil {

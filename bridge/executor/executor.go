@@ -362,6 +362,6 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 		attrs["error"] = res.Message
 		c.env.Result = res.Message
 	}
-	c.emit(events.KindToolCompleted, outcomeOf(res.Code), res.Code, t0, attrs)
+	c.emit(events.KindToolCompleted, events.OutcomeOf(res.Code), res.Code, t0, attrs)
 	return res
 }

@@ -239,7 +239,9 @@ func TestRunFailuresBecomeCodes(t *testing.T) {
 		{"timeout, ignoring its context", func(context.Context, Call) (any, error) { <-block; return nil, nil },
 			"[tools.echo]\ntimeout = \"100ms\"\n", nil, events.CodeToolTimeout},
 		{"cancelled by the client", func(ctx context.Context, _ Call) (any, error) { <-ctx.Done(); return nil, ctx.Err() }, "",
-			func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 50*time.Millisecond) }, events.CodeCancelled},
+			func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 50*time.Millisecond)
+			}, events.CodeCancelled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -52,6 +52,7 @@ func commands() map[string]command {
 		"loadgen":    {"append synthetic requests and report durable throughput", runLoadgen},
 		"demo":       {"start a hub, append a burst, tail it and verify it", runDemo},
 		"version":    {"print the version", runVersion},
+		"mcp":        {"serve MCP on stdio for an AI client, recording every call", runMCP},
 	}
 }
 
@@ -202,6 +203,11 @@ func (m *Main) dataDir() (hub.DataDir, error) {
 // logger logs to stderr: stdout is for command output (and, for
 // `tracebridge mcp`, for the protocol alone).
 func (m *Main) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: m.level()}))
+}
+
+// level is --log-level, else $TRACEBRIDGE_LOG, else info.
+func (m *Main) level() slog.Level {
 	level := m.logLevel
 	if level == "" {
 		level = m.Getenv("TRACEBRIDGE_LOG")
@@ -210,7 +216,7 @@ func (m *Main) logger() *slog.Logger {
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil || level == "" {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: l}))
+	return l
 }
 
 // open opens the data dir's log in the given role.

@@ -1,0 +1,255 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// MetaRequestID is the _meta key of every tools/call result that names the
+// request id to replay.
+const MetaRequestID = "tracebridge/requestId"
+
+// Headers of RequestExtra that carry ids from the connection to handlers
+// (the SDK does not expose JSON-RPC ids to them).
+const (
+	hdrRequestID   = "Tracebridge-Request-Id"
+	hdrSessionID   = "Tracebridge-Session-Id"
+	hdrTraceparent = "Traceparent"
+)
+
+var traceparentRE = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
+
+// recorder is what the connection needs of the emitter.
+type recorder interface {
+	Emit(events.Event) events.ID
+	Flush(ctx context.Context, req events.ID) error
+	NewID() events.ID
+}
+
+// evidenceTransport wraps a transport so its connection leaves evidence.
+type evidenceTransport struct {
+	inner sdk.Transport
+	c     *connState
+}
+
+func (t *evidenceTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.c.inner = conn
+	return t.c, nil
+}
+
+// connState is the evidence connection of one session.
+type connState struct {
+	inner        sdk.Connection
+	rec          recorder
+	log          *slog.Logger
+	session      events.ID
+	flushTimeout time.Duration
+	now          func() time.Time
+
+	mu       sync.Mutex
+	inflight map[string]*pending // JSON-RPC id → request
+	client   string              // name/version from initialize
+	ended    bool
+}
+
+type pending struct {
+	req    events.ID
+	method string
+	tool   string
+	tp     string
+	start  time.Time
+}
+
+func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
+
+func (c *connState) SessionID() string { return c.inner.SessionID() }
+
+func (c *connState) Close() error { return c.inner.Close() }
+
+// Read records what arrives and tags requests with their request id.
+func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.inner.Read(ctx)
+	if err != nil {
+		c.endSession(err)
+		return nil, err
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return msg, nil // a response to a server→client request
+	}
+	var p struct {
+		Meta struct {
+			Traceparent string `json:"traceparent"`
+		} `json:"_meta"`
+		Name            string `json:"name"`
+		RequestID       any    `json:"requestId"`
+		ProtocolVersion string `json:"protocolVersion"`
+		ClientInfo      *struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"clientInfo"`
+	}
+	json.Unmarshal(req.Params, &p) // params that do not decode are the SDK's to refuse
+	tp := ""
+	if traceparentRE.MatchString(p.Meta.Traceparent) {
+		tp = p.Meta.Traceparent
+	}
+	attrs := map[string]string{"method": req.Method}
+	if !req.ID.IsValid() { // a notification
+		e := events.Event{Kind: events.KindMCPNotificationReceived, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: attrs}
+		if req.Method == "notifications/cancelled" && p.RequestID != nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.mu.Lock()
+				if pd := c.inflight[idKey(id)]; pd != nil {
+					e.RequestID = pd.req
+				}
+				c.mu.Unlock()
+				attrs["jsonrpcId"] = fmt.Sprint(id.Raw())
+			}
+		}
+		c.rec.Emit(e)
+		return req, nil
+	}
+	reqID := c.rec.NewID()
+	attrs["jsonrpcId"] = fmt.Sprint(req.ID.Raw())
+	if req.Method == "tools/call" {
+		attrs["tool"] = p.Name
+	}
+	c.mu.Lock()
+	if p.ClientInfo != nil {
+		c.client = strings.TrimSpace(p.ClientInfo.Name + "/" + p.ClientInfo.Version)
+		attrs["protocolVersion"] = p.ProtocolVersion
+	}
+	attrs["client"] = c.client
+	c.inflight[idKey(req.ID)] = &pending{req: reqID, method: req.Method, tool: p.Name, tp: tp, start: c.now()}
+	c.mu.Unlock()
+	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: attrs})
+	req.Extra = &sdk.RequestExtra{Header: http.Header{
+		hdrRequestID: {reqID.String()}, hdrSessionID: {c.session.String()}, hdrTraceparent: {tp},
+	}}
+	return req, nil
+}
+
+// endSession records why reading stopped: the client closed stdin, or a
+// line could not be read.
+func (c *connState) endSession(err error) {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	c.ended = true
+	c.mu.Unlock()
+	e := events.Event{Kind: events.KindMCPSessionEnded, SessionID: c.session, Outcome: events.OK}
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
+	case strings.Contains(err.Error(), "maximum line length"):
+		e.Kind, e.Outcome, e.Code = events.KindMCPSessionAborted, events.Error, events.CodeTooLarge
+		e.Attrs = map[string]string{"error": err.Error()}
+	default:
+		e.Kind, e.Outcome, e.Code = events.KindMCPSessionAborted, events.Error, events.CodeMalformedFrame
+		e.Attrs = map[string]string{"error": truncate(err.Error(), 300)}
+	}
+	if e.Code != "" {
+		c.log.Error("MCP session aborted: the client sent a line that cannot be read", "code", e.Code, "err", err)
+	}
+	c.rec.Emit(e)
+}
+
+// Write records a response and sends it once the request's events are
+// durable.
+func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return c.inner.Write(ctx, msg)
+	}
+	c.mu.Lock()
+	pd := c.inflight[idKey(resp.ID)]
+	delete(c.inflight, idKey(resp.ID))
+	c.mu.Unlock()
+	if pd == nil {
+		return c.inner.Write(ctx, msg)
+	}
+	attrs := map[string]string{"method": pd.method, "jsonrpcId": fmt.Sprint(resp.ID.Raw())}
+	e := events.Event{Kind: events.KindMCPResponseSent, RequestID: pd.req, SessionID: c.session, Traceparent: pd.tp,
+		Outcome: events.OK, DurationMs: float64(c.now().Sub(pd.start).Microseconds()) / 1000, Attrs: attrs}
+	if pd.tool != "" {
+		attrs["tool"] = pd.tool
+	}
+	switch {
+	case resp.Error != nil:
+		e.Outcome = events.Error
+		attrs["error"] = truncate(resp.Error.Error(), 300)
+	case pd.method == "tools/call":
+		var code events.Code
+		resp.Result, code = tagResult(resp.Result, pd.req)
+		if code != "" {
+			e.Outcome, e.Code = events.OutcomeOf(code), code
+		}
+	}
+	c.rec.Emit(e)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.flushTimeout)
+	defer cancel()
+	if err := c.rec.Flush(fctx, pd.req); err != nil {
+		c.log.Error("the request's events are not durable; answering anyway (the executor refused anything that needed them)", "request", pd.req, "err", err)
+	}
+	return c.inner.Write(ctx, resp)
+}
+
+// tagResult adds _meta["tracebridge/requestId"] to a tools/call result and
+// returns the result's error code, if any.
+func tagResult(raw json.RawMessage, req events.ID) (json.RawMessage, events.Code) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return raw, ""
+	}
+	meta := map[string]any{}
+	if b, ok := m["_meta"]; ok {
+		json.Unmarshal(b, &meta)
+	}
+	meta[MetaRequestID] = req.String()
+	m["_meta"], _ = json.Marshal(meta)
+	var code events.Code
+	if string(m["isError"]) == "true" {
+		code = events.CodeToolError
+		var sc struct {
+			Error struct {
+				Code events.Code `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(m["structuredContent"], &sc) == nil && sc.Error.Code != "" {
+			code = sc.Error.Code
+		} else {
+			code = events.CodeInvalidArguments // the SDK's own tool errors are argument errors
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw, code
+	}
+	return out, code
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,189 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// DefaultMaxLineLength caps one JSON-RPC line from the client. A longer line
+// ends the session (recorded as mcp.session.aborted, TooLarge) instead of
+// growing memory without bound.
+const DefaultMaxLineLength = 4 << 20
+
+// Emitter is what the server needs of events.Emitter.
+type Emitter interface {
+	recorder
+	FlushAll(ctx context.Context) error
+}
+
+// Options configures New. Executor and Emitter are required.
+type Options struct {
+	Executor *executor.Executor
+	Emitter  Emitter
+	// Version is reported in serverInfo.
+	Version string
+	// MaxLineLength caps one inbound line. Zero: DefaultMaxLineLength.
+	MaxLineLength int
+	// FlushTimeout bounds the wait for a request's events before its
+	// response is written. Zero: 10s.
+	FlushTimeout time.Duration
+	// Now is the clock for durations. Nil: time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Server is an MCP server over the executor's catalog.
+type Server struct {
+	opts Options
+	sdk  *sdk.Server
+}
+
+// New builds the server: one MCP tool per catalog entry, all run through
+// the executor, plus middleware that answers unknown tools with the
+// executor's UnknownTool result and turns any panic into a structured error.
+func New(opts Options) *Server {
+	if opts.MaxLineLength <= 0 {
+		opts.MaxLineLength = DefaultMaxLineLength
+	}
+	if opts.FlushTimeout <= 0 {
+		opts.FlushTimeout = 10 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{opts: opts}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "tracebridge", Version: opts.Version}, &sdk.ServerOptions{
+		Logger:       opts.Logger,
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Instructions: "Every call is recorded as evidence. Each tool result's _meta[\"" + MetaRequestID + "\"] names the request; `tracebridge tail --request ID` shows what happened.",
+	})
+	for _, t := range opts.Executor.Catalog().Tools() {
+		s.sdk.AddTool(&sdk.Tool{
+			Name: t.ID, Description: t.Description, InputSchema: t.InputSchema,
+			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !t.SideEffects},
+		}, s.handle)
+	}
+	s.sdk.AddReceivingMiddleware(s.recoverPanics, s.unknownTools)
+	return s
+}
+
+// Serve runs one session over r and w until the client closes r, the
+// session fails, or ctx ends. Every event is flushed before it returns.
+func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	c := &connState{rec: s.opts.Emitter, log: s.opts.Logger, session: s.opts.Emitter.NewID(),
+		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}}
+	s.opts.Emitter.Emit(events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK})
+	t := &evidenceTransport{inner: &sdk.IOTransport{Reader: r, Writer: w, MaxLineLength: s.opts.MaxLineLength}, c: c}
+	err := s.sdk.Run(ctx, t)
+	c.endSession(io.EOF) // a no-op when Read already recorded why it stopped
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.FlushTimeout)
+	defer cancel()
+	if ferr := s.opts.Emitter.FlushAll(fctx); ferr != nil {
+		s.opts.Logger.Error("session events not durable", "err", ferr)
+	}
+	return err
+}
+
+// handle runs a tools/call through the executor.
+func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	inv := executor.Invocation{Tool: req.Params.Name, Args: rawArgs(req.Params.Arguments)}
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		inv.RequestID, _ = events.ParseID(ex.Header.Get(hdrRequestID))
+		inv.SessionID, _ = events.ParseID(ex.Header.Get(hdrSessionID))
+		inv.Traceparent = ex.Header.Get(hdrTraceparent)
+	}
+	if ss := req.Session; ss != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+			inv.Client = ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
+		}
+	}
+	return toResult(s.opts.Executor.Execute(ctx, inv)), nil
+}
+
+func rawArgs(a any) json.RawMessage {
+	switch v := a.(type) {
+	case json.RawMessage:
+		return v
+	case nil:
+		return nil
+	default:
+		b, _ := json.Marshal(v)
+		return b
+	}
+}
+
+// toResult turns an executor result into the MCP result: structured content
+// on success; on failure isError with the code, message and operator
+// action both as text (for the model) and as structured content.
+func toResult(r executor.Result) *sdk.CallToolResult {
+	if r.OK() {
+		b, err := json.Marshal(r.Value)
+		if err != nil {
+			return toResult(executor.Result{OperationID: r.OperationID, Code: events.CodeToolError, Message: "the tool's result is not JSON: " + err.Error()})
+		}
+		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
+		if len(b) > 0 && b[0] == '{' {
+			res.StructuredContent = json.RawMessage(b)
+		}
+		return res
+	}
+	text := string(r.Code) + ": " + r.Message
+	if r.Action != "" {
+		text += " (" + r.Action + ")"
+	}
+	return &sdk.CallToolResult{
+		IsError: true,
+		Content: []sdk.Content{&sdk.TextContent{Text: text}},
+		StructuredContent: map[string]any{"error": map[string]string{
+			"code": string(r.Code), "message": r.Message, "action": r.Action, "operationId": r.OperationID.String()}},
+	}
+}
+
+// unknownTools answers a call of a tool the catalog does not have with the
+// executor's UnknownTool result (a tool error the model can read), instead
+// of the SDK's protocol error.
+func (s *Server) unknownTools(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		call, ok := req.(*sdk.CallToolRequest)
+		if !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		if _, known := s.opts.Executor.Catalog().Lookup(call.Params.Name); known {
+			return next(ctx, method, req)
+		}
+		return s.handle(ctx, call)
+	}
+}
+
+// recoverPanics keeps the bridge alive whatever panics below it.
+func (s *Server) recoverPanics(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (res sdk.Result, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.opts.Logger.Error("panic while handling a request", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				if method == "tools/call" {
+					res, err = toResult(executor.Result{Code: events.CodeToolPanic, Message: "internal error while handling the call"}), nil
+					return
+				}
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+			}
+		}()
+		return next(ctx, method, req)
+	}
+}

@@ -1,0 +1,170 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+)
+
+// Limits of the text tools. Go's regexp is RE2 (linear time, no
+// backtracking), so with bounded input no pattern can hang the bridge.
+const (
+	MaxTextBytes    = 8 << 20
+	MaxPatternBytes = 4 << 10
+	DefaultMax      = 100
+	MaxResultsCap   = 10_000
+)
+
+// Entry is one named text to search or rank.
+type Entry struct {
+	ID   string `json:"id" jsonschema:"identifier of the text (a path, a URL, a note id)"`
+	Text string `json:"text" jsonschema:"the text"`
+}
+
+// RegexArgs are the arguments of regex_text_search.
+type RegexArgs struct {
+	Pattern       string  `json:"pattern,omitempty" jsonschema:"regular expression (RE2 syntax); give pattern or query"`
+	Query         string  `json:"query,omitempty" jsonschema:"literal text to find; give pattern or query"`
+	Text          string  `json:"text,omitempty" jsonschema:"a text to search"`
+	Entries       []Entry `json:"entries,omitempty" jsonschema:"named texts to search"`
+	CaseSensitive bool    `json:"caseSensitive,omitempty" jsonschema:"match case exactly (default false)"`
+	MaxResults    int     `json:"maxResults,omitempty" jsonschema:"matches to return, 1 to 10000 (default 100)"`
+}
+
+// Match is one match: where it is and what it matched.
+type Match struct {
+	Entry  string `json:"entry,omitempty"`
+	Line   int    `json:"line"`   // 1-based
+	Column int    `json:"column"` // 1-based, in bytes
+	Start  int    `json:"start"`  // byte offset in the text
+	End    int    `json:"end"`
+	Text   string `json:"text"`
+}
+
+// RegexResult is what regex_text_search returns.
+type RegexResult struct {
+	Matches    []Match `json:"matches"`
+	MatchCount int     `json:"matchCount"` // returned
+	TotalCount int     `json:"totalCount"` // found
+	Limited    bool    `json:"limited"`    // totalCount > matchCount
+}
+
+// Regex is the regex_text_search tool.
+func Regex() *executor.Tool {
+	return &executor.Tool{
+		Descriptor: executor.Descriptor{
+			ID: "regex_text_search", Category: "search", Source: "builtin", Capabilities: []string{config.CapTextSearch},
+			Description: "Find a regular expression or literal text in given text or named entries. Returns each match with its line, column and byte offsets, the total count, and whether results were limited.",
+		},
+		InputSchema: executor.SchemaFor[RegexArgs](),
+		Run: func(ctx context.Context, c executor.Call) (any, error) {
+			var a RegexArgs
+			if err := json.Unmarshal(c.Args, &a); err != nil {
+				return nil, err
+			}
+			return RegexSearch(ctx, a)
+		},
+	}
+}
+
+// RegexSearch runs one search.
+func RegexSearch(ctx context.Context, a RegexArgs) (RegexResult, error) {
+	res := RegexResult{Matches: []Match{}}
+	if (a.Pattern == "") == (a.Query == "") {
+		return res, fmt.Errorf("give exactly one of pattern or query")
+	}
+	expr := a.Pattern
+	if a.Query != "" {
+		expr = regexp.QuoteMeta(a.Query)
+	}
+	if len(expr) > MaxPatternBytes {
+		return res, fmt.Errorf("pattern is %d bytes; the limit is %d", len(expr), MaxPatternBytes)
+	}
+	if !a.CaseSensitive {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return res, fmt.Errorf("pattern: %v", err)
+	}
+	max, err := maxResults(a.MaxResults)
+	if err != nil {
+		return res, err
+	}
+	entries := a.Entries
+	if a.Text != "" {
+		entries = append([]Entry{{Text: a.Text}}, entries...)
+	}
+	if err := checkSize(entries); err != nil {
+		return res, err
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		lines := lineStarts(e.Text)
+		for _, loc := range re.FindAllStringIndex(e.Text, -1) {
+			res.TotalCount++
+			if len(res.Matches) >= max {
+				continue
+			}
+			line, col := position(lines, loc[0])
+			res.Matches = append(res.Matches, Match{Entry: e.ID, Line: line, Column: col, Start: loc[0], End: loc[1], Text: e.Text[loc[0]:loc[1]]})
+		}
+	}
+	res.MatchCount = len(res.Matches)
+	res.Limited = res.TotalCount > res.MatchCount
+	return res, nil
+}
+
+func maxResults(n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultMax, nil
+	case n < 0 || n > MaxResultsCap:
+		return 0, fmt.Errorf("maxResults must be 1 to %d", MaxResultsCap)
+	}
+	return n, nil
+}
+
+func checkSize(entries []Entry) error {
+	total := 0
+	for _, e := range entries {
+		total += len(e.Text)
+	}
+	if total > MaxTextBytes {
+		return fmt.Errorf("%d bytes of text; the limit is %d", total, MaxTextBytes)
+	}
+	if len(entries) == 0 {
+		return fmt.Errorf("give text or entries to search")
+	}
+	return nil
+}
+
+// lineStarts returns the byte offset of each line's start.
+func lineStarts(s string) []int {
+	starts := []int{0}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+func position(starts []int, off int) (line, col int) {
+	lo, hi := 0, len(starts)-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if starts[mid] <= off {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo + 1, off - starts[lo] + 1
+}

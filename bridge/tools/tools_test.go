@@ -1,0 +1,85 @@
+package tools
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRegexSearch(t *testing.T) {
+	res, err := RegexSearch(context.Background(), RegexArgs{
+		Pattern: `fo+`, Entries: []Entry{{ID: "a.go", Text: "x\n  FOO foo\nfo"}, {ID: "b.go", Text: "none"}}, MaxResults: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TotalCount != 3 || res.MatchCount != 2 || !res.Limited {
+		t.Fatalf("counts %+v", res)
+	}
+	m := res.Matches[0]
+	if m.Entry != "a.go" || m.Line != 2 || m.Column != 3 || m.Text != "FOO" || m.Start != 4 || m.End != 7 {
+		t.Fatalf("first match %+v", m)
+	}
+	res, _ = RegexSearch(context.Background(), RegexArgs{Query: "a.b", Text: "axb a.b", CaseSensitive: true})
+	if res.TotalCount != 1 || res.Matches[0].Start != 4 {
+		t.Fatalf("literal query matched %+v", res)
+	}
+}
+
+func TestRegexRejectsBadInput(t *testing.T) {
+	for name, a := range map[string]RegexArgs{
+		"no pattern":     {Text: "x"},
+		"both":           {Pattern: "a", Query: "a", Text: "x"},
+		"bad pattern":    {Pattern: "(", Text: "x"},
+		"no text":        {Pattern: "a"},
+		"huge max":       {Pattern: "a", Text: "a", MaxResults: 1 << 20},
+		"huge repeat":    {Pattern: "a{1001}", Text: "a"},
+		"oversized text": {Pattern: "a", Text: strings.Repeat("a", MaxTextBytes+1)},
+	} {
+		if _, err := RegexSearch(context.Background(), a); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// A pattern that makes backtracking engines take exponential time runs in
+// linear time here.
+func TestPathologicalPatternFinishes(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := RegexSearch(context.Background(), RegexArgs{Pattern: `(a+)+$`, Text: strings.Repeat("a", 1<<16) + "!"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a generous bound on a linear-time search of 64 KiB
+		t.Fatal("the search did not finish")
+	}
+}
+
+func TestBM25MatchesHandComputedScores(t *testing.T) {
+	entries := []Entry{{ID: "d1", Text: "the cat sat"}, {ID: "d2", Text: "the dog sat on the cat"}, {ID: "d3", Text: "birds fly"}}
+	res, err := BM25Rank(context.Background(), BM25Args{Query: "cat", Entries: entries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// N=3, df(cat)=2: idf = ln((3-2+0.5)/(2+0.5)+1) = ln(1.6); avgdl = 11/3.
+	idf := math.Log(1.6)
+	score := func(dl float64) float64 { return idf * 1 * 2.2 / (1 + 1.2*(0.25+0.75*dl/(11.0/3))) }
+	if len(res.Results) != 2 || res.Results[0].ID != "d1" || math.Abs(res.Results[0].Score-score(3)) > 1e-12 ||
+		math.Abs(res.Results[1].Score-score(6)) > 1e-12 || res.DocumentCount != 3 || res.K1 != 1.2 || res.B != 0.75 {
+		t.Fatalf("got %+v, want d1 %.6f then d2 %.6f", res, score(3), score(6))
+	}
+	zero := 0.0
+	res, _ = BM25Rank(context.Background(), BM25Args{Query: "cat", Entries: entries, B: &zero})
+	if res.Results[0].Score != res.Results[1].Score || res.Results[0].ID != "d1" {
+		t.Fatalf("b=0 ignores length, ties break by id: %+v", res.Results)
+	}
+	if _, err := BM25Rank(context.Background(), BM25Args{Query: "!!", Entries: entries}); err == nil {
+		t.Fatal("a query without words was accepted")
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
+	"github.com/tracebridge/tracebridge/bridge/tools"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/events/hub"
+)
+
+func runMCP(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("mcp")
+	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` (default $TRACEBRIDGE_CONFIG, else tracebridge.toml in the user config dir; none: safe defaults)")
+	if err := m.parse(fs, "mcp [--data DIR] [--config FILE]\n\nServes MCP on stdin/stdout for an AI client (Claude Desktop, Claude Code, Cursor,\nVS Code). Every request, policy decision, secret resolution, approval and tool\nrun is recorded in the data dir's event log; each tool result names its request\nid in _meta[\"tracebridge/requestId\"]. stdout carries only protocol frames; logs\ngo to stderr and to logs/mcp-<pid>.log in the data dir.", args); err != nil {
+		return err
+	}
+	dir, err := m.dataDir()
+	if err != nil {
+		return err
+	}
+	if err := dir.Ensure(); err != nil {
+		return err
+	}
+	// Protocol frames go to a duplicate of fd 1; fd 1 itself now points at
+	// stderr, so a stray print (ours, a library's, a child's) cannot
+	// corrupt the session.
+	protoOut, err := protectStdout()
+	if err != nil {
+		return fmt.Errorf("protect stdout: %w", err)
+	}
+	logger, closeLog := m.fileLogger(dir)
+	defer closeLog()
+
+	cfg, cfgErr := m.loadConfig(*cfgPath)
+	if cfgErr != nil {
+		logger.Error("configuration is broken: every tool call will be denied (ConfigInvalid) until it is fixed", "err", cfgErr)
+	}
+	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: logger, Now: m.Now, Name: "mcp"})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	red, err := events.LoadRedactor(dir.RedactionKey())
+	if err != nil {
+		return err
+	}
+	em := events.NewEmitter(node, events.EmitterOptions{Redactor: red, Logger: logger, Now: m.Now})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := em.Close(cctx); err != nil {
+			logger.Error("events lost at exit", "err", err)
+		}
+	}()
+
+	catalog, err := m.catalog(cfg, em)
+	if err != nil {
+		return err
+	}
+	x := executor.New(executor.Options{Catalog: catalog, Emitter: em, Log: node, Config: cfg, ConfigErr: cfgErr,
+		Getenv: m.Getenv, Now: m.Now, Logger: logger})
+	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: em, Version: Version, Now: m.Now, Logger: logger})
+	logger.Info("tracebridge mcp serving", "data", string(dir), "tools", len(catalog.Tools()), "hub", node.IsHub())
+	err = srv.Serve(ctx, readCloser(m.Stdin), protoOut)
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return err
+}
+
+// catalog is every tool this bridge serves: the built-in ones, the test
+// tools of a tb_testtools build, and discovered ones when configured.
+func (m *Main) catalog(cfg *config.Config, em *events.Emitter) (*executor.Catalog, error) {
+	all := []*executor.Tool{tools.Regex(), tools.BM25()}
+	all = append(all, testTools()...)
+	if cfg != nil && len(cfg.Discovery.Dirs) > 0 {
+		found, findings := tools.Discover(expandHome(cfg.Discovery.Dirs, m.Getenv("HOME")))
+		for _, f := range findings {
+			em.Emit(f.Event())
+		}
+		all = append(all, found...)
+	}
+	return executor.NewCatalog(all...)
+}
+
+func expandHome(dirs []string, home string) []string {
+	out := make([]string, len(dirs))
+	for i, d := range dirs {
+		if home != "" && (d == "~" || strings.HasPrefix(d, "~/")) {
+			d = filepath.Join(home, d[1:])
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// loadConfig reads --config, $TRACEBRIDGE_CONFIG or the user config dir's
+// tracebridge.toml. No file at the default place means the defaults; a
+// named file that is missing or broken is an error.
+func (m *Main) loadConfig(flagPath string) (*config.Config, error) {
+	path := flagPath
+	if path == "" {
+		path = m.Getenv("TRACEBRIDGE_CONFIG")
+	}
+	if path != "" {
+		return config.Load(path)
+	}
+	if p := m.defaultConfigPath(); p != "" {
+		c, err := config.Load(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return config.Default(), nil
+		}
+		return c, err
+	}
+	return config.Default(), nil
+}
+
+func (m *Main) defaultConfigPath() string {
+	if d := m.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "tracebridge", "tracebridge.toml")
+	}
+	if h := m.Getenv("HOME"); h != "" {
+		return filepath.Join(h, ".config", "tracebridge", "tracebridge.toml")
+	}
+	return ""
+}
+
+// fileLogger logs to stderr and to logs/mcp-<pid>.log in the data dir.
+func (m *Main) fileLogger(dir hub.DataDir) (*slog.Logger, func()) {
+	base := m.logger()
+	if err := os.MkdirAll(dir.LogDir(), 0o700); err != nil {
+		return base, func() {}
+	}
+	f, err := os.OpenFile(filepath.Join(dir.LogDir(), fmt.Sprintf("mcp-%d.log", os.Getpid())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		base.Warn("no log file", "err", err)
+		return base, func() {}
+	}
+	l := slog.New(slog.NewTextHandler(io.MultiWriter(m.Stderr, f), &slog.HandlerOptions{Level: m.level()}))
+	return l, func() { f.Close() }
+}
+
+type nopReadCloser struct{ io.Reader }
+
+func (nopReadCloser) Close() error { return nil }
+
+func readCloser(r io.Reader) io.ReadCloser {
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return nopReadCloser{r}
+}
