@@ -53,6 +53,8 @@ func commands() map[string]command {
 		"demo":       {"start a hub, append a burst, tail it and verify it", runDemo},
 		"version":    {"print the version", runVersion},
 		"mcp":        {"serve MCP on stdio for an AI client, recording every call", runMCP},
+		"approvals":  {"list tool calls waiting for approval; approve or deny one", runApprovals},
+		"config":     {"check tracebridge.toml and explain its problems", runConfig},
 	}
 }
 
@@ -168,13 +170,28 @@ func (m *Main) parse(fs *flag.FlagSet, usage string, args []string) error {
 			fs.SetOutput(m.Stdout)
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	// Flags may follow positional arguments (`approvals list --json`): parse,
+	// set the first positional aside, parse the rest, and so on.
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{err.Error()}
 		}
-		return usageError{err.Error()}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			positional = append(positional, rest...) // everything after -- is positional
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
-	return nil
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 // dataDir resolves the data dir: --data, $TRACEBRIDGE_DATA, then the user

@@ -17,9 +17,11 @@ import (
 	"github.com/tracebridge/tracebridge/store"
 )
 
-// tbBin is the real tracebridge binary, built once for the package's tests.
-// It is built without -race so child processes run at production speed.
-var tbBin string
+// tbBin is the real tracebridge binary, built once for the package's tests;
+// tbTestBin is the same with the misbehaving test tools (-tags
+// tb_testtools). Both are built without -race so child processes run at
+// production speed.
+var tbBin, tbTestBin string
 
 func TestMain(m *testing.M) {
 	tmp, err := os.MkdirTemp("", "tracebridge-bin-")
@@ -28,7 +30,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	tbBin = filepath.Join(tmp, "tracebridge")
-	if err := buildBinary(tbBin); err != nil {
+	tbTestBin = filepath.Join(tmp, "tracebridge-testtools")
+	err = buildBinary(tbBin)
+	if err == nil {
+		err = buildBinary(tbTestBin, "tb_testtools")
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/user"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/events/hub"
+)
+
+func runApprovals(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("approvals")
+	asJSON := fs.Bool("json", false, "list as JSON")
+	reason := fs.String("reason", "", "why (recorded with the decision)")
+	usage := "approvals list [--json]\n       tracebridge approvals approve ID [--reason TEXT]\n       tracebridge approvals deny ID [--reason TEXT]\n\nTool calls that need approval wait (up to approval.timeout in tracebridge.toml)\nfor an operator. list shows the ones waiting; approve or deny answers one by its\nID. A decision is bound to the exact arguments (their hash) it was shown with,\nand it is recorded in the event log like everything else."
+	if err := m.parse(fs, usage, args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return usageError{"want list, approve ID or deny ID"}
+	}
+	node, err := m.open(ctx, hub.Read, "approvals")
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	pending, err := pendingApprovals(ctx, node, m.Now())
+	if err != nil {
+		return err
+	}
+	switch rest[0] {
+	case "list":
+		if len(rest) != 1 {
+			return usageError{"list takes no arguments"}
+		}
+		if *asJSON {
+			enc := json.NewEncoder(m.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(pending)
+		}
+		if len(pending) == 0 {
+			fmt.Fprintln(m.Stdout, "no tool call is waiting for approval")
+			return nil
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tTOOL\tWAITS UNTIL\tARGS")
+		for _, p := range pending {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Tool, p.Deadline.Local().Format("15:04:05"), p.Args)
+		}
+		return tw.Flush()
+	case "approve", "deny":
+		if len(rest) != 2 {
+			return usageError{rest[0] + " takes one approval ID (see `tracebridge approvals list`)"}
+		}
+		decision := executor.Approve
+		if rest[0] == "deny" {
+			decision = executor.Deny
+		}
+		return decide(ctx, m, node, pending, rest[1], decision, *reason)
+	}
+	return usageError{fmt.Sprintf("unknown action %q: want list, approve or deny", rest[0])}
+}
+
+// pendingApproval is a call waiting for an operator.
+type pendingApproval struct {
+	ID        string    `json:"id"`
+	Tool      string    `json:"tool"`
+	RequestID events.ID `json:"requestId"`
+	ArgsHash  string    `json:"argsHash"`
+	Args      string    `json:"args"`
+	Deadline  time.Time `json:"deadline"`
+}
+
+// pendingApprovals scans the log for approval requests with no decision
+// whose deadline has not passed.
+// TODO(projections): read this from the approvals projection instead of a scan.
+func pendingApprovals(ctx context.Context, node *hub.Node, now time.Time) ([]pendingApproval, error) {
+	open := map[string]pendingApproval{}
+	var order []string
+	for from := uint64(1); ; {
+		evs, next, err := node.Range(ctx, from, 2048)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range evs {
+			switch e.Kind {
+			case events.KindApprovalRequested:
+				deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs[executor.AttrDeadline])
+				id := e.Attrs[executor.AttrApprovalID]
+				open[id] = pendingApproval{ID: id, Tool: e.Attrs[executor.AttrTool], RequestID: e.RequestID,
+					ArgsHash: e.Attrs[executor.AttrArgsHash], Args: e.Attrs["args"], Deadline: deadline}
+				order = append(order, id)
+			case events.KindApprovalDecided:
+				delete(open, e.Attrs[executor.AttrApprovalID])
+			}
+		}
+		if len(evs) == 0 {
+			break
+		}
+		from = next
+	}
+	out := []pendingApproval{}
+	for _, id := range order {
+		if p, ok := open[id]; ok && p.Deadline.After(now) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func decide(ctx context.Context, m *Main, node *hub.Node, pending []pendingApproval, id, decision, reason string) error {
+	var p *pendingApproval
+	for i := range pending {
+		if pending[i].ID == id {
+			p = &pending[i]
+		}
+	}
+	if p == nil {
+		return errors.New("no call is waiting with approval ID " + id + " (decided already, timed out, or never asked; see `tracebridge approvals list`)")
+	}
+	if !node.Online() {
+		return errors.New("no hub is running, so no call can be waiting")
+	}
+	by := "operator"
+	if u, err := user.Current(); err == nil {
+		by = "operator:" + u.Username
+	}
+	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger(), Now: m.Now})
+	em.Emit(events.Event{Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
+		Attrs: map[string]string{executor.AttrApprovalID: p.ID, executor.AttrDecision: decision,
+			executor.AttrArgsHash: p.ArgsHash, "by": by, executor.AttrReason: reason, executor.AttrTool: p.Tool}})
+	if err := em.Close(ctx); err != nil {
+		return fmt.Errorf("the decision was not recorded: %w", err)
+	}
+	fmt.Fprintf(m.Stdout, "%sd %s (%s, arguments %s…)\n", decision, p.ID, p.Tool, p.ArgsHash[:12])
+	return nil
+}

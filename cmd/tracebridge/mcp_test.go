@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// bridge is a real `tracebridge mcp` child driven by the SDK client.
+type bridge struct {
+	session *sdk.ClientSession
+	stderr  *lockedBuffer
+	data    string
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startBridge launches bin as an MCP server on data with extra environment
+// and connects with protocol version proto ("" for the SDK's newest).
+func startBridge(t *testing.T, bin, data, proto string, env ...string) *bridge {
+	t.Helper()
+	b := &bridge{stderr: &lockedBuffer{}, data: data}
+	cmd := exec.Command(bin, "--data", data, "mcp")
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
+	cmd.Stderr = b.stderr
+	client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1.0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var opts *sdk.ClientSessionOptions
+	if proto != "" {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: proto}
+	}
+	s, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, opts)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, b.stderr)
+	}
+	b.session = s
+	t.Cleanup(func() { s.Close() })
+	return b
+}
+
+// call calls a tool and returns the result, its request id and its error
+// code ("" on success).
+func (b *bridge) call(t *testing.T, tool string, args any) (*sdk.CallToolResult, events.ID, events.Code) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := b.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: protocol error %v\nstderr:\n%s", tool, err, b.stderr)
+	}
+	idText, _ := res.Meta[bmcp.MetaRequestID].(string)
+	id, err := events.ParseID(idText)
+	if err != nil {
+		t.Fatalf("call %s: result _meta lacks %s: %v", tool, bmcp.MetaRequestID, res.Meta)
+	}
+	var code events.Code
+	if res.IsError {
+		var sc struct {
+			Error struct {
+				Code events.Code `json:"code"`
+			} `json:"error"`
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(raw, &sc)
+		code = sc.Error.Code
+		if code == "" {
+			code = "untyped:" + events.Code(textOf(res))
+		}
+	}
+	return res, id, code
+}
+
+func textOf(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// close ends the session (stdin closes) and waits for the bridge to exit.
+func (b *bridge) close(t *testing.T) {
+	t.Helper()
+	if err := b.session.Close(); err != nil && !strings.Contains(err.Error(), "signal") {
+		t.Logf("close: %v", err)
+	}
+}
+
+// requestEvents opens the (closed) store and returns one request's events.
+func requestEvents(t *testing.T, data string, req events.ID) []events.Event {
+	t.Helper()
+	st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	evs, err := st.ByRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func kindsOf(evs []events.Event) []string {
+	var ks []string
+	for _, e := range evs {
+		k := e.Kind
+		if e.Code != "" {
+			k += "(" + string(e.Code) + ")"
+		}
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func hasKind(evs []events.Event, kind string, code events.Code) bool {
+	for _, e := range evs {
+		if e.Kind == kind && e.Code == code {
+			return true
+		}
+	}
+	return false
+}
