@@ -18,7 +18,7 @@ import (
 func runDemo(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("demo")
 	keep := fs.Bool("keep", false, "keep the demo's data dir (printed at the end) instead of removing it")
-	if err := m.parse(fs, "demo [--data DIR] [--keep]\n\nStarts a hub on a fresh data dir (a temporary one unless --data is given),\nappends a burst of requests from several goroutines while following them\nlive, prints one request's events, verifies the chain, exports a signed\ncheckpoint, and shows verify catching a byte edited in a copy of the store.", args); err != nil {
+	if err := m.parse(fs, "demo [--data DIR] [--keep]\n\nStarts a hub on a fresh data dir (a temporary one unless --data is given),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, and shows verify catching a byte edited in a copy\nof the store.", args); err != nil {
 		return err
 	}
 	if m.data == "" {
@@ -51,11 +51,13 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		followed <- node.Follow(fctx, 1, func(e events.Event) error { seen.Store(e.Seq); return nil })
 	}()
 
+	if err := demoMCP(ctx, m, node, step); err != nil {
+		return err
+	}
+
 	step("burst: 4 goroutines, 40 requests of 12 events each, every request flushed (durable) before it counts")
 	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger()})
-	var firstReq atomic.Pointer[events.ID]
-	res, err := loadgen(ctx, em, loadConfig{Requests: 40, Events: 12, Concurrency: 4, AttrBytes: 32,
-		Acked: func(req events.ID, _ []events.ID) { firstReq.CompareAndSwap(nil, &req) }})
+	res, err := loadgen(ctx, em, loadConfig{Requests: 40, Events: 12, Concurrency: 4, AttrBytes: 32})
 	if cerr := em.Close(ctx); err == nil {
 		err = cerr
 	}
@@ -74,18 +76,10 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	}
 	stopFollow()
 	<-followed
-	fmt.Fprintf(out, "the live follower saw every event up to seq %d (head %d)\n", seen.Load(), head)
-
-	if p := firstReq.Load(); p != nil {
-		first, err := node.ByRequest(ctx, *p)
-		if err != nil {
-			return err
-		}
-		step("one request, as `tracebridge tail --request %s` prints it", first[0].RequestID)
-		for i := range first {
-			writeEventLine(out, &first[i])
-		}
+	if seen.Load() < head {
+		return fmt.Errorf("the live follower stopped at seq %d, short of the head %d", seen.Load(), head)
 	}
+	fmt.Fprintf(out, "the live follower saw every event up to seq %d (head %d)\n", seen.Load(), head)
 
 	step("verify: the hash chain from seq 1 to the head")
 	rep, err := node.Verify(ctx)
