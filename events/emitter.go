@@ -42,6 +42,9 @@ type EmitterOptions struct {
 	MaxBatch int
 	// Logger receives retry and rejection reports. Nil: slog.Default().
 	Logger *slog.Logger
+	// Linger is how long an event nobody flushes may wait to be sent with
+	// later ones. A Flush, or a full batch, sends at once. Zero: 2ms.
+	Linger time.Duration
 }
 
 // Emitter queues events and sends them to an Appender in the background, one
@@ -52,14 +55,15 @@ type Emitter struct {
 	app  Appender
 	opts EmitterOptions
 
-	mu       sync.Mutex
-	queue    []Event
-	requests map[ID]*flushState // outstanding events per request id
-	all      flushState         // outstanding events overall
-	closed   bool
-	wake     chan struct{}
-	done     chan struct{}
-	stop     context.CancelFunc
+	mu        sync.Mutex
+	queue     []Event
+	requests  map[ID]*flushState // outstanding events per request id
+	all       flushState         // outstanding events overall
+	closed    bool
+	lingering bool // a linger timer is armed
+	wake      chan struct{}
+	done      chan struct{}
+	stop      context.CancelFunc
 }
 
 type flushState struct {
@@ -84,6 +88,9 @@ func NewEmitter(app Appender, opts EmitterOptions) *Emitter {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Linger <= 0 {
+		opts.Linger = 2 * time.Millisecond
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	e := &Emitter{
@@ -139,12 +146,25 @@ func (e *Emitter) Emit(ev Event) ID {
 		e.queue = append(e.queue, ev)
 		e.stateLocked(ev.RequestID).n++
 		e.all.n++
-		select {
-		case e.wake <- struct{}{}:
-		default:
+		switch {
+		case len(e.queue) >= e.opts.MaxBatch:
+			e.wakeSender()
+		case !e.lingering:
+			// Nobody waits for this event yet: let it gather company for a
+			// moment, so one request's events share one commit.
+			e.lingering = true
+			time.AfterFunc(e.opts.Linger, e.wakeSender)
 		}
 	}
 	return ev.ID
+}
+
+// wakeSender makes the sender send what is queued now.
+func (e *Emitter) wakeSender() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (e *Emitter) stateLocked(req ID) *flushState {
@@ -200,6 +220,7 @@ func (e *Emitter) wait(ctx context.Context, st *flushState, clear func()) error 
 	ch := make(chan struct{})
 	st.waiters = append(st.waiters, ch)
 	e.mu.Unlock()
+	e.wakeSender() // someone waits: send now
 	select {
 	case <-ch:
 		e.mu.Lock()
@@ -242,6 +263,7 @@ func (e *Emitter) run(ctx context.Context) {
 		}
 		for {
 			e.mu.Lock()
+			e.lingering = false
 			n := min(len(e.queue), e.opts.MaxBatch)
 			batch := e.queue[:n:n]
 			e.mu.Unlock()

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -22,9 +23,10 @@ func BenchmarkIngest(b *testing.B) {
 	for _, tc := range []struct {
 		path    string
 		workers int
-	}{{"bus", 64}, {"hub", 64}, {"bus", 1}} {
+		linger  time.Duration
+	}{{"bus", 64, 0}, {"bus", 64, time.Nanosecond}, {"hub", 64, 0}, {"bus", 1, 0}, {"bus", 1, time.Nanosecond}} {
 		path := tc.path
-		b.Run(fmt.Sprintf("path=%s/requests=%d", path, tc.workers), func(b *testing.B) {
+		b.Run(fmt.Sprintf("path=%s/requests=%d/linger=%v", path, tc.workers, cmp.Or(tc.linger, 2*time.Millisecond)), func(b *testing.B) {
 			dir := DataDir(b.TempDir() + "/data")
 			hubNode, err := Open(context.Background(), Options{Dir: dir, Logger: quiet})
 			if err != nil {
@@ -38,7 +40,7 @@ func BenchmarkIngest(b *testing.B) {
 				}
 				defer node.Close()
 			}
-			em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
+			em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet, Linger: tc.linger})
 			defer em.Close(context.Background())
 			workers, per := tc.workers, 12
 			var next atomic.Int64
