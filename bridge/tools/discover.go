@@ -100,6 +100,12 @@ func load(path string) (*executor.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseManifest(path, b)
+}
+
+// parseManifest checks a manifest's bytes; path names it in errors and
+// anchors relative commands.
+func parseManifest(path string, b []byte) (*executor.Tool, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

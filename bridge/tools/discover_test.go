@@ -49,3 +49,17 @@ func TestDiscoverLoadsGoodManifestsAndReportsTheRest(t *testing.T) {
 		t.Fatalf("tool output %v", out)
 	}
 }
+
+func FuzzParseManifest(f *testing.F) {
+	f.Add([]byte(`{"id":"upper","command":["./upper.sh"],"inputSchema":{"type":"object"}}`))
+	f.Add([]byte(`{"id":"x","command":[],"inputSchema":{"type":"string"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tool, err := parseManifest("/tools/f.tool.json", b)
+		if err != nil {
+			return
+		}
+		if tool.ID == "" || tool.InputSchema == nil || tool.Run == nil || !strings.Contains(strings.Join(tool.Capabilities, ","), config.CapProcessRun) {
+			t.Fatalf("accepted an unusable manifest: %+v", tool)
+		}
+	})
+}

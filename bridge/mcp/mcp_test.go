@@ -1,0 +1,111 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/tools"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type readerOf struct{ st *store.Store }
+
+func (r readerOf) ByRequest(_ context.Context, id events.ID) ([]events.Event, error) {
+	return r.st.ByRequest(id)
+}
+
+// In-process session over pipes: every tools/call result names its request,
+// and the request's events (traceparent included) are durable by the time
+// the client has the answer.
+func TestResultsNameTheirRequestAndEvidenceIsDurableFirst(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	em := events.NewEmitter(st, events.EmitterOptions{Logger: quiet})
+	defer em.Close(context.Background())
+	cat, err := executor.NewCatalog(tools.Regex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Options{Executor: executor.New(executor.Options{Catalog: cat, Emitter: em, Log: readerOf{st}, Logger: quiet}), Emitter: em, Logger: quiet})
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), sr, sw) }()
+	client := sdk.NewClient(&sdk.Implementation{Name: "unit", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &sdk.IOTransport{Reader: cr, Writer: cw}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tool    string
+		args    any
+		isError bool
+		last    events.Code
+	}{
+		{"regex_text_search", map[string]any{"query": "a", "text": "aa"}, false, ""},
+		{"missing", map[string]any{}, true, events.CodeUnknownTool},
+	} {
+		res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: tc.tool, Arguments: tc.args,
+			Meta: sdk.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
+		if err != nil || res.IsError != tc.isError {
+			t.Fatalf("%s: %v %+v", tc.tool, err, res)
+		}
+		req, err := events.ParseID(res.Meta[MetaRequestID].(string))
+		if err != nil {
+			t.Fatalf("%s: no request id in _meta: %v", tc.tool, res.Meta)
+		}
+		// No Flush here: the bridge flushed before answering.
+		evs, _ := st.ByRequest(req)
+		if len(evs) < 2 || evs[0].Kind != events.KindMCPRequestReceived || evs[len(evs)-1].Kind != events.KindMCPResponseSent {
+			t.Fatalf("%s: events durable at answer time: %d", tc.tool, len(evs))
+		}
+		if last := evs[len(evs)-1]; last.Code != tc.last || last.Traceparent == "" {
+			t.Fatalf("%s: response event code %q traceparent %q", tc.tool, last.Code, last.Traceparent)
+		}
+	}
+	s.Close()
+	if err := <-served; err != nil && err != io.EOF && err != context.Canceled {
+		t.Logf("serve: %v", err)
+	}
+}
+
+func FuzzTagResult(f *testing.F) {
+	f.Add([]byte(`{"content":[],"isError":true,"structuredContent":{"error":{"code":"PolicyDenied"}}}`))
+	f.Add([]byte(`{"_meta":{"x":1},"content":[]}`))
+	f.Add([]byte(`[1,2]`))
+	req := events.NewID()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, code := tagResult(json.RawMessage(raw), req)
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || m == nil {
+			if string(out) != string(raw) {
+				t.Fatal("a result that is not an object was changed")
+			}
+			return
+		}
+		var back struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		if err := json.Unmarshal(out, &back); err != nil || back.Meta[MetaRequestID] != req.String() {
+			t.Fatalf("tagged result %s lacks the request id", out)
+		}
+		if string(m["isError"]) == "true" && code == "" {
+			t.Fatal("an error result got no code")
+		}
+	})
+}
