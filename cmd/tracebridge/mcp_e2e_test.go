@@ -430,3 +430,46 @@ func TestMCPTwoClientsShareOneHub(t *testing.T) {
 	}
 	verifyStore(t, data)
 }
+
+// Discovery is opt-in: with a directory configured, a good manifest becomes a
+// tool that runs as a subprocess through the executor, and the bad manifest
+// and the missing directory are recorded as events with codes.
+func TestMCPDiscoveredTools(t *testing.T) {
+	tools := t.TempDir()
+	os.WriteFile(filepath.Join(tools, "wc.sh"), []byte("#!/bin/sh\nprintf '{\"bytes\":%s}' \"$(wc -c | tr -d ' ')\"\n"), 0o755)
+	os.WriteFile(filepath.Join(tools, "wc.tool.json"), []byte(`{"id":"byte_count","description":"counts the bytes of its arguments",
+		"command":["./wc.sh"],"inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},"sideEffects":false,"approval":"never"}`), 0o644)
+	os.WriteFile(filepath.Join(tools, "bad.tool.json"), []byte(`{"id":"bad"}`), 0o644)
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := fmt.Sprintf("[discovery]\ndirs = [%q, %q]\n", tools, filepath.Join(tools, "missing"))
+	// Without process.run granted, a discovered tool is listed but denied.
+	b := startBridge(t, tbBin, data, "2025-06-18", writeConfig(t, cfg))
+	if _, _, code := b.call(t, "byte_count", map[string]any{"text": "abc"}); code != events.CodePolicyDenied {
+		t.Fatalf("discovered tool without process.run: %q", code)
+	}
+	b.close(t)
+	b = startBridge(t, tbBin, data, "2025-06-18", writeConfig(t, cfg+"[policy]\ngrant = [\"text.search\", \"process.run\"]\n"))
+	res, _, code := b.call(t, "byte_count", map[string]any{"text": "abc"})
+	if code != "" || !strings.Contains(textOf(res), `"bytes":14`) {
+		t.Fatalf("discovered tool: %s %s", code, textOf(res))
+	}
+	b.close(t)
+	st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	all, _ := st.Range(1, 10000)
+	if !hasKind(all, events.KindToolsDiscovered, events.CodeInvalidManifest) || !hasKind(all, events.KindToolsDiscovered, events.CodeDirMissing) {
+		t.Fatalf("discovery findings not recorded: %v", kindsOf(all))
+	}
+	found := false
+	for _, e := range all {
+		if e.Kind == events.KindToolsDiscovered && e.Code == "" && e.Attrs["count"] == "1" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no event counting the discovered tool")
+	}
+}
