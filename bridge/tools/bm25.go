@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -52,13 +51,7 @@ func BM25() *executor.Tool {
 			Description: "Rank given entries against a query with Okapi BM25 (k1, b adjustable). The corpus is only the entries of this request. Returns scores and matched terms, best first.",
 		},
 		InputSchema: executor.SchemaFor[BM25Args](),
-		Run: func(ctx context.Context, c executor.Call) (any, error) {
-			var a BM25Args
-			if err := json.Unmarshal(c.Args, &a); err != nil {
-				return nil, err
-			}
-			return BM25Rank(ctx, a)
-		},
+		Run:         typedRun(BM25Rank),
 	}
 }
 

@@ -61,13 +61,20 @@ func Regex() *executor.Tool {
 			Description: "Find a regular expression or literal text in given text or named entries. Returns each match with its line, column and byte offsets, the total count, and whether results were limited.",
 		},
 		InputSchema: executor.SchemaFor[RegexArgs](),
-		Run: func(ctx context.Context, c executor.Call) (any, error) {
-			var a RegexArgs
-			if err := json.Unmarshal(c.Args, &a); err != nil {
+		Run:         typedRun(RegexSearch),
+	}
+}
+
+// typedRun adapts a function of typed arguments to an executor.RunFunc.
+func typedRun[In, Out any](fn func(context.Context, In) (Out, error)) executor.RunFunc {
+	return func(ctx context.Context, c executor.Call) (any, error) {
+		var in In
+		if len(c.Args) > 0 {
+			if err := json.Unmarshal(c.Args, &in); err != nil {
 				return nil, err
 			}
-			return RegexSearch(ctx, a)
-		},
+		}
+		return fn(ctx, in)
 	}
 }
 

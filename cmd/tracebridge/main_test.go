@@ -159,15 +159,24 @@ func ackedIDs(t *testing.T, lines []string) []events.ID {
 	return ids
 }
 
+// readStore opens the store of data (no process may hold it) read-only
+// until the test ends.
+func readStore(t *testing.T, data string) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // checkStored opens the (closed) store of data and returns the acked ids it
 // does not hold.
 func checkStored(t *testing.T, data string, ids []events.ID) (missing []events.ID) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := readStore(t, data)
+	defer st.Close() // now: callers (the crash loop) start the next process on this store
 	for _, id := range ids {
 		seq, err := st.SeqOf(id)
 		if err != nil {

@@ -18,7 +18,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/store"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -133,11 +132,7 @@ func TestMCPCancellationIsRecorded(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	b.close(t)
-	st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := readStore(t, data)
 	all, _ := st.Range(1, 10000)
 	var cancelled events.ID
 	for _, e := range all {
@@ -231,11 +226,7 @@ func TestMCPBadFramesEndTheSessionCleanly(t *testing.T) {
 					t.Fatalf("stdout line is not one of our JSON-RPC frames: %q", l)
 				}
 			}
-			st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := readStore(t, data)
 			all, _ := st.Range(1, 10000)
 			if !hasKind(all, events.KindMCPSessionAborted, tc.code) {
 				t.Fatalf("no %s(%s) event: %v", events.KindMCPSessionAborted, tc.code, kindsOf(all))
@@ -454,11 +445,7 @@ func TestMCPDiscoveredTools(t *testing.T) {
 		t.Fatalf("discovered tool: %s %s", code, textOf(res))
 	}
 	b.close(t)
-	st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := readStore(t, data)
 	all, _ := st.Range(1, 10000)
 	if !hasKind(all, events.KindToolsDiscovered, events.CodeInvalidManifest) || !hasKind(all, events.KindToolsDiscovered, events.CodeDirMissing) {
 		t.Fatalf("discovery findings not recorded: %v", kindsOf(all))

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/store"
 )
 
 // bridge is a real `tracebridge mcp` child driven by the SDK client.
@@ -119,11 +117,8 @@ func (b *bridge) close(t *testing.T) {
 // requestEvents opens the (closed) store and returns one request's events.
 func requestEvents(t *testing.T, data string, req events.ID) []events.Event {
 	t.Helper()
-	st, err := store.Open(filepath.Join(data, "events.db"), store.Options{ReadOnly: true, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := readStore(t, data)
+	defer st.Close() // now: callers (the crash loop) start the next process on this store
 	evs, err := st.ByRequest(req)
 	if err != nil {
 		t.Fatal(err)
