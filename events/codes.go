@@ -37,6 +37,8 @@ const (
 	CodeMalformedFrame   Code = "MalformedFrame"   // a JSON-RPC line could not be parsed
 	CodeInvalidManifest  Code = "InvalidManifest"  // a discovered tool's manifest is unusable
 	CodeDirMissing       Code = "DirMissing"       // a discovery directory does not exist
+	CodeForeignPeer      Code = "ForeignPeer"      // a pipe peer runs as another user
+	CodeUnsafePath       Code = "UnsafePath"       // a socket path is squatted or its directory is open to others
 )
 
 // OutcomeOf is the outcome a step ends with when it fails with code (OK for

@@ -1,0 +1,197 @@
+//go:build unix
+
+package pipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// ClientOptions configures NewClient. Path and Recorder are required.
+type ClientOptions struct {
+	Path     string
+	Recorder Recorder
+	// Timeout bounds one call. Zero: 5s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// CallError is a call that got no answer from the host: PipeUnavailable
+// (nothing listens, the connection broke) or PipeTimeout.
+type CallError struct {
+	Code events.Code
+	Msg  string
+}
+
+func (e *CallError) Error() string { return string(e.Code) + ": " + e.Msg }
+
+// Client is the bridge side: one connection, calls multiplexed by
+// operation id, reconnected on the next call after a failure.
+type Client struct {
+	opts ClientOptions
+
+	mu      sync.Mutex
+	conn    *net.UnixConn
+	pending map[string]chan Response
+	wmu     sync.Mutex
+}
+
+// NewClient returns a client; it connects on the first call.
+func NewClient(opts ClientOptions) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Client{opts: opts, pending: map[string]chan Response{}}
+}
+
+// Activation is what an operator must do when no host listens at path.
+func Activation(path string) string {
+	return fmt.Sprintf("no workspace host listens at %s. Start one for your workspace: `tracebridge up --root <workspace>` (hub, host and UI) or `tracebridge host --root <workspace>`; set TRACEBRIDGE_HOST if it listens elsewhere", path)
+}
+
+// Call sends req and waits for the response with the same operation id.
+func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
+	req.V = Version
+	base := events.Event{RequestID: parseID(req.RequestID), OperationID: parseID(req.OperationID), Traceparent: traceparentOf(req.Traceparent)}
+	emit := func(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
+		e := base
+		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, attrs
+		if !since.IsZero() {
+			e.DurationMs = float64(time.Since(since).Microseconds()) / 1000
+		}
+		c.opts.Recorder.Emit(e)
+	}
+	attrs := func() map[string]string { return map[string]string{"command": req.Command, "path": c.opts.Path} }
+	emit(events.KindPipeAttempt, events.OK, "", time.Time{}, attrs())
+	frame, err := encodeFrame(req)
+	if err != nil {
+		return Response{}, err
+	}
+	conn, fresh, err := c.connect()
+	if err != nil {
+		a := attrs()
+		a["error"] = err.Error()
+		emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, time.Time{}, a)
+		return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: Activation(c.opts.Path)}
+	}
+	if fresh {
+		emit(events.KindPipeConnected, events.OK, "", time.Time{}, attrs())
+	}
+	ch := make(chan Response, 1)
+	c.mu.Lock()
+	if _, dup := c.pending[req.OperationID]; dup {
+		c.mu.Unlock()
+		return Response{}, fmt.Errorf("operation %s already in flight", req.OperationID)
+	}
+	c.pending[req.OperationID] = ch
+	c.mu.Unlock()
+	defer func() { c.mu.Lock(); delete(c.pending, req.OperationID); c.mu.Unlock() }()
+	t0 := time.Now()
+	c.wmu.Lock()
+	conn.SetWriteDeadline(time.Now().Add(c.opts.Timeout))
+	_, err = conn.Write(frame)
+	c.wmu.Unlock()
+	if err != nil {
+		c.drop(conn, err)
+		emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, t0, attrs())
+		return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: "the host connection broke: " + err.Error() + ". " + Activation(c.opts.Path)}
+	}
+	emit(events.KindPipeRequestSent, events.OK, "", time.Time{}, attrs())
+	timer := time.NewTimer(c.opts.Timeout)
+	defer timer.Stop()
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, t0, attrs())
+			return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: "the host closed the connection before answering. " + Activation(c.opts.Path)}
+		}
+		emit(events.KindPipeResponseReceived, events.OutcomeOf(resp.Code), resp.Code, t0, attrs())
+		return resp, nil
+	case <-timer.C:
+		emit(events.KindPipeTimeout, events.Timeout, events.CodePipeTimeout, t0, attrs())
+		return Response{}, &CallError{Code: events.CodePipeTimeout, Msg: fmt.Sprintf("the host did not answer %s within %v", req.Command, c.opts.Timeout)}
+	case <-ctx.Done():
+		emit(events.KindPipeTimeout, events.Cancelled, events.CodeCancelled, t0, attrs())
+		return Response{}, ctx.Err()
+	}
+}
+
+// connect returns the live connection, dialing one if needed.
+func (c *Client) connect() (*net.UnixConn, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		return c.conn, false, nil
+	}
+	d := net.Dialer{Timeout: time.Second}
+	nc, err := d.Dial("unix", c.opts.Path)
+	if err != nil {
+		return nil, false, err
+	}
+	c.conn = nc.(*net.UnixConn)
+	go c.read(c.conn)
+	return c.conn, true, nil
+}
+
+// read delivers responses to their callers until the connection ends.
+func (c *Client) read(conn *net.UnixConn) {
+	r := newReader(conn)
+	for {
+		line, err := readFrame(r)
+		if err != nil {
+			c.drop(conn, err)
+			return
+		}
+		resp, err := DecodeResponse(line)
+		if err != nil {
+			c.opts.Logger.Warn("pipe: unreadable response from the host", "err", err)
+			continue
+		}
+		c.mu.Lock()
+		ch := c.pending[resp.OperationID]
+		delete(c.pending, resp.OperationID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- resp
+		}
+	}
+}
+
+// drop forgets a broken connection and fails the calls waiting on it.
+func (c *Client) drop(conn *net.UnixConn, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != conn {
+		return
+	}
+	c.conn = nil
+	conn.Close()
+	if !errors.Is(err, net.ErrClosed) {
+		c.opts.Logger.Debug("pipe: connection lost", "err", err)
+	}
+	for op, ch := range c.pending {
+		close(ch)
+		delete(c.pending, op)
+	}
+}
+
+// Close closes the connection.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		c.drop(conn, net.ErrClosed)
+	}
+	return nil
+}

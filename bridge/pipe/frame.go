@@ -1,0 +1,129 @@
+package pipe
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Version is the envelope version this package speaks.
+const Version = 1
+
+// MaxFrame caps one frame, newline included.
+const MaxFrame = 1 << 20
+
+// Request is what the bridge sends.
+type Request struct {
+	V           int             `json:"v"`
+	Command     string          `json:"command"`
+	RequestID   string          `json:"requestId"`
+	OperationID string          `json:"operationId"`
+	Traceparent string          `json:"traceparent,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+}
+
+// Response is what the host answers.
+type Response struct {
+	V           int             `json:"v"`
+	RequestID   string          `json:"requestId"`
+	OperationID string          `json:"operationId"`
+	OK          bool            `json:"ok"`
+	Code        events.Code     `json:"code,omitempty"`
+	Message     string          `json:"message,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+}
+
+// FrameError is a frame that cannot be used. Code says why: TooLarge,
+// MalformedEnvelope or UnknownCommand.
+type FrameError struct {
+	Code events.Code
+	Msg  string
+	// OperationID is set when the frame was readable enough to name one, so
+	// the error can be answered.
+	OperationID, RequestID string
+}
+
+func (e *FrameError) Error() string { return string(e.Code) + ": " + e.Msg }
+
+// errFrameTooLarge is returned by readFrame for a line over MaxFrame.
+var errFrameTooLarge = errors.New("frame exceeds the size cap")
+
+// readFrame reads one line with a reader whose buffer is MaxFrame: a longer
+// line is refused before it is buffered further.
+func readFrame(r *bufio.Reader) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, errFrameTooLarge
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+func newReader(r interface{ Read([]byte) (int, error) }) *bufio.Reader {
+	return bufio.NewReaderSize(r, MaxFrame)
+}
+
+// DecodeRequest parses one request frame strictly: version 1, known fields
+// only, a command in commands, an operation id.
+func DecodeRequest(b []byte, commands map[string]bool) (Request, error) {
+	var req Request
+	if len(b) > MaxFrame {
+		return req, &FrameError{Code: events.CodeTooLarge, Msg: fmt.Sprintf("frame of %d bytes exceeds %d", len(b), MaxFrame)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, &FrameError{Code: events.CodeMalformedEnvelope, Msg: "not a request envelope: " + err.Error()}
+	}
+	if dec.More() {
+		return req, &FrameError{Code: events.CodeMalformedEnvelope, Msg: "trailing data after the envelope"}
+	}
+	fe := func(code events.Code, msg string) error {
+		return &FrameError{Code: code, Msg: msg, OperationID: req.OperationID, RequestID: req.RequestID}
+	}
+	switch {
+	case req.V != Version:
+		return req, fe(events.CodeMalformedEnvelope, fmt.Sprintf("envelope version %d; this host speaks %d", req.V, Version))
+	case req.OperationID == "" || len(req.OperationID) > 64:
+		return req, fe(events.CodeMalformedEnvelope, "operationId is required (at most 64 characters)")
+	case len(req.RequestID) > 64 || len(req.Traceparent) > 55:
+		return req, fe(events.CodeMalformedEnvelope, "requestId or traceparent too long")
+	case req.Command == "":
+		return req, fe(events.CodeUnknownCommand, "empty command")
+	case !commands[req.Command]:
+		return req, fe(events.CodeUnknownCommand, fmt.Sprintf("unknown command %q", req.Command))
+	}
+	return req, nil
+}
+
+// DecodeResponse parses one response frame.
+func DecodeResponse(b []byte) (Response, error) {
+	var resp Response
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&resp); err != nil {
+		return resp, &FrameError{Code: events.CodeMalformedEnvelope, Msg: "not a response envelope: " + err.Error()}
+	}
+	if resp.V != Version || resp.OperationID == "" {
+		return resp, &FrameError{Code: events.CodeMalformedEnvelope, Msg: "response lacks version 1 or an operationId"}
+	}
+	return resp, nil
+}
+
+// encodeFrame marshals v and appends the newline.
+func encodeFrame(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b)+1 > MaxFrame {
+		return nil, &FrameError{Code: events.CodeTooLarge, Msg: fmt.Sprintf("frame of %d bytes exceeds %d", len(b)+1, MaxFrame)}
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,217 @@
+//go:build unix
+
+package pipe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Recorder is what the pipe needs of events.Emitter.
+type Recorder interface {
+	Emit(events.Event) events.ID
+}
+
+// Handler serves one command. A *CodedError keeps its code; any other
+// error is a ToolError.
+type Handler func(ctx context.Context, req Request) (payload any, err error)
+
+// CodedError is a handler failure with a code for the bridge.
+type CodedError struct {
+	Code events.Code
+	Msg  string
+}
+
+func (e *CodedError) Error() string { return string(e.Code) + ": " + e.Msg }
+
+// ServerOptions configures NewServer. Handlers and Recorder are required.
+type ServerOptions struct {
+	Handlers map[string]Handler
+	Recorder Recorder
+	Logger   *slog.Logger
+	// CheckPeer accepts or refuses a connecting uid. Nil: only this
+	// process's own uid.
+	CheckPeer func(uid int) error
+	// MaxInFlight bounds concurrent requests per connection. Zero: 64.
+	MaxInFlight int
+}
+
+// Server is the host side of the pipe.
+type Server struct {
+	opts     ServerOptions
+	commands map[string]bool
+	wg       sync.WaitGroup
+}
+
+// NewServer returns a server for the handlers.
+func NewServer(opts ServerOptions) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.CheckPeer == nil {
+		me := os.Getuid()
+		opts.CheckPeer = func(uid int) error {
+			if uid != me {
+				return fmt.Errorf("peer uid %d is not this host's uid %d", uid, me)
+			}
+			return nil
+		}
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 64
+	}
+	s := &Server{opts: opts, commands: map[string]bool{}}
+	for c := range opts.Handlers {
+		s.commands[c] = true
+	}
+	return s
+}
+
+// Serve accepts connections until ctx ends or l is closed, then waits for
+// the requests in flight.
+func (s *Server) Serve(ctx context.Context, l *Listener) error {
+	go func() { <-ctx.Done(); l.UnixListener.Close() }()
+	defer s.wg.Wait()
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		s.wg.Go(func() { s.serveConn(ctx, c) })
+	}
+}
+
+func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() }) // a stopping host drops its connections
+	defer stop()
+	uid, err := peerUID(c)
+	if err == nil {
+		err = s.opts.CheckPeer(uid)
+	}
+	if err != nil {
+		s.opts.Logger.Warn("pipe: refused a peer", "err", err)
+		s.opts.Recorder.Emit(events.Event{Kind: events.KindHostReceived, Outcome: events.Denied, Code: events.CodeForeignPeer,
+			Attrs: map[string]string{"uid": fmt.Sprint(uid), "error": err.Error()}})
+		return
+	}
+	var wmu sync.Mutex
+	write := func(resp Response) {
+		resp.V = Version
+		b, err := encodeFrame(resp)
+		if err != nil {
+			b, _ = encodeFrame(Response{V: Version, RequestID: resp.RequestID, OperationID: resp.OperationID, Code: events.CodeTooLarge, Message: err.Error()})
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		c.Write(b)
+	}
+	sem := make(chan struct{}, s.opts.MaxInFlight)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	r := newReader(c)
+	for {
+		line, err := readFrame(r)
+		if errors.Is(err, errFrameTooLarge) {
+			s.refuse(write, &FrameError{Code: events.CodeTooLarge, Msg: fmt.Sprintf("frame exceeds %d bytes", MaxFrame)})
+			return // the stream cannot be resynchronised cheaply: close it
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.opts.Logger.Debug("pipe: read", "err", err)
+			}
+			return
+		}
+		if len(line) == 0 {
+			continue
+		}
+		req, err := DecodeRequest(line, s.commands)
+		if err != nil {
+			var fe *FrameError
+			errors.As(err, &fe)
+			s.refuse(write, fe)
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		inflight.Go(func() {
+			defer func() { <-sem }()
+			write(s.dispatch(ctx, req))
+		})
+	}
+}
+
+// refuse answers (and records) a frame that could not be used.
+func (s *Server) refuse(write func(Response), fe *FrameError) {
+	s.opts.Recorder.Emit(events.Event{Kind: events.KindHostResponseSent, RequestID: parseID(fe.RequestID), OperationID: parseID(fe.OperationID),
+		Outcome: events.Error, Code: fe.Code, Attrs: map[string]string{"error": fe.Msg}})
+	write(Response{RequestID: fe.RequestID, OperationID: fe.OperationID, Code: fe.Code, Message: fe.Msg})
+}
+
+func (s *Server) dispatch(ctx context.Context, req Request) (resp Response) {
+	base := events.Event{RequestID: parseID(req.RequestID), OperationID: parseID(req.OperationID), Traceparent: traceparentOf(req.Traceparent)}
+	emit := func(kind string, outcome events.Outcome, code events.Code, attrs map[string]string) {
+		e := base
+		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, attrs
+		s.opts.Recorder.Emit(e)
+	}
+	emit(events.KindHostReceived, events.OK, "", map[string]string{"command": req.Command})
+	emit(events.KindHostDispatched, events.OK, "", map[string]string{"command": req.Command})
+	resp = Response{RequestID: req.RequestID, OperationID: req.OperationID}
+	defer func() {
+		if r := recover(); r != nil {
+			s.opts.Logger.Error("pipe: handler panicked", "command", req.Command, "panic", fmt.Sprint(r))
+			resp = Response{RequestID: req.RequestID, OperationID: req.OperationID, Code: events.CodeToolPanic, Message: "the host failed handling " + req.Command}
+		}
+		emit(events.KindHostResponseSent, events.OutcomeOf(resp.Code), resp.Code, map[string]string{"command": req.Command})
+	}()
+	payload, err := s.opts.Handlers[req.Command](ctx, req)
+	if err != nil {
+		var ce *CodedError
+		if errors.As(err, &ce) {
+			resp.Code, resp.Message = ce.Code, ce.Msg
+		} else {
+			resp.Code, resp.Message = events.CodeToolError, err.Error()
+		}
+		return resp
+	}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		resp.Code, resp.Message = events.CodeToolError, "the host's answer is not JSON: "+err.Error()
+		return resp
+	}
+	resp.OK, resp.Payload = true, b
+	return resp
+}
+
+func parseID(s string) events.ID {
+	id, err := events.ParseID(s)
+	if err != nil {
+		return events.ID{}
+	}
+	return id
+}
+
+func traceparentOf(s string) string {
+	if len(s) == 55 {
+		return s
+	}
+	return ""
+}
