@@ -35,7 +35,7 @@ type rig struct {
 	done chan error
 }
 
-func newRig(t *testing.T, check func(int) error) *rig {
+func newRig(t testing.TB, check func(int) error) *rig {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	r := &rig{path: filepath.Join(dir, "host.sock")}
@@ -50,7 +50,7 @@ func newRig(t *testing.T, check func(int) error) *rig {
 	return r
 }
 
-func (r *rig) start(t *testing.T, check func(int) error) {
+func (r *rig) start(t testing.TB, check func(int) error) {
 	t.Helper()
 	l, err := Listen(r.path)
 	if err != nil {
