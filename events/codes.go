@@ -39,6 +39,7 @@ const (
 	CodeDirMissing       Code = "DirMissing"       // a discovery directory does not exist
 	CodeForeignPeer      Code = "ForeignPeer"      // a pipe peer runs as another user
 	CodeUnsafePath       Code = "UnsafePath"       // a socket path is squatted or its directory is open to others
+	CodePathRefused      Code = "PathRefused"      // a workspace path escapes the root or names no regular file
 )
 
 // OutcomeOf is the outcome a step ends with when it fails with code (OK for

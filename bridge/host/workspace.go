@@ -1,0 +1,161 @@
+package host
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// MaxFileSize caps a file the host reads or writes.
+const MaxFileSize = 16 << 20
+
+// PathError is a path the workspace refuses (PathRefused).
+type PathError struct {
+	Path, Why string
+}
+
+func (e *PathError) Error() string {
+	return fmt.Sprintf("%s: %q %s", events.CodePathRefused, e.Path, e.Why)
+}
+
+// Workspace is a directory tree every file operation is confined to.
+type Workspace struct {
+	root *os.Root
+	dir  string
+}
+
+// OpenWorkspace opens dir as a workspace root.
+func OpenWorkspace(dir string) (*Workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	return &Workspace{root: r, dir: abs}, nil
+}
+
+// Dir is the root's absolute path.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Close releases the root.
+func (w *Workspace) Close() error { return w.root.Close() }
+
+// Clean checks a workspace-relative path before any I/O and returns it in
+// slash form: not empty, not absolute, no ".." that leaves the root, no NUL.
+func Clean(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", &PathError{p, "is empty"}
+	case strings.ContainsRune(p, 0):
+		return "", &PathError{p, "contains NUL"}
+	case strings.HasPrefix(p, "/") || filepath.IsAbs(p) || filepath.VolumeName(p) != "":
+		return "", &PathError{p, "is absolute; give a path relative to the workspace root"}
+	}
+	clean := path.Clean(filepath.ToSlash(p))
+	if !filepath.IsLocal(filepath.FromSlash(clean)) {
+		return "", &PathError{p, "leaves the workspace root"}
+	}
+	return clean, nil
+}
+
+// regular checks that rel names a regular file with one link, or nothing.
+func (w *Workspace) regular(rel string) (fs.FileInfo, error) {
+	fi, err := w.root.Lstat(filepath.FromSlash(rel))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, refuse(rel, err)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, &PathError{rel, "is a symlink; the host edits only regular files"}
+	case !fi.Mode().IsRegular():
+		return nil, &PathError{rel, fmt.Sprintf("is not a regular file (%v)", fi.Mode().Type())}
+	case linkCount(fi) > 1:
+		return nil, &PathError{rel, "has other hard links; editing it would change files elsewhere"}
+	case fi.Size() > MaxFileSize:
+		return nil, &PathError{rel, fmt.Sprintf("is %d bytes; the host handles at most %d", fi.Size(), MaxFileSize)}
+	}
+	return fi, nil
+}
+
+// refuse turns an os.Root escape into a PathError and passes others on.
+func refuse(rel string, err error) error {
+	if strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes") {
+		return &PathError{rel, "resolves outside the workspace root"}
+	}
+	return err
+}
+
+// ReadFile reads a regular file of the workspace.
+func (w *Workspace) ReadFile(p string) ([]byte, error) {
+	rel, err := Clean(p)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.regular(rel); err != nil {
+		return nil, err
+	}
+	f, err := w.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, refuse(rel, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err == nil && len(b) > MaxFileSize {
+		return nil, &PathError{rel, "grew past the size limit while being read"}
+	}
+	return b, err
+}
+
+// WriteFile replaces (or creates) a regular file of the workspace: the data
+// goes to a temporary file in the same directory, is synced, and is renamed
+// over the target, so a reader sees the old or the new content, never a
+// mix, and a crash leaves at most a stray temporary file.
+func (w *Workspace) WriteFile(p string, data []byte) error {
+	rel, err := Clean(p)
+	if err != nil {
+		return err
+	}
+	if len(data) > MaxFileSize {
+		return &PathError{rel, "would exceed the size limit"}
+	}
+	mode := fs.FileMode(0o644)
+	fi, err := w.regular(rel)
+	switch {
+	case err == nil:
+		mode = fi.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(path.Dir(rel), ".tb-"+hex.EncodeToString(rnd[:])+".tmp")
+	f, err := w.root.OpenFile(filepath.FromSlash(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, mode)
+	if err != nil {
+		return refuse(rel, err)
+	}
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		w.root.Remove(filepath.FromSlash(tmp))
+		return err
+	}
+	if err := w.root.Rename(filepath.FromSlash(tmp), filepath.FromSlash(rel)); err != nil {
+		w.root.Remove(filepath.FromSlash(tmp))
+		return refuse(rel, err)
+	}
+	return nil
+}
