@@ -101,6 +101,7 @@ const (
 const (
 	KindProposalCreated  = "proposal.created"
 	KindProposalApproved = "proposal.approved"
+	KindProposalApplying = "proposal.applying"
 	KindProposalRejected = "proposal.rejected"
 	KindProposalApplied  = "proposal.applied"
 	KindProposalFailed   = "proposal.failed"
@@ -148,6 +149,7 @@ func init() {
 
 	kind(KindProposalCreated, BoundaryProposal, Host, Operator, false)
 	kind(KindProposalApproved, BoundaryProposal, Operator, Host, true)
+	kind(KindProposalApplying, BoundaryProposal, Host, Host, false)
 	kind(KindProposalRejected, BoundaryProposal, Operator, Host, true)
 	kind(KindProposalApplied, BoundaryProposal, Host, Host, true)
 	kind(KindProposalFailed, BoundaryProposal, Host, Host, true)

@@ -1,0 +1,44 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+)
+
+// unifiedDiff is a compact line diff of a and b for a proposal's preview:
+// the changed region with up to three lines of context around it.
+func unifiedDiff(path, a, b string) string {
+	al, bl := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
+	pre := 0
+	for pre < len(al) && pre < len(bl) && al[pre] == bl[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(al)-pre && suf < len(bl)-pre && al[len(al)-1-suf] == bl[len(bl)-1-suf] {
+		suf++
+	}
+	if pre == len(al) && pre == len(bl) {
+		return ""
+	}
+	const ctx = 3
+	start := max(pre-ctx, 0)
+	aEnd, bEnd := min(len(al)-suf+ctx, len(al)), min(len(bl)-suf+ctx, len(bl))
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n@@ -%d,%d +%d,%d @@\n", path, path, start+1, aEnd-start, start+1, bEnd-start)
+	line := func(prefix, s string) {
+		out.WriteString(prefix + strings.TrimSuffix(s, "\n") + "\n")
+	}
+	for _, s := range al[start:pre] {
+		line(" ", s)
+	}
+	for _, s := range al[pre : len(al)-suf] {
+		line("-", s)
+	}
+	for _, s := range bl[pre : len(bl)-suf] {
+		line("+", s)
+	}
+	for _, s := range al[len(al)-suf : aEnd] {
+		line(" ", s)
+	}
+	return out.String()
+}

@@ -1,0 +1,65 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Proposal states.
+const (
+	Pending  = "pending"
+	Approved = "approved"
+	Rejected = "rejected"
+	Applied  = "applied"
+	Failed   = "failed"
+)
+
+// Edit replaces the one occurrence of Original in a file with Replacement.
+type Edit struct {
+	Original    string `json:"original"`
+	Replacement string `json:"replacement"`
+}
+
+// FileChange is a proposal's edits to one file and the file's content hash
+// when the proposal was made.
+type FileChange struct {
+	Path     string `json:"path"`
+	BaseHash string `json:"baseHash"`
+	Edits    []Edit `json:"edits"`
+}
+
+// Proposal is a set of file changes applied all together or not at all,
+// and only after an operator approved exactly this content.
+type Proposal struct {
+	ID        string       `json:"id"`
+	RequestID string       `json:"requestId,omitempty"`
+	State     string       `json:"state"`
+	Files     []FileChange `json:"files"`
+	// ContentHash covers the files, base hashes and edits: what an operator
+	// approves.
+	ContentHash string    `json:"contentHash"`
+	Created     time.Time `json:"created"`
+	Decided     time.Time `json:"decided,omitzero"`
+	DecidedBy   string    `json:"decidedBy,omitempty"`
+	// Outcome of the terminal state: its code and message, and the preview
+	// (unified diff) of what was, or would have been, applied.
+	Code    events.Code `json:"code,omitempty"`
+	Message string      `json:"message,omitempty"`
+	Preview string      `json:"preview,omitempty"`
+}
+
+// contentHash is the SHA-256 of the canonical JSON of files.
+func contentHash(files []FileChange) string {
+	b, _ := json.Marshal(files)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func hashBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,371 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// Recorder is what proposals need of events.Emitter: record, and make a
+// request's records durable before acting.
+type Recorder interface {
+	Emit(events.Event) events.ID
+	Flush(ctx context.Context, req events.ID) error
+	NewID() events.ID
+}
+
+// ProposalError is a refused transition or a failed apply, with its code.
+type ProposalError struct {
+	Code events.Code
+	Msg  string
+}
+
+func (e *ProposalError) Error() string { return string(e.Code) + ": " + e.Msg }
+
+// Codes of proposal refusals beyond events' own.
+const (
+	CodeNotPending  events.Code = "NotPending"  // decided already: exactly one decision wins
+	CodeNotApproved events.Code = "NotApproved" // apply before approval
+	CodeNoProposal  events.Code = "NoProposal"
+	CodeHashChanged events.Code = "HashChanged" // the approval names other content
+)
+
+// Proposals holds the proposals of one workspace. State lives in a JSON file
+// (replaced atomically on every transition); an apply in progress leaves a
+// journal that Open finishes. All methods are safe for concurrent use and
+// each transition happens exactly once.
+type Proposals struct {
+	ws   *Workspace
+	rec  Recorder
+	dir  string // state dir
+	now  func() time.Time
+	mu   sync.Mutex
+	byID map[string]*Proposal
+}
+
+// journal is written, synced, before the first file of a set is replaced.
+type journal struct {
+	ID    string         `json:"id"`
+	Files []journalEntry `json:"files"`
+}
+
+type journalEntry struct {
+	Path     string `json:"path"`
+	BaseHash string `json:"baseHash"`
+	NewHash  string `json:"newHash"`
+	New      []byte `json:"new"`
+}
+
+// OpenProposals loads the state in dir and finishes an apply a crash
+// interrupted: files still at their base are rolled forward (the approval
+// and the intent were durable), files already new are kept, and a file that
+// is neither marks the proposal failed with Drift, naming each file's state.
+func OpenProposals(ws *Workspace, rec Recorder, dir string, now func() time.Time) (*Proposals, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	p := &Proposals{ws: ws, rec: rec, dir: dir, now: now, byID: map[string]*Proposal{}}
+	b, err := os.ReadFile(p.statePath())
+	if err == nil {
+		var list []*Proposal
+		if err := json.Unmarshal(b, &list); err != nil {
+			return nil, fmt.Errorf("proposals state %s: %w", p.statePath(), err)
+		}
+		for _, pr := range list {
+			p.byID[pr.ID] = pr
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := p.recover(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Proposals) statePath() string   { return filepath.Join(p.dir, "proposals.json") }
+func (p *Proposals) journalPath() string { return filepath.Join(p.dir, "apply.journal") }
+
+// saveLocked writes the whole state atomically.
+func (p *Proposals) saveLocked() error {
+	list := make([]*Proposal, 0, len(p.byID))
+	for _, pr := range p.byID {
+		list = append(list, pr)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	return store.WriteFileAtomic(p.statePath(), b, 0o600)
+}
+
+func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs map[string]string) {
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	attrs["proposal"] = pr.ID
+	attrs["state"] = pr.State
+	req, _ := events.ParseID(pr.RequestID)
+	p.rec.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OutcomeOf(code), Code: code, Attrs: attrs})
+}
+
+// Create records a pending proposal for files, taking each file's current
+// hash as its base. Nothing is written to the workspace.
+func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, error) {
+	if len(files) == 0 {
+		return nil, &ProposalError{events.CodeInvalidArguments, "a proposal needs at least one file"}
+	}
+	seen := map[string]bool{}
+	for i := range files {
+		rel, err := Clean(files[i].Path)
+		if err != nil {
+			return nil, err
+		}
+		if seen[rel] {
+			return nil, &ProposalError{events.CodeInvalidArguments, rel + " appears twice; put all its edits in one entry"}
+		}
+		seen[rel] = true
+		files[i].Path = rel
+		if len(files[i].Edits) == 0 {
+			return nil, &ProposalError{events.CodeInvalidArguments, rel + " has no edits"}
+		}
+		cur, err := p.ws.ReadFile(rel)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := applyEdits(rel, cur, files[i].Edits); err != nil {
+			return nil, err // refuse now what could never apply
+		}
+		files[i].BaseHash = hashBytes(cur)
+	}
+	pr := &Proposal{ID: p.rec.NewID().String(), RequestID: requestID, State: Pending, Files: files,
+		ContentHash: contentHash(files), Created: p.now().UTC()}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.byID[pr.ID] = pr
+	if err := p.saveLocked(); err != nil {
+		delete(p.byID, pr.ID)
+		return nil, err
+	}
+	p.emit(pr, events.KindProposalCreated, "", map[string]string{"files": fmt.Sprint(len(files)), "contentHash": pr.ContentHash})
+	return clone(pr), nil
+}
+
+// Decide approves or rejects a pending proposal. contentHash must be the
+// hash the operator was shown. Exactly one decision wins.
+func (p *Proposals) Decide(id string, approve bool, contentHash, by string) (*Proposal, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.byID[id]
+	switch {
+	case pr == nil:
+		return nil, &ProposalError{CodeNoProposal, "no proposal " + id}
+	case pr.State != Pending:
+		return nil, &ProposalError{CodeNotPending, fmt.Sprintf("proposal %s is %s already", id, pr.State)}
+	case contentHash != pr.ContentHash:
+		return nil, &ProposalError{CodeHashChanged, "the decision names other content than the proposal holds"}
+	}
+	pr.State, pr.Decided, pr.DecidedBy = Rejected, p.now().UTC(), by
+	kind := events.KindProposalRejected
+	if approve {
+		pr.State, kind = Approved, events.KindProposalApproved
+	}
+	if err := p.saveLocked(); err != nil {
+		pr.State = Pending
+		return nil, err
+	}
+	p.emit(pr, kind, "", map[string]string{"by": by})
+	return clone(pr), nil
+}
+
+// Apply writes an approved proposal: every file must still have its base
+// hash (else Drift) and every edit's original text must occur exactly once
+// (else Ambiguous); all new contents are computed before anything is
+// written, the intent is durable in the log and the journal before the
+// first write, and the set is applied whole.
+func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.byID[id]
+	switch {
+	case pr == nil:
+		return nil, &ProposalError{CodeNoProposal, "no proposal " + id}
+	case pr.State != Approved:
+		return nil, &ProposalError{CodeNotApproved, fmt.Sprintf("proposal %s is %s; only an approved proposal is applied", id, pr.State)}
+	}
+	j := journal{ID: id}
+	var preview strings.Builder
+	for _, f := range pr.Files {
+		cur, err := p.ws.ReadFile(f.Path)
+		if err != nil {
+			return p.failLocked(pr, events.CodePathRefused, err.Error())
+		}
+		if hashBytes(cur) != f.BaseHash {
+			return p.failLocked(pr, events.CodeDrift, f.Path+" changed since the proposal was made")
+		}
+		next, err := applyEdits(f.Path, cur, f.Edits)
+		if err != nil {
+			var pe *ProposalError
+			errors.As(err, &pe)
+			return p.failLocked(pr, pe.Code, pe.Msg)
+		}
+		preview.WriteString(unifiedDiff(f.Path, string(cur), string(next)))
+		j.Files = append(j.Files, journalEntry{Path: f.Path, BaseHash: f.BaseHash, NewHash: hashBytes(next), New: next})
+	}
+	pr.Preview = preview.String()
+	// Evidence first: the intent, durable, then the journal.
+	p.emit(pr, events.KindProposalApplying, "", map[string]string{"files": fmt.Sprint(len(j.Files))})
+	req, _ := events.ParseID(pr.RequestID)
+	if err := p.rec.Flush(ctx, req); err != nil {
+		return nil, &ProposalError{events.CodeLogUnavailable, "the intent to apply could not be recorded, so nothing was written: " + err.Error()}
+	}
+	jb, _ := json.Marshal(j)
+	if err := store.WriteFileAtomic(p.journalPath(), jb, 0o600); err != nil {
+		return nil, err
+	}
+	if err := p.finishLocked(j); err != nil {
+		return nil, err
+	}
+	return clone(pr), nil
+}
+
+// finishLocked replaces the journal's files, records the outcome and
+// removes the journal. A file already new is left; one that is neither base
+// nor new fails the set with Drift.
+func (p *Proposals) finishLocked(j journal) error {
+	pr := p.byID[j.ID]
+	var problems []string
+	for _, e := range j.Files {
+		cur, err := p.ws.ReadFile(e.Path)
+		switch {
+		case err != nil:
+			problems = append(problems, e.Path+": "+err.Error())
+		case hashBytes(cur) == e.NewHash:
+			// written before a crash
+		case hashBytes(cur) != e.BaseHash:
+			problems = append(problems, e.Path+" was changed by someone else during the apply")
+		default:
+			if err := p.ws.WriteFile(e.Path, e.New); err != nil {
+				problems = append(problems, e.Path+": "+err.Error())
+			}
+		}
+	}
+	if pr != nil {
+		if len(problems) > 0 {
+			pr.State, pr.Code, pr.Message = Failed, events.CodeDrift, strings.Join(problems, "; ")
+			p.emit(pr, events.KindProposalFailed, events.CodeDrift, map[string]string{"error": pr.Message})
+		} else {
+			pr.State = Applied
+			p.emit(pr, events.KindProposalApplied, "", nil)
+		}
+		if err := p.saveLocked(); err != nil {
+			return err
+		}
+	}
+	return os.Remove(p.journalPath())
+}
+
+func (p *Proposals) recover() error {
+	b, err := os.ReadFile(p.journalPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("apply journal %s is unreadable (%v); inspect it and remove it to continue", p.journalPath(), err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.finishLocked(j)
+}
+
+func (p *Proposals) failLocked(pr *Proposal, code events.Code, msg string) (*Proposal, error) {
+	pr.State, pr.Code, pr.Message = Failed, code, msg
+	if err := p.saveLocked(); err != nil {
+		return nil, err
+	}
+	p.emit(pr, events.KindProposalFailed, code, map[string]string{"error": msg})
+	return clone(pr), &ProposalError{code, msg}
+}
+
+// Get returns one proposal.
+func (p *Proposals) Get(id string) (*Proposal, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr, ok := p.byID[id]
+	return clone(pr), ok
+}
+
+// List returns every proposal, oldest first.
+func (p *Proposals) List() []*Proposal {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*Proposal, 0, len(p.byID))
+	for _, pr := range p.byID {
+		out = append(out, clone(pr))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Reset rejects every pending proposal (recorded as proposal.reset) and
+// keeps the terminal ones with their previews.
+func (p *Proposals) Reset(by string) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, pr := range p.byID {
+		if pr.State == Pending || pr.State == Approved {
+			pr.State, pr.Decided, pr.DecidedBy, pr.Message = Rejected, p.now().UTC(), by, "cleared by reset"
+			p.emit(pr, events.KindProposalReset, "", map[string]string{"by": by})
+			n++
+		}
+	}
+	return n, p.saveLocked()
+}
+
+// applyEdits returns content with each edit applied, each original text
+// matching exactly once.
+func applyEdits(path string, content []byte, edits []Edit) ([]byte, error) {
+	s := string(content)
+	for i, e := range edits {
+		if e.Original == "" {
+			return nil, &ProposalError{events.CodeInvalidArguments, fmt.Sprintf("%s: edit %d has no original text", path, i+1)}
+		}
+		switch n := strings.Count(s, e.Original); n {
+		case 1:
+			s = strings.Replace(s, e.Original, e.Replacement, 1)
+		case 0:
+			return nil, &ProposalError{events.CodeDrift, fmt.Sprintf("%s: edit %d's original text is not in the file", path, i+1)}
+		default:
+			return nil, &ProposalError{events.CodeAmbiguous, fmt.Sprintf("%s: edit %d's original text occurs %d times; include more context so it matches once", path, i+1, n)}
+		}
+	}
+	return []byte(s), nil
+}
+
+func clone(pr *Proposal) *Proposal {
+	if pr == nil {
+		return nil
+	}
+	c := *pr
+	c.Files = append([]FileChange(nil), pr.Files...)
+	return &c
+}
