@@ -1,0 +1,210 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// Review modes.
+const (
+	ModeReplace       = "replace"
+	ModeAppend        = "append"
+	ModeUpdateSection = "update-section"
+)
+
+// MaxReviewBytes caps a review document.
+const MaxReviewBytes = 1 << 20
+
+// Ref is a [file:line][] reference in a review, checked against the
+// workspace.
+type Ref struct {
+	Text    string `json:"text"` // as written, e.g. [src/a.go:12][]
+	Path    string `json:"path"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column,omitempty"`
+	OK      bool   `json:"ok"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// ReviewVersion is one state of the review document.
+type ReviewVersion struct {
+	Version int       `json:"version"`
+	Content string    `json:"content"`
+	BaseURI string    `json:"baseUri,omitempty"`
+	Mode    string    `json:"mode"`
+	Section string    `json:"section,omitempty"`
+	Refs    []Ref     `json:"refs"`
+	Time    time.Time `json:"time"`
+}
+
+// Reviews keeps the workspace's review document and all its versions.
+type Reviews struct {
+	ws       *Workspace
+	path     string
+	now      func() time.Time
+	mu       sync.Mutex
+	versions []ReviewVersion
+}
+
+// OpenReviews loads the versions kept in dir.
+func OpenReviews(ws *Workspace, dir string, now func() time.Time) (*Reviews, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	r := &Reviews{ws: ws, path: filepath.Join(dir, "reviews.json"), now: now}
+	b, err := os.ReadFile(r.path)
+	if err == nil {
+		if err := json.Unmarshal(b, &r.versions); err != nil {
+			return nil, fmt.Errorf("reviews %s: %w", r.path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ReviewError is a refused presentation, with a message that says how to
+// call it right.
+type ReviewError struct{ Msg string }
+
+func (e *ReviewError) Error() string { return string(events.CodeInvalidArguments) + ": " + e.Msg }
+
+// Present applies content to the document in mode and keeps the result as a
+// new version. update-section replaces the body of the heading named
+// section, up to the next heading of the same or a higher level.
+func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion, error) {
+	switch {
+	case strings.TrimSpace(content) == "":
+		return ReviewVersion{}, &ReviewError{"Content parameter required: the review's markdown"}
+	case len(content) > MaxReviewBytes:
+		return ReviewVersion{}, &ReviewError{fmt.Sprintf("content is %d bytes; the limit is %d", len(content), MaxReviewBytes)}
+	case mode != ModeReplace && mode != ModeAppend && mode != ModeUpdateSection:
+		return ReviewVersion{}, &ReviewError{fmt.Sprintf("mode %q is not one of replace, append, update-section", mode)}
+	case mode == ModeUpdateSection && strings.TrimSpace(section) == "":
+		return ReviewVersion{}, &ReviewError{"Section parameter required for update-section mode"}
+	case mode != ModeUpdateSection && section != "":
+		return ReviewVersion{}, &ReviewError{"section is only used with mode update-section"}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := ""
+	if n := len(r.versions); n > 0 {
+		cur = r.versions[n-1].Content
+	}
+	var doc string
+	switch mode {
+	case ModeReplace:
+		doc = content
+	case ModeAppend:
+		doc = strings.TrimRight(cur, "\n")
+		if doc != "" {
+			doc += "\n\n"
+		}
+		doc += content
+	case ModeUpdateSection:
+		var err error
+		if doc, err = replaceSection(cur, section, content); err != nil {
+			return ReviewVersion{}, err
+		}
+	}
+	v := ReviewVersion{Version: len(r.versions) + 1, Content: doc, BaseURI: baseURI, Mode: mode, Section: section,
+		Refs: r.check(ParseRefs(doc)), Time: r.now().UTC()}
+	r.versions = append(r.versions, v)
+	b, err := json.MarshalIndent(r.versions, "", "  ")
+	if err == nil {
+		err = store.WriteFileAtomic(r.path, b, 0o600)
+	}
+	if err != nil {
+		r.versions = r.versions[:len(r.versions)-1]
+		return ReviewVersion{}, err
+	}
+	return v, nil
+}
+
+// Versions returns every version, oldest first.
+func (r *Reviews) Versions() []ReviewVersion {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]ReviewVersion(nil), r.versions...)
+}
+
+var headingRE = regexp.MustCompile(`^(#{1,6})[ \t]+(.*?)[ \t#]*$`)
+
+// replaceSection replaces the body under the heading titled section.
+func replaceSection(doc, section, body string) (string, error) {
+	lines := strings.Split(doc, "\n")
+	start, level := -1, 0
+	var headings []string
+	for i, l := range lines {
+		m := headingRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		headings = append(headings, m[2])
+		if start < 0 && strings.EqualFold(strings.TrimSpace(m[2]), strings.TrimSpace(section)) {
+			start, level = i, len(m[1])
+			continue
+		}
+		if start >= 0 && len(m[1]) <= level {
+			out := append(append(append([]string{}, lines[:start+1]...), strings.TrimRight(body, "\n"), ""), lines[i:]...)
+			return strings.Join(out, "\n"), nil
+		}
+	}
+	if start < 0 {
+		return "", &ReviewError{fmt.Sprintf("no section %q in the review; its headings are: %s", section, strings.Join(headings, ", "))}
+	}
+	return strings.Join(append(lines[:start+1], strings.TrimRight(body, "\n")), "\n") + "\n", nil
+}
+
+var refRE = regexp.MustCompile(`\[([^\[\]\n:]+):(\d{1,9})(?::(\d{1,9}))?\]\[\]`)
+
+// ParseRefs finds the [file:line][] and [file:line:col][] references of a
+// markdown text, in order.
+func ParseRefs(md string) []Ref {
+	var out []Ref
+	for _, m := range refRE.FindAllStringSubmatch(md, -1) {
+		line, _ := strconv.Atoi(m[2])
+		col := 0
+		if m[3] != "" {
+			col, _ = strconv.Atoi(m[3])
+		}
+		out = append(out, Ref{Text: m[0], Path: strings.TrimSpace(m[1]), Line: line, Column: col})
+	}
+	return out
+}
+
+// check resolves each reference in the workspace: the file must exist and
+// have the line.
+func (r *Reviews) check(refs []Ref) []Ref {
+	for i := range refs {
+		ref := &refs[i]
+		b, err := r.ws.ReadFile(ref.Path)
+		switch {
+		case err != nil:
+			ref.Problem = "file not readable in the workspace: " + err.Error()
+		case ref.Line < 1 || ref.Line > bytes.Count(b, []byte("\n"))+1:
+			ref.Problem = fmt.Sprintf("line %d is outside the file (%d lines)", ref.Line, bytes.Count(b, []byte("\n"))+1)
+		default:
+			ref.OK = true
+		}
+	}
+	if refs == nil {
+		refs = []Ref{}
+	}
+	return refs
+}

@@ -1,0 +1,87 @@
+package host
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func newReviews(t *testing.T) (*Reviews, *tree, string) {
+	t.Helper()
+	tr := newTree(t)
+	os.WriteFile(filepath.Join(tr.root, "a.go"), []byte("package a\n\nfunc A() {}\n"), 0o644)
+	dir := filepath.Join(t.TempDir(), "state")
+	r, err := OpenReviews(tr.ws, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, tr, dir
+}
+
+func TestReviewModesAndVersions(t *testing.T) {
+	r, tr, dir := newReviews(t)
+	v1, err := r.Present("# Review\n\n## Summary\nfirst\n\n## Risks\nnone\n", "file:///ws", ModeReplace, "")
+	if err != nil || v1.Version != 1 {
+		t.Fatal(v1, err)
+	}
+	v2, _ := r.Present("## Next\nship [a.go:3][] and [a.go:99][] and [gone.go:1][] and [../outside/sentinel.txt:1][]", "", ModeAppend, "")
+	if !strings.HasPrefix(v2.Content, v1.Content[:len(v1.Content)-1]) || !strings.Contains(v2.Content, "## Next") {
+		t.Fatalf("append:\n%s", v2.Content)
+	}
+	ok := map[string]bool{}
+	for _, ref := range v2.Refs {
+		ok[ref.Text] = ref.OK
+	}
+	if !ok["[a.go:3][]"] || ok["[a.go:99][]"] || ok["[gone.go:1][]"] || ok["[../outside/sentinel.txt:1][]"] || len(v2.Refs) != 4 {
+		t.Fatalf("refs %+v", v2.Refs)
+	}
+	v3, err := r.Present("changed\n", "", ModeUpdateSection, "summary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(v3.Content, "## Summary\nchanged\n\n## Risks\nnone") || strings.Contains(v3.Content, "first") {
+		t.Fatalf("update-section:\n%s", v3.Content)
+	}
+	if _, err := r.Present("x", "", ModeUpdateSection, "Nope"); err == nil || !strings.Contains(err.Error(), "Summary, Risks") {
+		t.Fatalf("missing section: %v", err)
+	}
+	r2, _ := OpenReviews(tr.ws, dir, nil)
+	if vs := r2.Versions(); len(vs) != 3 || vs[2].Content != v3.Content {
+		t.Fatalf("versions after reopen: %d", len(vs))
+	}
+}
+
+func TestReviewValidationMessages(t *testing.T) {
+	r, _, _ := newReviews(t)
+	for _, tc := range []struct{ content, mode, section, want string }{
+		{"x", ModeUpdateSection, "", "Section parameter required for update-section mode"},
+		{"", ModeReplace, "", "Content parameter required"},
+		{"x", "prepend", "", `mode "prepend" is not one of replace, append, update-section`},
+		{"x", ModeAppend, "S", "section is only used with mode update-section"},
+		{strings.Repeat("x", MaxReviewBytes+1), ModeReplace, "", "the limit is"},
+	} {
+		_, err := r.Present(tc.content, "", tc.mode, tc.section)
+		var re *ReviewError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Present(%q, %q): %v, want %q", tc.mode, tc.section, err, tc.want)
+		}
+	}
+	if len(r.Versions()) != 0 {
+		t.Fatal("a refused presentation made a version")
+	}
+}
+
+func FuzzParseRefs(f *testing.F) {
+	f.Add("see [src/a.go:12][] and [b.go:3:7][]")
+	f.Add("[x:][] [:1][] [a:1]")
+	f.Fuzz(func(t *testing.T, md string) {
+		for _, ref := range ParseRefs(md) {
+			if !strings.Contains(md, ref.Text) || ref.Path == "" || ref.Line < 0 || ref.Column < 0 || !utf8.ValidString(ref.Path) && utf8.ValidString(md) {
+				t.Fatalf("ref %+v from %q", ref, md)
+			}
+		}
+	})
+}
