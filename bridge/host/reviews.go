@@ -183,7 +183,11 @@ func ParseRefs(md string) []Ref {
 		if m[3] != "" {
 			col, _ = strconv.Atoi(m[3])
 		}
-		out = append(out, Ref{Text: m[0], Path: strings.TrimSpace(m[1]), Line: line, Column: col})
+		path := strings.TrimSpace(m[1])
+		if path == "" {
+			continue // "[ :3][]" names no file
+		}
+		out = append(out, Ref{Text: m[0], Path: path, Line: line, Column: col})
 	}
 	return out
 }
