@@ -59,6 +59,19 @@ func TestConcurrentProcessesShareOneLog(t *testing.T) {
 		want[id] = true
 	}
 	seen := map[events.ID]int{}
+	defer func() {
+		if t.Failed() {
+			tail.cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump on its stderr
+			time.Sleep(500 * time.Millisecond)
+			state := "still running"
+			select {
+			case <-tail.eof:
+				state = "stdout closed (exited?)"
+			default:
+			}
+			t.Logf("tail printed %d lines, %s; its stderr:\n%s", len(tail.output()), state, tail.stderrText())
+		}
+	}()
 	eventually(t, 30*time.Second, "tail to print every acknowledged event", func() bool {
 		n := 0
 		clear(seen)

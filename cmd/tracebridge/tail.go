@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -26,9 +27,21 @@ func runTail(ctx context.Context, m *Main, args []string) error {
 			return usageError{err.Error()}
 		}
 	}
-	node, err := m.open(ctx, hub.Read, "tail")
-	if err != nil {
-		return err
+	// Wait for a hub (or a log) to exist: tail may start before anything
+	// else on this data dir.
+	var node *hub.Node
+	for waited := false; ; waited = true {
+		var err error
+		node, err = m.open(ctx, hub.Read, "tail")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, hub.ErrHubUnavailable) || ctx.Err() != nil {
+			return err
+		}
+		if !waited {
+			fmt.Fprintln(m.Stderr, "tracebridge tail: no event log or hub yet; waiting for one")
+		}
 	}
 	defer node.Close()
 	start := *from
@@ -49,7 +62,7 @@ func runTail(ctx context.Context, m *Main, args []string) error {
 	}
 	w := bufio.NewWriter(m.Stdout)
 	enc := json.NewEncoder(w)
-	err = node.Follow(ctx, start, func(e events.Event) error {
+	err := node.Follow(ctx, start, func(e events.Event) error {
 		if !req.IsZero() && e.RequestID != req {
 			return nil
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,9 +177,12 @@ func (n *Node) elect(ctx context.Context) (backend, error) {
 				key, _ := store.LoadSigningKey(dir.SigningKey())
 				return &local{st: st, key: key, now: n.opts.Now}, nil
 			}
-			if !errors.Is(err, store.ErrLocked) {
+			// Locked: a hub is starting or stopping. Missing: the first
+			// process has not created the log yet. Either way, wait.
+			if !errors.Is(err, store.ErrLocked) && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
+			lastErr = err
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%w: data dir %s is locked but no hub answered within %v (last: %v); if no tracebridge process is running, check for a stale process holding %s",
@@ -230,16 +234,37 @@ func (n *Node) Append(ctx context.Context, evs []events.Event) ([]uint64, error)
 	return b.Append(ctx, evs)
 }
 
+// query runs an idempotent read, linking again and retrying when the hub
+// it reached goes away mid-request (another process takes over).
+func query[T any](ctx context.Context, n *Node, fn func(backend) (T, error)) (T, error) {
+	var zero T
+	for attempt := 1; ; attempt++ {
+		b, err := n.link(ctx)
+		if err != nil {
+			return zero, err
+		}
+		v, err := fn(b)
+		if err == nil || !errors.Is(err, ErrHubUnavailable) || attempt == 3 || ctx.Err() != nil {
+			return v, err
+		}
+		n.opts.Logger.Debug("query: hub went away; retrying", "attempt", attempt, "err", err)
+	}
+}
+
 // Range returns up to limit events from seq from onward.
 func (n *Node) Range(ctx context.Context, from uint64, limit int) ([]events.Event, uint64, error) {
-	b, err := n.link(ctx)
+	type page struct {
+		recs [][]byte
+		next uint64
+	}
+	p, err := query(ctx, n, func(b backend) (page, error) {
+		recs, next, err := b.rangeRecords(ctx, from, limit)
+		return page{recs, next}, err
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	recs, next, err := b.rangeRecords(ctx, from, limit)
-	if err != nil {
-		return nil, 0, err
-	}
+	recs, next := p.recs, p.next
 	out := make([]events.Event, 0, len(recs))
 	for _, r := range recs {
 		e, err := events.Decode(r)
@@ -253,48 +278,36 @@ func (n *Node) Range(ctx context.Context, from uint64, limit int) ([]events.Even
 
 // ByRequest returns the events of one request in seq order.
 func (n *Node) ByRequest(ctx context.Context, id events.ID) ([]events.Event, error) {
-	b, err := n.link(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return b.byRequest(ctx, id)
+	return query(ctx, n, func(b backend) ([]events.Event, error) { return b.byRequest(ctx, id) })
 }
 
 // BySession returns up to limit events of one session from seq from on.
 func (n *Node) BySession(ctx context.Context, id events.ID, from uint64, limit int) ([]events.Event, error) {
-	b, err := n.link(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return b.bySession(ctx, id, from, limit)
+	return query(ctx, n, func(b backend) ([]events.Event, error) { return b.bySession(ctx, id, from, limit) })
 }
 
 // Head returns the last seq and hash.
 func (n *Node) Head(ctx context.Context) (uint64, events.Hash, error) {
-	b, err := n.link(ctx)
-	if err != nil {
-		return 0, events.Hash{}, err
+	type head struct {
+		seq  uint64
+		hash events.Hash
 	}
-	return b.head(ctx)
+	h, err := query(ctx, n, func(b backend) (head, error) {
+		seq, hash, err := b.head(ctx)
+		return head{seq, hash}, err
+	})
+	return h.seq, h.hash, err
 }
 
 // Verify checks the whole log (see store.Verify).
 func (n *Node) Verify(ctx context.Context, cps ...store.Checkpoint) (store.Report, error) {
-	b, err := n.link(ctx)
-	if err != nil {
-		return store.Report{}, err
-	}
-	return b.verify(ctx, cps)
+	return query(ctx, n, func(b backend) (store.Report, error) { return b.verify(ctx, cps) })
 }
 
 // Checkpoint returns a checkpoint of the current head signed with the data
 // dir's key.
 func (n *Node) Checkpoint(ctx context.Context) (store.Checkpoint, error) {
-	b, err := n.link(ctx)
-	if err != nil {
-		return store.Checkpoint{}, err
-	}
-	return b.checkpoint(ctx)
+	return query(ctx, n, func(b backend) (store.Checkpoint, error) { return b.checkpoint(ctx) })
 }
 
 // Close releases the link; a hub closes cleanly (final checkpoint, hub.json
