@@ -170,13 +170,11 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 func (p *Proposals) Decide(id string, approve bool, contentHash, by string) (*Proposal, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pr := p.byID[id]
-	switch {
-	case pr == nil:
-		return nil, &ProposalError{CodeNoProposal, "no proposal " + id}
-	case pr.State != Pending:
-		return nil, &ProposalError{CodeNotPending, fmt.Sprintf("proposal %s is %s already", id, pr.State)}
-	case contentHash != pr.ContentHash:
+	pr, err := p.inStateLocked(id, Pending, CodeNotPending)
+	if err != nil {
+		return nil, err
+	}
+	if contentHash != pr.ContentHash {
 		return nil, &ProposalError{CodeHashChanged, "the decision names other content than the proposal holds"}
 	}
 	pr.State, pr.Decided, pr.DecidedBy = Rejected, p.now().UTC(), by
@@ -192,6 +190,19 @@ func (p *Proposals) Decide(id string, approve bool, contentHash, by string) (*Pr
 	return clone(pr), nil
 }
 
+// inStateLocked returns proposal id if it is in state want, else an error
+// with code.
+func (p *Proposals) inStateLocked(id, want string, code events.Code) (*Proposal, error) {
+	pr := p.byID[id]
+	switch {
+	case pr == nil:
+		return nil, &ProposalError{CodeNoProposal, "no proposal " + id}
+	case pr.State != want:
+		return nil, &ProposalError{code, fmt.Sprintf("proposal %s is %s, not %s", id, pr.State, want)}
+	}
+	return pr, nil
+}
+
 // Apply writes an approved proposal: every file must still have its base
 // hash (else Drift) and every edit's original text must occur exactly once
 // (else Ambiguous); all new contents are computed before anything is
@@ -200,12 +211,9 @@ func (p *Proposals) Decide(id string, approve bool, contentHash, by string) (*Pr
 func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pr := p.byID[id]
-	switch {
-	case pr == nil:
-		return nil, &ProposalError{CodeNoProposal, "no proposal " + id}
-	case pr.State != Approved:
-		return nil, &ProposalError{CodeNotApproved, fmt.Sprintf("proposal %s is %s; only an approved proposal is applied", id, pr.State)}
+	pr, err := p.inStateLocked(id, Approved, CodeNotApproved)
+	if err != nil {
+		return nil, err
 	}
 	j := journal{ID: id}
 	var preview strings.Builder
@@ -325,8 +333,9 @@ func (p *Proposals) List() []*Proposal {
 	return out
 }
 
-// Reset rejects every pending proposal (recorded as proposal.reset) and
-// keeps the terminal ones with their previews.
+// Reset rejects every proposal not yet applied — pending, or approved and
+// waiting to be applied — recording proposal.reset for each, and keeps the
+// terminal ones with their previews.
 func (p *Proposals) Reset(by string) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
