@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -104,7 +103,7 @@ func TestEveryEscapeIsRefused(t *testing.T) {
 			if runtime.GOOS == "windows" {
 				t.Skip("no FIFOs")
 			}
-			syscall.Mkfifo(filepath.Join(tr.root, "fifo"), 0o600)
+			mkfifo(t, filepath.Join(tr.root, "fifo"))
 			return "fifo"
 		}},
 		{"directory", func(*tree) string { return "sub" }},

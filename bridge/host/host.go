@@ -1,0 +1,236 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Focus is what the operator points at: the active document and, when set,
+// a selection in it (1-based lines and columns, end exclusive).
+type Focus struct {
+	Path      string `json:"path"`
+	StartLine int    `json:"startLine,omitempty"`
+	StartCol  int    `json:"startCol,omitempty"`
+	EndLine   int    `json:"endLine,omitempty"`
+	EndCol    int    `json:"endCol,omitempty"`
+}
+
+// Host serves one workspace over the pipe.
+type Host struct {
+	WS        *Workspace
+	Proposals *Proposals
+	Reviews   *Reviews
+
+	mu      sync.Mutex
+	focus   *Focus
+	version int
+}
+
+// Handlers are the pipe commands the host serves.
+func (h *Host) Handlers() map[string]pipe.Handler {
+	return map[string]pipe.Handler{
+		"get_active_document": h.activeDocument,
+		"get_selection":       h.selection,
+		"set_focus":           h.setFocus,
+		"list_projects":       func(context.Context, pipe.Request) (any, error) { return h.WS.ListProjects() },
+		"propose_text_edits":  h.propose,
+		"present_review":      h.present,
+		"proposals.list":      func(context.Context, pipe.Request) (any, error) { return h.Proposals.List(), nil },
+		"proposals.decide":    h.decide,
+		"proposals.reset": func(_ context.Context, r pipe.Request) (any, error) {
+			n, err := h.Proposals.Reset("operator")
+			return map[string]int{"cleared": n}, err
+		},
+	}
+}
+
+// coded turns the host's typed errors into pipe errors with their codes.
+func coded(err error) error {
+	var pe *PathError
+	var pre *ProposalError
+	var re *ReviewError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe):
+		return &pipe.CodedError{Code: events.CodePathRefused, Msg: pe.Error()}
+	case errors.As(err, &pre):
+		return &pipe.CodedError{Code: pre.Code, Msg: pre.Msg}
+	case errors.As(err, &re):
+		return &pipe.CodedError{Code: events.CodeInvalidArguments, Msg: re.Msg}
+	}
+	return err
+}
+
+func decode(req pipe.Request, v any) error {
+	if len(req.Payload) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(req.Payload)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &pipe.CodedError{Code: events.CodeInvalidArguments, Msg: "payload: " + err.Error()}
+	}
+	return nil
+}
+
+func (h *Host) setFocus(_ context.Context, req pipe.Request) (any, error) {
+	var f Focus
+	if err := decode(req, &f); err != nil {
+		return nil, err
+	}
+	rel, err := Clean(f.Path)
+	if err != nil {
+		return nil, coded(err)
+	}
+	if _, err := h.WS.ReadFile(rel); err != nil {
+		return nil, coded(err)
+	}
+	f.Path = rel
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.focus = &f
+	h.version++
+	return f, nil
+}
+
+var languages = map[string]string{".go": "go", ".ts": "typescript", ".tsx": "typescriptreact", ".js": "javascript",
+	".py": "python", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c", ".cpp": "cpp", ".cs": "csharp",
+	".md": "markdown", ".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".sh": "shellscript"}
+
+// activeDocument returns the focused file (null when nothing has focus).
+func (h *Host) activeDocument(context.Context, pipe.Request) (any, error) {
+	h.mu.Lock()
+	f, v := h.focus, h.version
+	h.mu.Unlock()
+	if f == nil {
+		return nil, nil
+	}
+	b, err := h.WS.ReadFile(f.Path)
+	if err != nil {
+		return nil, coded(err)
+	}
+	lang := languages[path.Ext(f.Path)]
+	if lang == "" {
+		lang = "plaintext"
+	}
+	return map[string]any{"path": f.Path, "language": lang, "content": string(b), "version": v}, nil
+}
+
+// selection returns the selected text (null when nothing is selected).
+func (h *Host) selection(context.Context, pipe.Request) (any, error) {
+	h.mu.Lock()
+	f := h.focus
+	h.mu.Unlock()
+	if f == nil || f.EndLine == 0 {
+		return nil, nil
+	}
+	b, err := h.WS.ReadFile(f.Path)
+	if err != nil {
+		return nil, coded(err)
+	}
+	text, err := sliceText(string(b), f.StartLine, f.StartCol, f.EndLine, f.EndCol)
+	if err != nil {
+		return nil, &pipe.CodedError{Code: events.CodeDrift, Msg: err.Error()}
+	}
+	return map[string]any{"path": f.Path, "range": map[string]int{"startLine": f.StartLine, "startCol": f.StartCol,
+		"endLine": f.EndLine, "endCol": f.EndCol}, "text": text}, nil
+}
+
+// sliceText cuts [start, end) out of s by 1-based line and column (bytes).
+func sliceText(s string, sl, sc, el, ec int) (string, error) {
+	lines := strings.SplitAfter(s, "\n")
+	off := func(line, col int) (int, error) {
+		if line < 1 || line > len(lines) || col < 1 || col > len(strings.TrimRight(lines[line-1], "\n"))+1 {
+			return 0, fmt.Errorf("position %d:%d is outside the file (it changed since it was selected)", line, col)
+		}
+		n := 0
+		for _, l := range lines[:line-1] {
+			n += len(l)
+		}
+		return n + col - 1, nil
+	}
+	a, err := off(sl, sc)
+	if err != nil {
+		return "", err
+	}
+	b, err := off(el, ec)
+	if err != nil {
+		return "", err
+	}
+	if b < a {
+		return "", fmt.Errorf("selection ends before it starts")
+	}
+	return s[a:b], nil
+}
+
+// ProposeArgs is the payload of propose_text_edits.
+type ProposeArgs struct {
+	Files []FileChange `json:"files"`
+}
+
+func (h *Host) propose(_ context.Context, req pipe.Request) (any, error) {
+	var a ProposeArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	pr, err := h.Proposals.Create(req.RequestID, a.Files)
+	if err != nil {
+		return nil, coded(err)
+	}
+	return map[string]any{"proposalId": pr.ID, "state": pr.State, "contentHash": pr.ContentHash, "approvalRequired": true,
+		"message": "Nothing is written until an operator approves: tracebridge proposals approve " + pr.ID}, nil
+}
+
+// DecideArgs is the payload of proposals.decide.
+type DecideArgs struct {
+	ID          string `json:"id"`
+	Approve     bool   `json:"approve"`
+	ContentHash string `json:"contentHash"`
+	By          string `json:"by"`
+}
+
+// decide approves (and then applies) or rejects a proposal.
+func (h *Host) decide(ctx context.Context, req pipe.Request) (any, error) {
+	var a DecideArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	pr, err := h.Proposals.Decide(a.ID, a.Approve, a.ContentHash, a.By)
+	if err != nil || !a.Approve {
+		return pr, coded(err)
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	pr, err = h.Proposals.Apply(actx, a.ID)
+	if pr != nil && err != nil {
+		return pr, nil // failed with a preview and a code: that is the answer
+	}
+	return pr, coded(err)
+}
+
+// PresentArgs is the payload of present_review.
+type PresentArgs struct {
+	Content string `json:"content"`
+	BaseURI string `json:"baseUri,omitempty"`
+	Mode    string `json:"mode"`
+	Section string `json:"section,omitempty"`
+}
+
+func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
+	var a PresentArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	v, err := h.Reviews.Present(a.Content, a.BaseURI, a.Mode, a.Section)
+	return v, coded(err)
+}

@@ -1,0 +1,76 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+func newHost(t *testing.T) (*Host, *propRig) {
+	t.Helper()
+	r := newPropRig(t)
+	rev, err := OpenReviews(r.tr.ws, filepath.Join(t.TempDir(), "reviews"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Host{WS: r.tr.ws, Proposals: r.props, Reviews: rev}, r
+}
+
+func call(t *testing.T, h *Host, cmd string, payload any) (json.RawMessage, error) {
+	t.Helper()
+	b, _ := json.Marshal(payload)
+	v, err := h.Handlers()[cmd](context.Background(), pipe.Request{Command: cmd, Payload: b, RequestID: events.NewID().String()})
+	out, _ := json.Marshal(v)
+	return out, err
+}
+
+func TestFocusSelectionAndDocument(t *testing.T) {
+	h, _ := newHost(t)
+	if out, _ := call(t, h, "get_selection", nil); string(out) != "null" {
+		t.Fatalf("selection with no focus: %s", out)
+	}
+	if _, err := call(t, h, "set_focus", Focus{Path: "../outside/sentinel.txt"}); err == nil {
+		t.Fatal("focus outside the root accepted")
+	}
+	call(t, h, "set_focus", Focus{Path: "a.go", StartLine: 3, StartCol: 6, EndLine: 3, EndCol: 7})
+	out, err := call(t, h, "get_selection", nil)
+	if err != nil || !strings.Contains(string(out), `"text":"A"`) {
+		t.Fatalf("selection: %s %v", out, err)
+	}
+	out, _ = call(t, h, "get_active_document", nil)
+	if !strings.Contains(string(out), `"language":"go"`) || !strings.Contains(string(out), `"path":"a.go"`) {
+		t.Fatalf("document: %s", out)
+	}
+}
+
+func TestProposeDecideOverHandlers(t *testing.T) {
+	h, r := newHost(t)
+	out, err := call(t, h, "propose_text_edits", ProposeArgs{Files: []FileChange{{Path: "a.go", Edits: []Edit{{Original: "return 1", Replacement: "return 7"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ ProposalID, ContentHash string }
+	json.Unmarshal(out, &p)
+	if _, err := call(t, h, "proposals.decide", DecideArgs{ID: p.ProposalID, Approve: true, ContentHash: p.ContentHash, By: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.tr.root, "a.go")); !strings.Contains(string(b), "return 7") {
+		t.Fatal("approval did not apply")
+	}
+	_, err = call(t, h, "proposals.decide", DecideArgs{ID: p.ProposalID, Approve: false, ContentHash: p.ContentHash})
+	var ce *pipe.CodedError
+	if !errors.As(err, &ce) || ce.Code != CodeNotPending {
+		t.Fatalf("second decision: %v", err)
+	}
+	_, err = call(t, h, "present_review", PresentArgs{Content: "x", Mode: ModeUpdateSection})
+	if !errors.As(err, &ce) || ce.Code != events.CodeInvalidArguments || !strings.Contains(ce.Msg, "Section parameter required") {
+		t.Fatalf("review error: %v", err)
+	}
+}

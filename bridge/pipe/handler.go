@@ -1,0 +1,24 @@
+package pipe
+
+import (
+	"context"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Recorder is what the pipe needs of events.Emitter.
+type Recorder interface {
+	Emit(events.Event) events.ID
+}
+
+// Handler serves one command. A *CodedError keeps its code; any other
+// error is a ToolError.
+type Handler func(ctx context.Context, req Request) (payload any, err error)
+
+// CodedError is a handler failure with a code for the bridge.
+type CodedError struct {
+	Code events.Code
+	Msg  string
+}
+
+func (e *CodedError) Error() string { return string(e.Code) + ": " + e.Msg }
