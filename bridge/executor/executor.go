@@ -351,6 +351,10 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 		res = Result{Code: events.CodeCancelled, Message: "the call was cancelled"}
 	case o.err != nil:
 		res = Result{Code: events.CodeToolError, Message: c.x.redact("error", o.err.Error())}
+		var ce *CodedError
+		if errors.As(o.err, &ce) {
+			res = Result{Code: ce.Code, Message: c.x.redact("error", ce.Msg), Action: ce.Action}
+		}
 	default:
 		res = Result{Value: o.v}
 	}

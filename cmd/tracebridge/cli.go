@@ -55,6 +55,9 @@ func commands() map[string]command {
 		"mcp":        {"serve MCP on stdio for an AI client, recording every call", runMCP},
 		"approvals":  {"list tool calls waiting for approval; approve or deny one", runApprovals},
 		"config":     {"check tracebridge.toml and explain its problems", runConfig},
+		"host":       {"run the workspace host for a directory (tools, proposals, reviews)", runHost},
+		"focus":      {"set the host's active document and selection", runFocus},
+		"proposals":  {"list, show, approve, reject or reset proposed edits", runProposals},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/events/hub"
@@ -64,7 +65,9 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		}
 	}()
 
-	catalog, err := m.catalog(cfg, em)
+	hostClient := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Logger: logger})
+	defer hostClient.Close()
+	catalog, err := m.catalog(cfg, em, hostClient)
 	if err != nil {
 		return err
 	}
@@ -79,10 +82,11 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	return err
 }
 
-// catalog is every tool this bridge serves: the built-in ones, the test
+// catalog is every tool this bridge serves: the built-in ones (the
+// workspace tools forwarded to the host over the pipe), the test
 // tools of a tb_testtools build, and discovered ones when configured.
-func (m *Main) catalog(cfg *config.Config, em *events.Emitter) (*executor.Catalog, error) {
-	all := []*executor.Tool{tools.Regex(), tools.BM25()}
+func (m *Main) catalog(cfg *config.Config, em *events.Emitter, host tools.HostCaller) (*executor.Catalog, error) {
+	all := append([]*executor.Tool{tools.Regex(), tools.BM25()}, tools.Workspace(host)...)
 	all = append(all, testTools()...)
 	if cfg != nil && len(cfg.Discovery.Dirs) > 0 {
 		found, findings := tools.Discover(expandHome(cfg.Discovery.Dirs, m.Getenv("HOME")))

@@ -1,0 +1,110 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// HostCaller is what workspace tools need of the pipe client.
+type HostCaller interface {
+	Call(ctx context.Context, req pipe.Request) (pipe.Response, error)
+}
+
+type noArgs struct{}
+
+// ProposeOneArgs are the arguments of propose_text_edit.
+type ProposeOneArgs struct {
+	Path        string `json:"path" jsonschema:"file to edit, relative to the workspace root"`
+	Original    string `json:"original" jsonschema:"the exact text to replace; it must occur exactly once"`
+	Replacement string `json:"replacement" jsonschema:"the new text"`
+}
+
+// ProposeManyArgs are the arguments of propose_text_edits.
+type ProposeManyArgs struct {
+	Files []struct {
+		Path  string `json:"path" jsonschema:"file to edit, relative to the workspace root"`
+		Edits []struct {
+			Original    string `json:"original" jsonschema:"the exact text to replace; it must occur exactly once"`
+			Replacement string `json:"replacement" jsonschema:"the new text"`
+		} `json:"edits"`
+	} `json:"files" jsonschema:"the files of an all-or-nothing change"`
+}
+
+// ReviewArgs are the arguments of present_review.
+type ReviewArgs struct {
+	Content string `json:"content" jsonschema:"the review, in markdown; [file:line][] references become links"`
+	BaseURI string `json:"baseUri,omitempty" jsonschema:"base URI of the workspace"`
+	Mode    string `json:"mode" jsonschema:"replace, append or update-section"`
+	Section string `json:"section,omitempty" jsonschema:"heading to replace (update-section only)"`
+}
+
+// Workspace returns the tools the workspace host runs, each forwarded over
+// the pipe by c.
+func Workspace(c HostCaller) []*executor.Tool {
+	tool := func(id, command, desc string, caps []string, side bool, schema *jsonschema.Schema, shape func(json.RawMessage) (any, error)) *executor.Tool {
+		return &executor.Tool{
+			Descriptor: executor.Descriptor{ID: id, Description: desc, Category: "workspace", Source: "builtin", Host: "workspace",
+				Capabilities: caps, SideEffects: side},
+			InputSchema: schema,
+			Run:         forward(c, command, shape),
+		}
+	}
+	read := []string{config.CapWorkspaceRead}
+	same := func(a json.RawMessage) (any, error) { return a, nil }
+	return []*executor.Tool{
+		tool("get_active_document", "get_active_document", "The document the operator has in focus: path, language, content, version; null when nothing has focus.", read, false, executor.SchemaFor[noArgs](), nil),
+		tool("get_selection", "get_selection", "The text the operator selected: path, range, text; null when nothing is selected.", read, false, executor.SchemaFor[noArgs](), nil),
+		tool("list_projects", "list_projects", "Project manifests under the workspace root (go.mod, package.json, Cargo.toml, pyproject.toml, *.csproj…), skipping hidden and vendored trees.", read, false, executor.SchemaFor[noArgs](), nil),
+		tool("propose_text_edit", "propose_text_edits", "Propose replacing one exact text in one file. Nothing is written until an operator approves; the result gives the proposal id.", read, true, executor.SchemaFor[ProposeOneArgs](),
+			func(a json.RawMessage) (any, error) {
+				var one ProposeOneArgs
+				if err := json.Unmarshal(a, &one); err != nil {
+					return nil, err
+				}
+				return map[string]any{"files": []any{map[string]any{"path": one.Path,
+					"edits": []any{map[string]string{"original": one.Original, "replacement": one.Replacement}}}}}, nil
+			}),
+		tool("propose_text_edits", "propose_text_edits", "Propose an all-or-nothing change to several files, each edit an exact text occurring once. Nothing is written until an operator approves.", read, true, executor.SchemaFor[ProposeManyArgs](), same),
+		tool("present_review", "present_review", "Present a markdown review to the operator (mode replace, append or update-section with section). [file:line][] references are checked against the workspace.", read, true, executor.SchemaFor[ReviewArgs](), same),
+	}
+}
+
+// forward sends the call to the host and turns pipe and host failures into
+// coded results.
+func forward(c HostCaller, command string, shape func(json.RawMessage) (any, error)) executor.RunFunc {
+	return func(ctx context.Context, call executor.Call) (any, error) {
+		var payload json.RawMessage
+		if shape != nil {
+			v, err := shape(call.Args)
+			if err != nil {
+				return nil, err
+			}
+			if payload, err = json.Marshal(v); err != nil {
+				return nil, err
+			}
+		}
+		resp, err := c.Call(ctx, pipe.Request{Command: command, RequestID: call.RequestID.String(), OperationID: call.OperationID.String(), Payload: payload})
+		var ce *pipe.CallError
+		if errors.As(err, &ce) {
+			action := ""
+			if ce.Code == events.CodePipeUnavailable {
+				action = "start the workspace host: tracebridge up --root <workspace> (or tracebridge host --root <workspace>)"
+			}
+			return nil, &executor.CodedError{Code: ce.Code, Msg: ce.Msg, Action: action}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !resp.OK {
+			return nil, &executor.CodedError{Code: resp.Code, Msg: resp.Message}
+		}
+		return resp.Payload, nil
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/events/hub"
+)
+
+// pipePath is where the host listens: $TRACEBRIDGE_HOST, else run/host.sock
+// in the data dir.
+func (m *Main) pipePath(dir hub.DataDir) string {
+	if p := m.Getenv("TRACEBRIDGE_HOST"); p != "" {
+		return p
+	}
+	return filepath.Join(string(dir), "run", "host.sock")
+}
+
+func runHost(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("host")
+	root := fs.String("root", "", "the workspace `DIR` every file operation is confined to (required)")
+	if err := m.parse(fs, "host --root DIR [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir), confines every path\nto --root, and applies a proposed edit only after an operator approves it\n(`tracebridge proposals`). Runs until interrupted.", args); err != nil {
+		return err
+	}
+	if *root == "" {
+		return usageError{"--root is required: the workspace directory"}
+	}
+	dir, err := m.dataDir()
+	if err != nil {
+		return err
+	}
+	ws, err := host.OpenWorkspace(*root)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	log := m.logger()
+	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: log, Now: m.Now, Name: "host"})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	red, err := events.LoadRedactor(dir.RedactionKey())
+	if err != nil {
+		return err
+	}
+	em := events.NewEmitter(node, events.EmitterOptions{Redactor: red, Logger: log, Now: m.Now})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		em.Close(cctx)
+	}()
+	sum := sha256.Sum256([]byte(ws.Dir()))
+	state := filepath.Join(string(dir), "host", hex.EncodeToString(sum[:6]))
+	props, err := host.OpenProposals(ws, em, filepath.Join(state, "proposals"), m.Now)
+	if err != nil {
+		return err
+	}
+	reviews, err := host.OpenReviews(ws, filepath.Join(state, "reviews"), m.Now)
+	if err != nil {
+		return err
+	}
+	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews}
+	l, err := pipe.Listen(m.pipePath(dir))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	fmt.Fprintf(m.Stderr, "tracebridge host: workspace %s, pipe %s. Ctrl-C stops it.\n", ws.Dir(), m.pipePath(dir))
+	return pipe.NewServer(pipe.ServerOptions{Handlers: h.Handlers(), Recorder: em, Logger: log}).Serve(ctx, l)
+}
+
+// hostCall sends one operator command to the running host.
+func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.Response, error) {
+	dir, err := m.dataDir()
+	if err != nil {
+		return pipe.Response{}, err
+	}
+	node, err := m.open(ctx, hub.Read, "operator")
+	if err != nil {
+		return pipe.Response{}, err
+	}
+	defer node.Close()
+	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger(), Now: m.Now})
+	defer em.Close(context.Background())
+	c := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Logger: m.logger()})
+	defer c.Close()
+	b, err := jsonMarshal(payload)
+	if err != nil {
+		return pipe.Response{}, err
+	}
+	resp, err := c.Call(ctx, pipe.Request{Command: command, RequestID: em.NewID().String(), OperationID: em.NewID().String(), Payload: b})
+	if err != nil {
+		return resp, err
+	}
+	if !resp.OK {
+		return resp, fmt.Errorf("%s: %s", resp.Code, resp.Message)
+	}
+	return resp, nil
+}
