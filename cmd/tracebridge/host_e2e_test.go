@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// The real bridge against the real host over the real socket: read tools,
+// proposals approved, rejected, drifted and ambiguous, reviews in every
+// mode, and the host stopped mid-session.
+func TestBridgeAndHostEndToEnd(t *testing.T) {
+	base := t.TempDir()
+	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
+	os.MkdirAll(filepath.Join(ws, "svc"), 0o755)
+	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module x\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "svc", "a.go"), []byte("package svc\n\nfunc A() int { return 1 }\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "svc", "b.go"), []byte("package svc\n\nvar X, Y = \"x\", \"x\"\n"), 0o644)
+
+	h := start(t, tbBin, data, "host", "--root", ws)
+	eventually(t, 10*time.Second, "the host socket", func() bool {
+		_, err := os.Stat(filepath.Join(data, "run", "host.sock"))
+		return err == nil
+	})
+	cli := func(args ...string) (string, error) {
+		out, err := exec.Command(tbBin, append([]string{"--data", data}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	b := startBridge(t, tbBin, data, "2025-06-18")
+
+	res, _, code := b.call(t, "get_selection", map[string]any{})
+	if code != "" || textOf(res) != "null" {
+		t.Fatalf("selection before focus: %s %s", code, textOf(res))
+	}
+	if out, err := cli("focus", "svc/a.go:3:6-3:7"); err != nil {
+		t.Fatalf("focus: %v %s", err, out)
+	}
+	res, _, _ = b.call(t, "get_selection", map[string]any{})
+	if !strings.Contains(textOf(res), `"text":"A"`) {
+		t.Fatalf("selection: %s", textOf(res))
+	}
+	res, _, _ = b.call(t, "get_active_document", map[string]any{})
+	if !strings.Contains(textOf(res), `"path":"svc/a.go"`) || !strings.Contains(textOf(res), `"language":"go"`) {
+		t.Fatalf("document: %s", textOf(res))
+	}
+	res, _, _ = b.call(t, "list_projects", map[string]any{})
+	if !strings.Contains(textOf(res), `"manifest":"go.mod"`) {
+		t.Fatalf("projects: %s", textOf(res))
+	}
+
+	propose := func(path, original, replacement string) string {
+		t.Helper()
+		res, _, code := b.call(t, "propose_text_edit", map[string]any{"path": path, "original": original, "replacement": replacement})
+		if code != "" {
+			t.Fatalf("propose: %s %s", code, textOf(res))
+		}
+		var p struct{ ProposalID string }
+		json.Unmarshal([]byte(textOf(res)), &p)
+		return p.ProposalID
+	}
+	approved := propose("svc/a.go", "return 1", "return 2")
+	if b, _ := os.ReadFile(filepath.Join(ws, "svc", "a.go")); strings.Contains(string(b), "return 2") {
+		t.Fatal("a proposal was written before approval")
+	}
+	if out, err := cli("proposals", "approve", approved); err != nil || !strings.Contains(out, "applied") {
+		t.Fatalf("approve: %v %s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "svc", "a.go")); !strings.Contains(string(b), "return 2") {
+		t.Fatal("the approved edit was not applied")
+	}
+	rejected := propose("svc/a.go", "return 2", "return 3")
+	if out, err := cli("proposals", "reject", rejected); err != nil || !strings.Contains(out, "rejected") {
+		t.Fatalf("reject: %v %s", err, out)
+	}
+	drifted := propose("svc/a.go", "return 2", "return 4")
+	os.WriteFile(filepath.Join(ws, "svc", "a.go"), []byte("package svc\n\nfunc A() int { return 2 } // edited\n"), 0o644)
+	if out, err := cli("proposals", "approve", drifted); err == nil || !strings.Contains(out, "Drift") {
+		t.Fatalf("approve after drift: %v %s", err, out)
+	}
+	if _, _, code := b.call(t, "propose_text_edit", map[string]any{"path": "svc/b.go", "original": `"x"`, "replacement": `"y"`}); code != events.CodeAmbiguous {
+		t.Fatalf("ambiguous proposal: %s", code)
+	}
+	if _, _, code := b.call(t, "propose_text_edit", map[string]any{"path": "../outside.go", "original": "a", "replacement": "b"}); code != events.CodePathRefused {
+		t.Fatalf("proposal outside the root: %s", code)
+	}
+
+	for _, mode := range []map[string]any{
+		{"content": "# Review\n\n## Summary\nsee [svc/a.go:3][]\n", "mode": "replace"},
+		{"content": "## Risks\nnone", "mode": "append"},
+		{"content": "updated", "mode": "update-section", "section": "Summary"},
+	} {
+		if res, _, code := b.call(t, "present_review", mode); code != "" {
+			t.Fatalf("review %v: %s %s", mode["mode"], code, textOf(res))
+		}
+	}
+	if _, _, code := b.call(t, "present_review", map[string]any{"content": "x", "mode": "update-section"}); code != events.CodeInvalidArguments {
+		t.Fatalf("update-section without a section: %s", code)
+	}
+
+	// The host goes away: the next workspace call says what to start, at once.
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	h.wait(t, 10*time.Second)
+	t0 := time.Now()
+	res, req, code := b.call(t, "get_selection", map[string]any{})
+	if code != events.CodePipeUnavailable || !strings.Contains(textOf(res), "tracebridge up --root") || time.Since(t0) > 3*time.Second {
+		t.Fatalf("after the host stopped: %s %q in %v", code, textOf(res), time.Since(t0))
+	}
+	b.close(t)
+	if evs := requestEvents(t, data, req); !hasKind(evs, events.KindPipeUnavailable, events.CodePipeUnavailable) {
+		t.Fatalf("no pipe.unavailable event: %v", kindsOf(evs))
+	}
+	verifyStore(t, data)
+}
