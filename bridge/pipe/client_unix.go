@@ -54,11 +54,6 @@ func NewClient(opts ClientOptions) *Client {
 	return &Client{opts: opts, pending: map[string]chan Response{}}
 }
 
-// Activation is what an operator must do when no host listens at path.
-func Activation(path string) string {
-	return fmt.Sprintf("no workspace host listens at %s. Start one for your workspace: `tracebridge up --root <workspace>` (hub, host and UI) or `tracebridge host --root <workspace>`; set TRACEBRIDGE_HOST if it listens elsewhere", path)
-}
-
 // Call sends req and waits for the response with the same operation id.
 func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	req.V = Version

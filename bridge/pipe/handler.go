@@ -2,6 +2,7 @@ package pipe
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tracebridge/tracebridge/events"
 )
@@ -22,3 +23,8 @@ type CodedError struct {
 }
 
 func (e *CodedError) Error() string { return string(e.Code) + ": " + e.Msg }
+
+// Activation is what an operator must do when no host listens at path.
+func Activation(path string) string {
+	return fmt.Sprintf("no workspace host listens at %s. Start one for your workspace: `tracebridge up --root <workspace>` (hub, host and UI) or `tracebridge host --root <workspace>`; set TRACEBRIDGE_HOST if it listens elsewhere", path)
+}

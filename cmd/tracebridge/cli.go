@@ -57,6 +57,7 @@ func commands() map[string]command {
 		"config":     {"check tracebridge.toml and explain its problems", runConfig},
 		"host":       {"run the workspace host for a directory (tools, proposals, reviews)", runHost},
 		"focus":      {"set the host's active document and selection", runFocus},
+		"up":         {"run the hub and the workspace host for a directory", runUp},
 		"proposals":  {"list, show, approve, reject or reset proposed edits", runProposals},
 	}
 }

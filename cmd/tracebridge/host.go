@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -32,17 +33,35 @@ func runHost(ctx context.Context, m *Main, args []string) error {
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
+	return m.serveHost(ctx, *root, "host")
+}
+
+func runUp(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("up")
+	root := fs.String("root", "", "the workspace `DIR` (required)")
+	if err := m.parse(fs, "up --root DIR [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs) and the workspace host for DIR, in one process, until\ninterrupted. AI clients then launch `tracebridge mcp` on the same data dir.", args); err != nil {
+		return err
+	}
+	if *root == "" {
+		return usageError{"--root is required: the workspace directory"}
+	}
+	return m.serveHost(ctx, *root, "up")
+}
+
+// serveHost runs the workspace host for root (and, when this process wins
+// the election, the hub) until ctx ends.
+func (m *Main) serveHost(ctx context.Context, root, name string) error {
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
 	}
-	ws, err := host.OpenWorkspace(*root)
+	ws, err := host.OpenWorkspace(root)
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
 	log := m.logger()
-	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: log, Now: m.Now, Name: "host"})
+	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: log, Now: m.Now, Name: name})
 	if err != nil {
 		return err
 	}
@@ -73,7 +92,12 @@ func runHost(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer l.Close()
-	fmt.Fprintf(m.Stderr, "tracebridge host: workspace %s, pipe %s. Ctrl-C stops it.\n", ws.Dir(), m.pipePath(dir))
+	role := "attached to the running hub"
+	if node.IsHub() {
+		info, _ := node.Hub()
+		role = "hub " + info.URL
+	}
+	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), m.pipePath(dir), role)
 	return pipe.NewServer(pipe.ServerOptions{Handlers: h.Handlers(), Recorder: em, Logger: log}).Serve(ctx, l)
 }
 
@@ -82,6 +106,9 @@ func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.
 	dir, err := m.dataDir()
 	if err != nil {
 		return pipe.Response{}, err
+	}
+	if _, err := os.Stat(m.pipePath(dir)); err != nil { // no host: say so now, not after waiting for a hub
+		return pipe.Response{}, &pipe.CallError{Code: events.CodePipeUnavailable, Msg: pipe.Activation(m.pipePath(dir))}
 	}
 	node, err := m.open(ctx, hub.Read, "operator")
 	if err != nil {

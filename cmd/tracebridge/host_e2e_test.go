@@ -24,7 +24,7 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "svc", "a.go"), []byte("package svc\n\nfunc A() int { return 1 }\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, "svc", "b.go"), []byte("package svc\n\nvar X, Y = \"x\", \"x\"\n"), 0o644)
 
-	h := start(t, tbBin, data, "host", "--root", ws)
+	h := start(t, tbBin, data, "up", "--root", ws) // hub + host; the bridge attaches
 	eventually(t, 10*time.Second, "the host socket", func() bool {
 		_, err := os.Stat(filepath.Join(data, "run", "host.sock"))
 		return err == nil

@@ -185,6 +185,10 @@ func (n *Node) elect(ctx context.Context) (backend, error) {
 			lastErr = err
 		}
 		if time.Now().After(deadline) {
+			if errors.Is(lastErr, os.ErrNotExist) {
+				return nil, fmt.Errorf("%w: data dir %s has no event log yet and no hub answered within %v; start one (`tracebridge serve`, `tracebridge up --root DIR`) or check --data",
+					ErrHubUnavailable, dir, n.opts.Timeout)
+			}
 			return nil, fmt.Errorf("%w: data dir %s is locked but no hub answered within %v (last: %v); if no tracebridge process is running, check for a stale process holding %s",
 				ErrHubUnavailable, dir, n.opts.Timeout, lastErr, dir.Store())
 		}
