@@ -26,9 +26,10 @@ type Focus struct {
 
 // Host serves one workspace over the pipe.
 type Host struct {
-	WS        *Workspace
-	Proposals *Proposals
-	Reviews   *Reviews
+	WS          *Workspace
+	Proposals   *Proposals
+	Reviews     *Reviews
+	Diagnostics *DiagnosticsRunner // nil: get_diagnostics says how to configure it
 
 	mu      sync.Mutex
 	focus   *Focus
@@ -42,6 +43,7 @@ func (h *Host) Handlers() map[string]pipe.Handler {
 		"get_selection":       h.selection,
 		"set_focus":           h.setFocus,
 		"list_projects":       func(context.Context, pipe.Request) (any, error) { return h.WS.ListProjects() },
+		"get_diagnostics":     h.diagnostics,
 		"propose_text_edits":  h.propose,
 		"present_review":      h.present,
 		"proposals.list":      func(context.Context, pipe.Request) (any, error) { return h.Proposals.List(), nil },

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
@@ -72,5 +73,29 @@ func TestProposeDecideOverHandlers(t *testing.T) {
 	_, err = call(t, h, "present_review", PresentArgs{Content: "x", Mode: ModeUpdateSection})
 	if !errors.As(err, &ce) || ce.Code != events.CodeInvalidArguments || !strings.Contains(ce.Msg, "Section parameter required") {
 		t.Fatalf("review error: %v", err)
+	}
+}
+
+func TestDiagnosticsRunParseAndRefreshRule(t *testing.T) {
+	h, _ := newHost(t)
+	if _, err := call(t, h, "get_diagnostics", nil); err == nil || !strings.Contains(err.Error(), "--diagnostics") {
+		t.Fatalf("unconfigured: %v", err)
+	}
+	h.Diagnostics = &DiagnosticsRunner{Command: []string{"sh", "-c", `date +%N >> runs; echo "./a.go:3:6: warning: A is unused"; exit 1`}, Refresh: time.Hour}
+	out, err := call(t, h, "get_diagnostics", nil)
+	if err != nil || !strings.Contains(string(out), `"file":"a.go","line":3,"column":6,"severity":"warning"`) || !strings.Contains(string(out), `"exitCode":1`) {
+		t.Fatalf("first run: %s %v", out, err)
+	}
+	out, _ = call(t, h, "get_diagnostics", nil)
+	if !strings.Contains(string(out), `"fromCache":true`) {
+		t.Fatalf("second call within the refresh window ran again: %s", out)
+	}
+	out, _ = call(t, h, "get_diagnostics", map[string]bool{"refresh": true})
+	if strings.Contains(string(out), `"fromCache":true`) {
+		t.Fatalf("refresh:true reused the cache: %s", out)
+	}
+	b, _ := os.ReadFile(filepath.Join(h.WS.Dir(), "runs"))
+	if n := strings.Count(string(b), "\n"); n != 2 {
+		t.Fatalf("the command ran %d times, want 2", n)
 	}
 }

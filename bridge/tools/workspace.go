@@ -19,6 +19,11 @@ type HostCaller interface {
 
 type noArgs struct{}
 
+// DiagnosticsArgs are the arguments of get_diagnostics.
+type DiagnosticsArgs struct {
+	Refresh bool `json:"refresh,omitempty" jsonschema:"run the command now instead of reusing a recent result"`
+}
+
 // ProposeOneArgs are the arguments of propose_text_edit.
 type ProposeOneArgs struct {
 	Path        string `json:"path" jsonschema:"file to edit, relative to the workspace root"`
@@ -61,6 +66,8 @@ func Workspace(c HostCaller) []*executor.Tool {
 	return []*executor.Tool{
 		tool("get_active_document", "get_active_document", "The document the operator has in focus: path, language, content, version; null when nothing has focus.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("get_selection", "get_selection", "The text the operator selected: path, range, text; null when nothing is selected.", read, false, executor.SchemaFor[noArgs](), nil),
+		tool("get_diagnostics", "get_diagnostics", "Problems (file, line, column, severity, message) from the diagnostics command the operator configured on the host (e.g. go vet ./...), with when it ran; a recent result is reused unless refresh is true. Running a process needs the process.run capability.",
+			[]string{config.CapWorkspaceRead, config.CapProcessRun}, false, executor.SchemaFor[DiagnosticsArgs](), same),
 		tool("list_projects", "list_projects", "Project manifests under the workspace root (go.mod, package.json, Cargo.toml, pyproject.toml, *.csproj…), skipping hidden and vendored trees.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("propose_text_edit", "propose_text_edits", "Propose replacing one exact text in one file. Nothing is written until an operator approves; the result gives the proposal id.", read, true, executor.SchemaFor[ProposeOneArgs](),
 			func(a json.RawMessage) (any, error) {

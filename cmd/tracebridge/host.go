@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
@@ -27,30 +28,41 @@ func (m *Main) pipePath(dir hub.DataDir) string {
 func runHost(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("host")
 	root := fs.String("root", "", "the workspace `DIR` every file operation is confined to (required)")
-	if err := m.parse(fs, "host --root DIR [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir), confines every path\nto --root, and applies a proposed edit only after an operator approves it\n(`tracebridge proposals`). Runs until interrupted.", args); err != nil {
+	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root, split on spaces, no shell (e.g. \"go vet ./...\")")
+	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
+	if err := m.parse(fs, "host --root DIR [--diagnostics COMMAND] [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir), confines every path\nto --root, and applies a proposed edit only after an operator approves it\n(`tracebridge proposals`). Runs until interrupted.", args); err != nil {
 		return err
 	}
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "host")
+	return m.serveHost(ctx, *root, "host", diagRunner(*diag, *refresh))
+}
+
+func diagRunner(command string, refresh time.Duration) *host.DiagnosticsRunner {
+	if strings.TrimSpace(command) == "" {
+		return nil
+	}
+	return &host.DiagnosticsRunner{Command: strings.Fields(command), Refresh: refresh}
 }
 
 func runUp(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("up")
 	root := fs.String("root", "", "the workspace `DIR` (required)")
-	if err := m.parse(fs, "up --root DIR [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs) and the workspace host for DIR, in one process, until\ninterrupted. AI clients then launch `tracebridge mcp` on the same data dir.", args); err != nil {
+	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root (e.g. \"go vet ./...\")")
+	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
+	if err := m.parse(fs, "up --root DIR [--diagnostics COMMAND] [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs) and the workspace host for DIR, in one process, until\ninterrupted. AI clients then launch `tracebridge mcp` on the same data dir.", args); err != nil {
 		return err
 	}
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "up")
+	return m.serveHost(ctx, *root, "up", diagRunner(*diag, *refresh))
 }
 
 // serveHost runs the workspace host for root (and, when this process wins
 // the election, the hub) until ctx ends.
-func (m *Main) serveHost(ctx context.Context, root, name string) error {
+func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.DiagnosticsRunner) error {
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
@@ -86,7 +98,7 @@ func (m *Main) serveHost(ctx context.Context, root, name string) error {
 	if err != nil {
 		return err
 	}
-	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews}
+	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Diagnostics: diag}
 	l, err := pipe.Listen(m.pipePath(dir))
 	if err != nil {
 		return err

@@ -24,7 +24,8 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "svc", "a.go"), []byte("package svc\n\nfunc A() int { return 1 }\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, "svc", "b.go"), []byte("package svc\n\nvar X, Y = \"x\", \"x\"\n"), 0o644)
 
-	h := start(t, tbBin, data, "up", "--root", ws) // hub + host; the bridge attaches
+	os.WriteFile(filepath.Join(ws, "lint.sh"), []byte("echo './svc/a.go:3:6: warning: A is unused'\nexit 1\n"), 0o644)
+	h := start(t, tbBin, data, "up", "--root", ws, "--diagnostics", "sh lint.sh") // hub + host; the bridge attaches
 	eventually(t, 10*time.Second, "the host socket", func() bool {
 		_, err := os.Stat(filepath.Join(data, "run", "host.sock"))
 		return err == nil
@@ -34,6 +35,16 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 		return string(out), err
 	}
 	b := startBridge(t, tbBin, data, "2025-06-18")
+	// Running the diagnostics command needs process.run, which is not
+	// granted by default.
+	if _, _, code := b.call(t, "get_diagnostics", map[string]any{}); code != events.CodePolicyDenied {
+		t.Fatalf("get_diagnostics without process.run: %s", code)
+	}
+	grant := startBridge(t, tbBin, data, "2025-06-18", writeConfig(t, "[policy]\ngrant = [\"workspace.read\", \"process.run\"]\n"))
+	if res, _, code := grant.call(t, "get_diagnostics", map[string]any{}); code != "" || !strings.Contains(textOf(res), `{"file":"svc/a.go","line":3,"column":6,"severity":"warning","message":"A is unused"}`) {
+		t.Fatalf("get_diagnostics with process.run: %s %s", code, textOf(res))
+	}
+	grant.close(t)
 
 	res, _, code := b.call(t, "get_selection", map[string]any{})
 	if code != "" || textOf(res) != "null" {

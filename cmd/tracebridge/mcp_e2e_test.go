@@ -41,7 +41,7 @@ func TestMCPWorksInEveryProtocolMode(t *testing.T) {
 			for _, tl := range tools.Tools {
 				names = append(names, tl.Name)
 			}
-			if !slices.Equal(names, []string{"bm25_text_search", "get_active_document", "get_selection", "list_projects",
+			if !slices.Equal(names, []string{"bm25_text_search", "get_active_document", "get_diagnostics", "get_selection", "list_projects",
 				"present_review", "propose_text_edit", "propose_text_edits", "regex_text_search"}) {
 				t.Fatalf("tools %v: the production binary serves exactly the built-in tools", names)
 			}

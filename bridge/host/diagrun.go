@@ -1,0 +1,93 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// DiagnosticsRunner runs the operator's diagnostics command in the root and
+// keeps its last result for Refresh.
+type DiagnosticsRunner struct {
+	Command []string      // e.g. go vet ./... ; no shell
+	Refresh time.Duration // a result younger than this is reused. Zero: 30s.
+	Timeout time.Duration // Zero: 2m.
+
+	mu   sync.Mutex
+	last *DiagnosticsResult
+}
+
+// DiagnosticsResult is what get_diagnostics returns.
+type DiagnosticsResult struct {
+	Diagnostics []Diagnostic `json:"diagnostics"`
+	Command     string       `json:"command"`
+	RanAt       time.Time    `json:"ranAt"`
+	ExitCode    int          `json:"exitCode"`
+	FromCache   bool         `json:"fromCache"`
+}
+
+func (h *Host) diagnostics(ctx context.Context, req pipe.Request) (any, error) {
+	d := h.Diagnostics
+	if d == nil || len(d.Command) == 0 {
+		return nil, &pipe.CodedError{Code: events.CodeToolError, Msg: "no diagnostics command: start the host with --diagnostics \"go vet ./...\" (or your linter)"}
+	}
+	var a struct {
+		Refresh bool `json:"refresh"`
+	}
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	refresh, timeout := d.Refresh, d.Timeout
+	if refresh <= 0 {
+		refresh = 30 * time.Second
+	}
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.last != nil && !a.Refresh && time.Since(d.last.RanAt) < refresh {
+		cached := *d.last
+		cached.FromCache = true
+		return cached, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, d.Command[0], d.Command[1:]...)
+	cmd.Dir = h.WS.Dir()
+	var out limitedOut
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	res := &DiagnosticsResult{Command: strings.Join(d.Command, " "), RanAt: time.Now().UTC(), Diagnostics: ParseDiagnostics(out.String())}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode() // linters exit non-zero when they find something
+	case rctx.Err() != nil:
+		return nil, &pipe.CodedError{Code: events.CodeToolTimeout, Msg: "the diagnostics command ran past " + timeout.String()}
+	case err != nil:
+		return nil, &pipe.CodedError{Code: events.CodeToolError, Msg: "diagnostics command: " + err.Error()}
+	}
+	for i := range res.Diagnostics {
+		res.Diagnostics[i].File = strings.TrimPrefix(res.Diagnostics[i].File, "./")
+	}
+	d.last = res
+	return res, nil
+}
+
+// limitedOut keeps the first 4 MiB of a command's output.
+type limitedOut struct{ bytes.Buffer }
+
+func (l *limitedOut) Write(p []byte) (int, error) {
+	if room := 4<<20 - l.Len(); room > 0 {
+		l.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
