@@ -27,9 +27,11 @@ func TestConcurrentProcessesShareOneLog(t *testing.T) {
 	verifyOut := make(chan []byte, 1)
 	go func() {
 		time.Sleep(50 * time.Millisecond) // while the loaders run
-		out, err := verify.CombinedOutput()
+		var stderr strings.Builder
+		verify.Stderr = &stderr // re-election notices go there; the report is on stdout
+		out, err := verify.Output()
 		if err != nil {
-			out = append(out, []byte(" (exit: "+err.Error()+")")...)
+			out = append(out, []byte(" (exit: "+err.Error()+"; stderr: "+stderr.String()+")")...)
 		}
 		verifyOut <- out
 	}()
