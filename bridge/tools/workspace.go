@@ -9,7 +9,6 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
-	"github.com/tracebridge/tracebridge/events"
 )
 
 // HostCaller is what workspace tools need of the pipe client.
@@ -100,11 +99,7 @@ func forward(c HostCaller, command string, shape func(json.RawMessage) (any, err
 		resp, err := c.Call(ctx, pipe.Request{Command: command, RequestID: call.RequestID.String(), OperationID: call.OperationID.String(), Payload: payload})
 		var ce *pipe.CallError
 		if errors.As(err, &ce) {
-			action := ""
-			if ce.Code == events.CodePipeUnavailable {
-				action = "start the workspace host: tracebridge up --root <workspace> (or tracebridge host --root <workspace>)"
-			}
-			return nil, &executor.CodedError{Code: ce.Code, Msg: ce.Msg, Action: action}
+			return nil, &executor.CodedError{Code: ce.Code, Msg: ce.Msg} // the message already says what to start
 		}
 		if err != nil {
 			return nil, err

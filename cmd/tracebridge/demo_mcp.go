@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/host"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/events/hub"
@@ -26,6 +29,31 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	if err := os.WriteFile(cfg, []byte("# demo: deny bm25 to show a policy denial\n[policy]\ndeny = [\"bm25_text_search\"]\n"), 0o600); err != nil {
 		return err
 	}
+	ws := filepath.Join(filepath.Dir(m.data), "workspace")
+	if err := os.MkdirAll(filepath.Join(ws, "svc"), 0o755); err != nil {
+		return err
+	}
+	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module example.com/demo\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "svc", "price.go"), []byte("package svc\n\n// Price returns the price in cents.\nfunc Price() int { return 100 }\n"), 0o644)
+	step("workspace host: `tracebridge up --root %s` (attaches to the hub above)", ws)
+	up := exec.Command(self, "--data", m.data, "--log-level", "warn", "up", "--root", ws)
+	up.Stderr = io.Discard
+	if err := up.Start(); err != nil {
+		return err
+	}
+	defer func() { up.Process.Signal(os.Interrupt); up.Wait() }()
+	dir := hub.DataDir(m.data)
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(m.pipePath(dir)); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if _, err := m.hostCall(ctx, "set_focus", map[string]any{"path": "svc/price.go", "startLine": 4, "startCol": 6, "endLine": 4, "endCol": 11}); err != nil {
+		return err
+	}
+	fmt.Fprintln(m.Stdout, "operator: tracebridge focus svc/price.go:4:6-4:11")
+
 	step("MCP: an AI client launches `tracebridge mcp` (this binary, attached to the hub above) and calls tools")
 	cmd := exec.Command(self, "--data", m.data, "--log-level", "warn", "mcp", "--config", cfg)
 	cmd.Stderr = m.Stderr
@@ -54,6 +82,10 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 		{"bm25_text_search", map[string]any{"query": "cat", "entries": []map[string]string{{"id": "a", "text": "the cat sat"}}}},
 		{"delete_everything", map[string]any{}},
 		{"regex_text_search", map[string]any{"pattern": 42}},
+		{"get_selection", map[string]any{}},
+		{"list_projects", map[string]any{}},
+		{"propose_text_edit", map[string]any{"path": "svc/price.go", "original": "return 100", "replacement": "return 120"}},
+		{"present_review", map[string]any{"mode": "replace", "content": "# Review\n\nThe price moves to 120 cents in [svc/price.go:4][]."}},
 	}
 	var first events.ID
 	for _, c := range calls {
@@ -79,6 +111,37 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 			status = "error"
 		}
 		fmt.Fprintf(m.Stdout, "tools/call %-18s %s  request %s  %s\n", c.tool, status, req, text)
+	}
+	step("operator: approve the proposal (bound to its content hash); the host applies it")
+	resp, err := m.hostCall(ctx, "proposals.list", nil)
+	if err != nil {
+		return err
+	}
+	var props []host.Proposal
+	json.Unmarshal(resp.Payload, &props)
+	for _, p := range props {
+		resp, err := m.hostCall(ctx, "proposals.decide", host.DecideArgs{ID: p.ID, Approve: true, ContentHash: p.ContentHash, By: "demo"})
+		if err != nil {
+			return err
+		}
+		var done host.Proposal
+		json.Unmarshal(resp.Payload, &done)
+		fmt.Fprintf(m.Stdout, "proposal %s: %s\n%s", done.ID, done.State, done.Preview)
+	}
+	b, _ := os.ReadFile(filepath.Join(ws, "svc", "price.go"))
+	fmt.Fprintf(m.Stdout, "svc/price.go now says: %s", strings.SplitAfter(string(b), "\n")[3])
+
+	step("the host stops; the next workspace call says what to start, at once")
+	up.Process.Signal(os.Interrupt)
+	up.Wait()
+	res, err := session.CallTool(cctx, &sdk.CallToolParams{Name: "get_selection", Arguments: map[string]any{}})
+	if err != nil {
+		return err
+	}
+	for _, ct := range res.Content {
+		if tc, ok := ct.(*sdk.TextContent); ok {
+			fmt.Fprintf(m.Stdout, "tools/call get_selection       error  %s\n", tc.Text)
+		}
 	}
 	session.Close()
 	evs, err := node.ByRequest(ctx, first)
