@@ -257,6 +257,7 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 func (p *Proposals) finishLocked(j journal) error {
 	pr := p.byID[j.ID]
 	var problems []string
+	written := 0
 	for _, e := range j.Files {
 		cur, err := p.ws.ReadFile(e.Path)
 		switch {
@@ -269,7 +270,10 @@ func (p *Proposals) finishLocked(j journal) error {
 		default:
 			if err := p.ws.WriteFile(e.Path, e.New); err != nil {
 				problems = append(problems, e.Path+": "+err.Error())
+				continue
 			}
+			written++
+			afterWrite(written)
 		}
 	}
 	if pr != nil {

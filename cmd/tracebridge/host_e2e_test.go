@@ -129,3 +129,56 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 	}
 	verifyStore(t, data)
 }
+
+// The host is killed (SIGKILL) after the first of two files of an approved
+// set; on restart it finishes the set from its journal, and the state it
+// reports is honest: applied, both files new.
+func TestHostKilledMidApplyIsReconciled(t *testing.T) {
+	base := t.TempDir()
+	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "b.txt"), []byte("beta\n"), 0o644)
+	waitSocket := func() {
+		eventually(t, 10*time.Second, "the host socket", func() bool {
+			c, err := exec.Command(tbBin, "--data", data, "proposals", "list").CombinedOutput()
+			return err == nil && strings.Contains(string(c), "ID")
+		})
+	}
+	cmd := exec.Command(tbTestBin, "--data", data, "up", "--root", ws)
+	cmd.Env = append(os.Environ(), "TB_FAILPOINT_KILL_AFTER_FILES=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitSocket()
+	b := startBridge(t, tbBin, data, "2025-06-18")
+	res, _, code := b.call(t, "propose_text_edits", map[string]any{"files": []any{
+		map[string]any{"path": "a.txt", "edits": []any{map[string]string{"original": "alpha", "replacement": "ALPHA"}}},
+		map[string]any{"path": "b.txt", "edits": []any{map[string]string{"original": "beta", "replacement": "BETA"}}},
+	}})
+	if code != "" {
+		t.Fatalf("propose: %s %s", code, textOf(res))
+	}
+	var p struct{ ProposalID string }
+	json.Unmarshal([]byte(textOf(res)), &p)
+	out, err := exec.Command(tbBin, "--data", data, "proposals", "approve", p.ProposalID).CombinedOutput()
+	if err == nil {
+		t.Fatalf("the approval should have lost its host mid-apply: %s", out)
+	}
+	cmd.Wait() // killed by the failpoint
+	read := func(f string) string { b, _ := os.ReadFile(filepath.Join(ws, f)); return string(b) }
+	if read("a.txt") != "ALPHA\n" || read("b.txt") != "beta\n" {
+		t.Fatalf("the crash did not land between the files: a=%q b=%q", read("a.txt"), read("b.txt"))
+	}
+	restart := start(t, tbBin, data, "up", "--root", ws)
+	defer restart.cmd.Process.Signal(syscall.SIGTERM)
+	waitSocket()
+	if read("b.txt") != "BETA\n" {
+		t.Fatalf("restart did not finish the set: b=%q", read("b.txt"))
+	}
+	out, err = exec.Command(tbBin, "--data", data, "proposals", "show", p.ProposalID).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"state": "applied"`) {
+		t.Fatalf("state after restart: %v %s", err, out)
+	}
+	b.close(t)
+}

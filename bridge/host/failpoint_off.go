@@ -1,0 +1,6 @@
+//go:build !tb_testtools
+
+package host
+
+// afterWrite is a failpoint of test builds only (see failpoint_on.go).
+func afterWrite(int) {}
