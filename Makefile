@@ -43,6 +43,7 @@ demo:
 	$(GO) run ./cmd/tracebridge demo
 
 lint:
+	GOOS=windows $(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)

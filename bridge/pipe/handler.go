@@ -28,3 +28,8 @@ func (e *CodedError) Error() string { return string(e.Code) + ": " + e.Msg }
 func Activation(path string) string {
 	return fmt.Sprintf("no workspace host listens at %s. Start one for your workspace: `tracebridge up --root <workspace>` (hub, host and UI) or `tracebridge host --root <workspace>`; set TRACEBRIDGE_HOST if it listens elsewhere", path)
 }
+
+// PathError is a socket or pipe path the host refuses to use (UnsafePath).
+type PathError struct{ Msg string }
+
+func (e *PathError) Error() string { return string(events.CodeUnsafePath) + ": " + e.Msg }

@@ -12,14 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tracebridge/tracebridge/events"
 	"golang.org/x/sys/unix"
 )
-
-// PathError is a socket path the host refuses to use (UnsafePath).
-type PathError struct{ Msg string }
-
-func (e *PathError) Error() string { return string(events.CodeUnsafePath) + ": " + e.Msg }
 
 // owner records who created a socket, so a later host may remove the socket
 // only if it is provably a stale one of ours.
@@ -129,8 +123,20 @@ func (l *Listener) Close() error {
 	return err
 }
 
+func (l *Listener) accept() (net.Conn, error) { return l.UnixListener.Accept() }
+
+func (l *Listener) shutdown() { l.UnixListener.Close() }
+
+func dial(path string, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("unix", path, timeout)
+}
+
 // peerUID returns the uid of the process on the other end of c.
-func peerUID(c *net.UnixConn) (int, error) {
+func peerUID(nc net.Conn) (int, error) {
+	c, ok := nc.(*net.UnixConn)
+	if !ok {
+		return -1, fmt.Errorf("not a Unix socket connection")
+	}
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return -1, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -17,10 +18,14 @@ import (
 )
 
 // pipePath is where the host listens: $TRACEBRIDGE_HOST, else run/host.sock
-// in the data dir.
+// in the data dir (on Windows, a named pipe named after the data dir).
 func (m *Main) pipePath(dir hub.DataDir) string {
 	if p := m.Getenv("TRACEBRIDGE_HOST"); p != "" {
 		return p
+	}
+	if runtime.GOOS == "windows" {
+		sum := sha256.Sum256([]byte(dir))
+		return `\\.\pipe\tracebridge-` + hex.EncodeToString(sum[:8])
 	}
 	return filepath.Join(string(dir), "run", "host.sock")
 }
@@ -119,7 +124,7 @@ func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.
 	if err != nil {
 		return pipe.Response{}, err
 	}
-	if _, err := os.Stat(m.pipePath(dir)); err != nil { // no host: say so now, not after waiting for a hub
+	if _, err := os.Stat(m.pipePath(dir)); err != nil && runtime.GOOS != "windows" { // no host: say so now, not after waiting for a hub
 		return pipe.Response{}, &pipe.CallError{Code: events.CodePipeUnavailable, Msg: pipe.Activation(m.pipePath(dir))}
 	}
 	node, err := m.open(ctx, hub.Read, "operator")

@@ -1,5 +1,3 @@
-//go:build unix
-
 package pipe
 
 import (
@@ -38,7 +36,7 @@ type Client struct {
 	opts ClientOptions
 
 	mu      sync.Mutex
-	conn    *net.UnixConn
+	conn    net.Conn
 	pending map[string]chan Response
 	wmu     sync.Mutex
 }
@@ -122,24 +120,23 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 }
 
 // connect returns the live connection, dialing one if needed.
-func (c *Client) connect() (*net.UnixConn, bool, error) {
+func (c *Client) connect() (net.Conn, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn != nil {
 		return c.conn, false, nil
 	}
-	d := net.Dialer{Timeout: time.Second}
-	nc, err := d.Dial("unix", c.opts.Path)
+	nc, err := dial(c.opts.Path, time.Second)
 	if err != nil {
 		return nil, false, err
 	}
-	c.conn = nc.(*net.UnixConn)
+	c.conn = nc
 	go c.read(c.conn)
 	return c.conn, true, nil
 }
 
 // read delivers responses to their callers until the connection ends.
-func (c *Client) read(conn *net.UnixConn) {
+func (c *Client) read(conn net.Conn) {
 	r := newReader(conn)
 	for {
 		line, err := readFrame(r)
@@ -163,7 +160,7 @@ func (c *Client) read(conn *net.UnixConn) {
 }
 
 // drop forgets a broken connection and fails the calls waiting on it.
-func (c *Client) drop(conn *net.UnixConn, err error) {
+func (c *Client) drop(conn net.Conn, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn != conn {

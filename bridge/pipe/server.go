@@ -1,5 +1,3 @@
-//go:build unix
-
 package pipe
 
 import (
@@ -63,10 +61,10 @@ func NewServer(opts ServerOptions) *Server {
 // Serve accepts connections until ctx ends or l is closed, then waits for
 // the requests in flight.
 func (s *Server) Serve(ctx context.Context, l *Listener) error {
-	go func() { <-ctx.Done(); l.UnixListener.Close() }()
+	go func() { <-ctx.Done(); l.shutdown() }()
 	defer s.wg.Wait()
 	for {
-		c, err := l.AcceptUnix()
+		c, err := l.accept()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
@@ -77,7 +75,7 @@ func (s *Server) Serve(ctx context.Context, l *Listener) error {
 	}
 }
 
-func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() }) // a stopping host drops its connections
 	defer stop()
