@@ -26,6 +26,7 @@ type Config struct {
 	Tools     map[string]ToolConfig `toml:"tools"`
 	Secrets   map[string]Secret     `toml:"secrets"`
 	Discovery Discovery             `toml:"discovery"`
+	Pipe      Pipe                  `toml:"pipe"`
 
 	// Path is the file read, "" for defaults.
 	Path string `toml:"-"`
@@ -70,6 +71,20 @@ type Secret struct {
 // Discovery names directories of *.tool.json manifests. Empty: off.
 type Discovery struct {
 	Dirs []string `toml:"dirs"`
+}
+
+// Pipe configures the bridge's calls to the workspace host.
+type Pipe struct {
+	// Timeout bounds one call to the host. Default 5s.
+	Timeout string `toml:"timeout"`
+}
+
+// PipeTimeout is the parsed pipe timeout (5s by default).
+func (c *Config) PipeTimeout() time.Duration {
+	if d, err := time.ParseDuration(c.Pipe.Timeout); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Second
 }
 
 // Capabilities the built-in tools use.
@@ -213,6 +228,11 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	if c.Approval.Timeout != "" {
 		if d, err := time.ParseDuration(c.Approval.Timeout); err != nil || d <= 0 {
 			bad("approval.timeout", "%q is not a positive duration such as \"90s\" or \"5m\"", c.Approval.Timeout)
+		}
+	}
+	if c.Pipe.Timeout != "" {
+		if d, err := time.ParseDuration(c.Pipe.Timeout); err != nil || d <= 0 {
+			bad("pipe.timeout", "%q is not a positive duration such as \"5s\"", c.Pipe.Timeout)
 		}
 	}
 	for _, g := range c.Policy.Grant {

@@ -40,6 +40,9 @@ func TestParseGoodFile(t *testing.T) {
 
 func TestDefaultsAreSafe(t *testing.T) {
 	c := Default()
+	if c.PipeTimeout().Seconds() != 5 {
+		t.Fatalf("pipe timeout default %v", c.PipeTimeout())
+	}
 	if c.Approval.Mode != ModePrompt || c.ApprovalTimeout().Minutes() != 2 {
 		t.Fatalf("approval defaults %+v", c.Approval)
 	}
@@ -61,6 +64,7 @@ func TestProblemsNameTheLine(t *testing.T) {
 		{"undefined secret", "[tools.x]\nsecrets = [\"NOPE\"]\n", `tb.toml:2: tools.x.secrets: secret "NOPE" is not defined`},
 		{"secret source", "[secrets.A]\nenv = \"A\"\nfile = \"/a\"\n", "tb.toml:1: secrets.A: set exactly one of env or file"},
 		{"wrong type", "[policy]\ngrant = \"text.search\"\n", "tb.toml:2:"},
+		{"bad pipe timeout", "[pipe]\ntimeout = \"-1s\"\n", `tb.toml:2: pipe.timeout: "-1s" is not a positive duration`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

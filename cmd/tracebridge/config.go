@@ -38,6 +38,9 @@ The file:
   [discovery]
   dirs = ["~/.config/tracebridge/tools"]   # *.tool.json manifests; off when empty
 
+  [pipe]
+  timeout = "5s"         # one call to the workspace host
+
 Capabilities: text.search, trace.read, workspace.read, workspace.write, process.run
 (discovered tools always need process.run).`
 

@@ -65,7 +65,11 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		}
 	}()
 
-	hostClient := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Logger: logger})
+	pipeTimeout := 5 * time.Second
+	if cfg != nil {
+		pipeTimeout = cfg.PipeTimeout()
+	}
+	hostClient := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Timeout: pipeTimeout, Logger: logger})
 	defer hostClient.Close()
 	catalog, err := m.catalog(cfg, em, hostClient)
 	if err != nil {
