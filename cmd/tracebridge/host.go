@@ -78,21 +78,11 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	}
 	defer ws.Close()
 	log := m.logger()
-	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: log, Now: m.Now, Name: name})
+	node, em, closeEvidence, err := m.evidence(ctx, dir, name, log)
 	if err != nil {
 		return err
 	}
-	defer node.Close()
-	red, err := events.LoadRedactor(dir.RedactionKey())
-	if err != nil {
-		return err
-	}
-	em := events.NewEmitter(node, events.EmitterOptions{Redactor: red, Logger: log, Now: m.Now})
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		em.Close(cctx)
-	}()
+	defer closeEvidence()
 	sum := sha256.Sum256([]byte(ws.Dir()))
 	state := filepath.Join(string(dir), "host", hex.EncodeToString(sum[:6]))
 	props, err := host.OpenProposals(ws, em, filepath.Join(state, "proposals"), m.Now)

@@ -47,23 +47,11 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	if cfgErr != nil {
 		logger.Error("configuration is broken: every tool call will be denied (ConfigInvalid) until it is fixed", "err", cfgErr)
 	}
-	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: logger, Now: m.Now, Name: "mcp"})
+	node, em, closeEvidence, err := m.evidence(ctx, dir, "mcp", logger)
 	if err != nil {
 		return err
 	}
-	defer node.Close()
-	red, err := events.LoadRedactor(dir.RedactionKey())
-	if err != nil {
-		return err
-	}
-	em := events.NewEmitter(node, events.EmitterOptions{Redactor: red, Logger: logger, Now: m.Now})
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := em.Close(cctx); err != nil {
-			logger.Error("events lost at exit", "err", err)
-		}
-	}()
+	defer closeEvidence()
 
 	pipeTimeout := 5 * time.Second
 	if cfg != nil {
@@ -168,4 +156,28 @@ func readCloser(r io.Reader) io.ReadCloser {
 		return rc
 	}
 	return nopReadCloser{r}
+}
+
+// evidence opens the data dir's log for a long-running process (electing
+// itself hub when none runs) and an emitter that redacts with the data dir's
+// key. The returned func flushes what is queued and closes both.
+func (m *Main) evidence(ctx context.Context, dir hub.DataDir, name string, logger *slog.Logger) (*hub.Node, *events.Emitter, func(), error) {
+	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: logger, Now: m.Now, Name: name})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	red, err := events.LoadRedactor(dir.RedactionKey())
+	if err != nil {
+		node.Close()
+		return nil, nil, nil, err
+	}
+	em := events.NewEmitter(node, events.EmitterOptions{Redactor: red, Logger: logger, Now: m.Now})
+	return node, em, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := em.Close(cctx); err != nil {
+			logger.Error("events lost at exit", "err", err)
+		}
+		node.Close()
+	}, nil
 }
