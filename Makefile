@@ -31,6 +31,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzClean$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRefs$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDiagnostics$$' -fuzztime $(FUZZTIME) ./bridge/host
+	$(GO) test -run '^$$' -fuzz '^FuzzSequenceLabels$$' -fuzztime $(FUZZTIME) ./mermaid
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat
 # (median and spread per benchmark). Raw output: out/bench.txt.

@@ -1,0 +1,121 @@
+package mermaid
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Options shapes a diagram. The zero value gives the deterministic form.
+type Options struct {
+	// Timings adds each event's offset from the first, in ms.
+	Timings bool
+}
+
+// Other stands for a participant the catalog does not know: producers
+// cannot add names to a diagram.
+const Other = "Other"
+
+// noteAttrs are the attributes shown as notes under decisions and failures,
+// in this order.
+var noteAttrs = []string{"reason", "error"}
+
+// Sequence renders evs (ordered by seq) as a sequence diagram.
+func Sequence(evs []events.Event, opts Options) string {
+	var b strings.Builder
+	b.WriteString("sequenceDiagram\n")
+	present := map[string]bool{}
+	for i := range evs {
+		present[participant(evs[i].From)] = true
+		present[participant(evs[i].To)] = true
+	}
+	for _, p := range append(slices.Clone(events.Participants), Other) {
+		if present[p] {
+			fmt.Fprintf(&b, "    participant %s\n", p)
+		}
+	}
+	failed := -1
+	for i := range evs {
+		if evs[i].Outcome.Failed() {
+			failed = i
+			break
+		}
+	}
+	for i := range evs {
+		e := &evs[i]
+		from, to := participant(e.From), participant(e.To)
+		if i == failed {
+			b.WriteString("    rect rgb(255, 228, 225)\n")
+		}
+		label := e.Kind
+		if e.Outcome != "" && e.Outcome != events.OK {
+			label += " " + string(e.Outcome)
+		}
+		if e.Code != "" {
+			label += " " + string(e.Code)
+		}
+		if t := e.Attrs["tool"]; t != "" && (e.Kind == events.KindMCPRequestReceived || e.Kind == events.KindExecutorStarted) {
+			label += " " + t
+		}
+		if opts.Timings && len(evs) > 0 && !e.Time.IsZero() {
+			label += fmt.Sprintf(" +%.1fms", float64(e.Time.Sub(evs[0].Time).Microseconds())/1000)
+		}
+		arrow := "->>"
+		if e.Outcome.Failed() {
+			arrow = "-x"
+		}
+		fmt.Fprintf(&b, "    %s%s%s: %s\n", from, arrow, to, Escape(label))
+		info, _ := events.Lookup(e.Kind)
+		if e.Outcome.Failed() || info.Boundary == events.BoundaryPolicy || info.Boundary == events.BoundaryApproval {
+			for _, k := range noteAttrs {
+				if v := e.Attrs[k]; v != "" {
+					fmt.Fprintf(&b, "    Note over %s: %s\n", to, Escape(truncate(v, 120)))
+					break
+				}
+			}
+		}
+		if i == failed {
+			b.WriteString("    end\n")
+		}
+	}
+	return b.String()
+}
+
+func participant(p string) string {
+	if slices.Contains(events.Participants, p) {
+		return p
+	}
+	return Other
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// Escape keeps letters, digits, spaces and . _ / ( ) , = + - as they are and
+// writes every other character as a Mermaid entity (#<code>;), so a label is
+// always one inert piece of text.
+func Escape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9',
+			r == ' ', r == '.', r == '_', r == '/', r == '(', r == ')', r == ',', r == '=', r == '+':
+			b.WriteRune(r)
+		case r == '-':
+			b.WriteString("#45;") // "->>" inside a label must not read as an arrow
+		default:
+			fmt.Fprintf(&b, "#%d;", r)
+		}
+	}
+	return b.String()
+}
