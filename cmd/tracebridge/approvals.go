@@ -26,7 +26,7 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 	if len(rest) == 0 {
 		return usageError{"want list, approve ID or deny ID"}
 	}
-	node, err := m.open(ctx, hub.Read, "approvals")
+	node, err := m.openLog(ctx, "approvals")
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tracebridge/tracebridge/events/hub"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -18,7 +17,7 @@ func runCheckpoint(ctx context.Context, m *Main, args []string) error {
 		return usageError{"want: checkpoint export FILE"}
 	}
 	file := fs.Arg(1)
-	node, err := m.open(ctx, hub.Read, "checkpoint")
+	node, err := m.openLog(ctx, "checkpoint")
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,7 @@ func commands() map[string]command {
 		"focus":      {"set the host's active document and selection", runFocus},
 		"up":         {"run the hub and the workspace host for a directory", runUp},
 		"proposals":  {"list, show, approve, reject or reset proposed edits", runProposals},
+		"replay":     {"reconstruct one request and name the first boundary that failed", runReplay},
 	}
 }
 
@@ -238,6 +239,19 @@ func (m *Main) level() slog.Level {
 		l = slog.LevelInfo
 	}
 	return l
+}
+
+// openLog opens an existing log for a one-shot operator command: no log
+// yet is an error at once (tail, which waits for one, uses open).
+func (m *Main) openLog(ctx context.Context, name string) (*hub.Node, error) {
+	dir, err := m.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dir.Store()); err != nil {
+		return nil, fmt.Errorf("no event log at %s; nothing has run on this data dir yet (check --data)", dir.Store())
+	}
+	return m.open(ctx, hub.Read, name)
 }
 
 // open opens the data dir's log in the given role.

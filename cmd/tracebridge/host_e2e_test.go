@@ -127,6 +127,19 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 	if evs := requestEvents(t, data, req); !hasKind(evs, events.KindPipeUnavailable, events.CodePipeUnavailable) {
 		t.Fatalf("no pipe.unavailable event: %v", kindsOf(evs))
 	}
+	// The operator replays the failed call: the verdict names the pipe.
+	out, err := exec.Command(tbBin, "--data", data, "replay", req.String(), "--format", "json").Output()
+	var run struct {
+		Status  string
+		Verdict struct{ Boundary, Code, Action string }
+	}
+	if err != nil || json.Unmarshal(out, &run) != nil || run.Status != "failed" || run.Verdict.Boundary != "pipe" ||
+		run.Verdict.Code != "PipeUnavailable" || !strings.Contains(run.Verdict.Action, "tracebridge up --root") {
+		t.Fatalf("replay: %v %s", err, out)
+	}
+	if out, _ := exec.Command(tbBin, "--data", data, "replay", req.String(), "--format", "mermaid").Output(); !strings.Contains(string(out), "Pipe-xExecutor: pipe.unavailable unavailable PipeUnavailable") {
+		t.Fatalf("replay diagram:\n%s", out)
+	}
 	verifyStore(t, data)
 }
 

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/mermaid"
+	"github.com/tracebridge/tracebridge/replay"
+)
+
+func runReplay(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("replay")
+	format := fs.String("format", "text", "text, json or mermaid")
+	timings := fs.Bool("timings", false, "add relative times to the diagram")
+	if err := m.parse(fs, "replay REQUEST_ID [--format text|json|mermaid] [--timings]\n\nReconstructs one request from the log (the id is in every tool result's\n_meta[\"tracebridge/requestId\"]) and judges it: the first boundary that failed,\nits code, what it means and what to do, or where an interrupted run stopped.", args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"want one REQUEST_ID"}
+	}
+	req, err := events.ParseID(fs.Arg(0))
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	switch *format {
+	case "text", "json", "mermaid":
+	default:
+		return usageError{fmt.Sprintf("--format %q: want text, json or mermaid", *format)}
+	}
+	node, err := m.openLog(ctx, "replay")
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	evs, err := node.ByRequest(ctx, req)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return fmt.Errorf("no events for request %s in this data dir (check --data, or the id)", req)
+	}
+	run := replay.Judge(req, evs)
+	switch *format {
+	case "json":
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(run)
+	case "mermaid":
+		fmt.Fprint(m.Stdout, mermaid.Sequence(evs, mermaid.Options{Timings: *timings}))
+		return nil
+	}
+	fmt.Fprintf(m.Stdout, "request %s  tool %s  status %s\n", req, run.Tool, run.Status)
+	if v := run.Verdict; run.Status != replay.StatusOK {
+		fmt.Fprintf(m.Stdout, "verdict: %s at %s (%s): %s\naction:  %s\n\n", orDash(string(v.Code)), v.Boundary, v.Kind, v.Message, v.Action)
+	} else {
+		fmt.Fprintln(m.Stdout, "verdict: every step succeeded")
+		fmt.Fprintln(m.Stdout)
+	}
+	for i := range evs {
+		writeEventLine(m.Stdout, &evs[i])
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
