@@ -50,7 +50,7 @@ func commands() map[string]command {
 		"verify":     {"check the hash chain and checkpoints; exit 1 if broken", runVerify},
 		"checkpoint": {"export a signed checkpoint of the log's head", runCheckpoint},
 		"loadgen":    {"append synthetic requests and report durable throughput", runLoadgen},
-		"demo":       {"start a hub, append a burst, tail it and verify it", runDemo},
+		"demo":       {"a scripted MCP session with a workspace host, its evidence, verify", runDemo},
 		"version":    {"print the version", runVersion},
 		"mcp":        {"serve MCP on stdio for an AI client, recording every call", runMCP},
 		"approvals":  {"list tool calls waiting for approval; approve or deny one", runApprovals},
