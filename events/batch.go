@@ -50,6 +50,22 @@ func EncodeRecords(recs [][]byte) []byte {
 // DecodeBatch parses a frame made by EncodeBatch or EncodeRecords. Sizes are
 // checked against the frame before anything is allocated.
 func DecodeBatch(b []byte) ([]Event, error) {
+	recs, err := SplitBatch(b)
+	if err != nil {
+		return nil, err
+	}
+	evs := make([]Event, len(recs))
+	for i, r := range recs {
+		if err := DecodeInto(&evs[i], r); err != nil {
+			return nil, fmt.Errorf("batch record %d: %w", i, err)
+		}
+	}
+	return evs, nil
+}
+
+// SplitBatch returns the records of a frame without decoding them (they
+// share b's memory), for a reader that decodes each record once itself.
+func SplitBatch(b []byte) ([][]byte, error) {
 	if len(b) > MaxBatchBytes {
 		return nil, fmt.Errorf("%w: batch of %d bytes exceeds the %d-byte cap", ErrMalformed, len(b), MaxBatchBytes)
 	}
@@ -64,24 +80,20 @@ func DecodeBatch(b []byte) ([]Event, error) {
 		return nil, fmt.Errorf("%w: batch claims %d events (cap %d)", ErrMalformed, n, MaxBatchEvents)
 	}
 	off := 1 + k
-	evs := make([]Event, 0, n)
+	recs := make([][]byte, 0, n)
 	for i := uint64(0); i < n; i++ {
 		l, k := binary.Uvarint(b[off:])
 		if k <= 0 || k != uvarintLen(l) || l > uint64(len(b)-off-k) {
 			return nil, fmt.Errorf("%w: batch record %d: bad length", ErrMalformed, i)
 		}
 		off += k
-		e, err := Decode(b[off : off+int(l)])
-		if err != nil {
-			return nil, fmt.Errorf("batch record %d: %w", i, err)
-		}
-		evs = append(evs, e)
+		recs = append(recs, b[off:off+int(l)])
 		off += int(l)
 	}
 	if off != len(b) {
 		return nil, fmt.Errorf("%w: %d trailing bytes after batch", ErrMalformed, len(b)-off)
 	}
-	return evs, nil
+	return recs, nil
 }
 
 func uvarintLen(x uint64) int { return len(binary.AppendUvarint(nil, x)) }

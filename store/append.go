@@ -14,6 +14,7 @@ var _ events.Appender = (*Store)(nil)
 
 type appendReq struct {
 	evs      []events.Event
+	recs     [][]byte // the record stored for each new event; nil for duplicates
 	seqs     []uint64
 	err      error
 	done     chan struct{}
@@ -151,6 +152,7 @@ func decodeSeq(v []byte) uint64 {
 // ones given a seq (re-sent duplicates have Seq 0).
 func (s *Store) notify(batch []*appendReq) {
 	var stored []events.Event
+	var recs [][]byte
 	for _, r := range batch {
 		if r.err != nil {
 			continue
@@ -158,11 +160,12 @@ func (s *Store) notify(batch []*appendReq) {
 		for i := range r.evs {
 			if r.evs[i].Seq != 0 {
 				stored = append(stored, r.evs[i])
+				recs = append(recs, r.recs[i])
 			}
 		}
 	}
 	if len(stored) > 0 {
-		s.opts.Committed(stored)
+		s.opts.Committed(stored, recs)
 	}
 }
 
@@ -175,6 +178,7 @@ func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Ha
 	bySess := tx.Bucket(bucketBySession)
 	for _, r := range batch {
 		r.seqs = make([]uint64, len(r.evs))
+		r.recs = make([][]byte, len(r.evs))
 		for i := range r.evs {
 			e := &r.evs[i]
 			if v := ids.Get(e.ID[:]); v != nil {
@@ -188,6 +192,7 @@ func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Ha
 			e.Hash = events.ChainHash(hash, rec)
 			rec = append(append(rec, e.Prev[:]...), e.Hash[:]...)
 			hash = e.Hash
+			r.recs[i] = rec
 			key := seqKey(head)
 			if err := evb.Put(key, rec); err != nil {
 				return head, hash, err

@@ -47,8 +47,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Committed, when set, is called by the writer after each commit, once
 	// the appenders have their answer, with the newly stored events in seq
-	// order. It must not block or keep stored past the call.
-	Committed func(stored []events.Event)
+	// order and their records as stored (so they need not be encoded again).
+	// It must not block or keep either slice past the call.
+	Committed func(stored []events.Event, records [][]byte)
 }
 
 // Store is the event log. Its methods are safe for concurrent use.

@@ -186,13 +186,9 @@ func (r *remote) rangeRecords(ctx context.Context, from uint64, limit int) ([][]
 	if err != nil {
 		return nil, 0, fmt.Errorf("range: reply without %s", hdrNext)
 	}
-	evs, err := events.DecodeBatch(m.Data)
+	recs, err := events.SplitBatch(m.Data) // the caller decodes each record once
 	if err != nil {
 		return nil, 0, fmt.Errorf("range: %w", err)
-	}
-	recs := make([][]byte, len(evs))
-	for i := range evs {
-		recs[i] = events.Encode(&evs[i])
 	}
 	return recs, next, nil
 }

@@ -126,9 +126,9 @@ func (h *Hub) bounded(fn nats.MsgHandler) nats.MsgHandler {
 
 // publish republishes committed events for live followers. It is the
 // store's Committed callback, so it runs on the writer in seq order.
-func (h *Hub) publish(stored []events.Event) {
+func (h *Hub) publish(stored []events.Event, records [][]byte) {
 	for i := range stored {
-		if err := h.nc.Publish(eventSubject(&stored[i]), events.Encode(&stored[i])); err != nil {
+		if err := h.nc.Publish(eventSubject(&stored[i]), records[i]); err != nil {
 			h.log.Warn("republish failed; followers will catch up from the store", "seq", stored[i].Seq, "err", err)
 			return
 		}

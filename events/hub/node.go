@@ -222,9 +222,9 @@ func (n *Node) attach(ctx context.Context, info Info) (*remote, error) {
 	return r, nil
 }
 
-func (n *Node) republish(stored []events.Event) {
+func (n *Node) republish(stored []events.Event, records [][]byte) {
 	if h := n.publish.Load(); h != nil {
-		h.publish(stored)
+		h.publish(stored, records)
 	}
 }
 
