@@ -40,6 +40,7 @@ const (
 	CodeForeignPeer      Code = "ForeignPeer"      // a pipe peer runs as another user
 	CodeUnsafePath       Code = "UnsafePath"       // a socket path is squatted or its directory is open to others
 	CodePathRefused      Code = "PathRefused"      // a workspace path escapes the root or names no regular file
+	CodeMissingStep      Code = "MissingStep"      // a run answered with a step it opened never closed
 )
 
 // OutcomeOf is the outcome a step ends with when it fails with code (OK for

@@ -47,6 +47,10 @@ type KindInfo struct {
 	// EndsStep is true when the kind closes a step that an earlier kind
 	// opened (a response, a decision, a completion).
 	EndsStep bool
+	// ClosedBy lists the kinds that close the step this kind opens; empty
+	// for kinds that open nothing a run must finish. Verdicts use it as the
+	// expected chain: a step opened and never closed is a missing step.
+	ClosedBy []string
 }
 
 // The catalog. Later issues add the kinds of their boundaries here, and only
@@ -161,6 +165,25 @@ func init() {
 	kind(KindHubStopped, BoundaryLog, Hub, Hub, true)
 	kind(KindAppendRejected, BoundaryLog, Hub, Hub, true)
 	kind(KindCheckpointSigned, BoundaryLog, Hub, Hub, true)
+}
+
+// opens declares that k opens a step one of closers must close.
+func opens(k string, closers ...string) {
+	info := catalog[k]
+	info.ClosedBy = closers
+	catalog[k] = info
+}
+
+// The expected chain: every step a run opens must be closed by one of these.
+func init() {
+	opens(KindMCPRequestReceived, KindMCPResponseSent, KindMCPSessionEnded, KindMCPSessionAborted)
+	opens(KindExecutorStarted, KindExecutorAudit)
+	opens(KindApprovalRequested, KindApprovalDecided)
+	opens(KindToolStarted, KindToolCompleted)
+	opens(KindPipeAttempt, KindPipeConnected, KindPipeUnavailable)
+	opens(KindPipeRequestSent, KindPipeResponseReceived, KindPipeTimeout)
+	opens(KindHostReceived, KindHostResponseSent)
+	opens(KindProposalApplying, KindProposalApplied, KindProposalFailed)
 }
 
 // Lookup returns the catalog entry of a kind.

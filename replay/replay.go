@@ -12,13 +12,17 @@ const (
 	StatusIncomplete = "incomplete"
 )
 
-// Verdict is the judgement of a run. Its fields are empty when it succeeded.
+// Verdict is the judgement of a run: the first missing or failing step,
+// its code, what it means and what to do. Its fields are empty (null in
+// JSON) when the run succeeded.
 type Verdict struct {
-	Boundary events.Boundary `json:"boundary"`
-	Kind     string          `json:"kind"`
-	Code     events.Code     `json:"code"`
-	Message  string          `json:"message"`
-	Action   string          `json:"action"`
+	Boundary events.Boundary
+	Kind     string
+	Code     events.Code
+	Outcome  events.Outcome
+	Message  string
+	Action   string
+	Seq      uint64 // of the failing event; 0 for a missing step
 }
 
 // Run is one request, reconstructed.
@@ -52,60 +56,23 @@ var actions = map[events.Code]string{
 	events.CodePathRefused:      "the path leaves the workspace or is not a regular file",
 	events.CodeMalformedFrame:   "the client sent a line that is not JSON-RPC; check the client",
 	events.CodeTooLarge:         "a frame exceeded the size limit",
-}
-
-// terminal kinds close a request.
-var terminal = map[string]bool{
-	events.KindMCPResponseSent: true, events.KindMCPSessionEnded: true, events.KindMCPSessionAborted: true,
-	events.KindProposalApplied: true, events.KindProposalFailed: true, events.KindProposalRejected: true,
-	events.KindApprovalDecided: true, events.KindOperatorAction: true,
+	events.CodeMissingStep:      "a boundary answered without recording the end of its step: report it with this request id",
 }
 
 // Judge builds the run of one request from its events (in seq order).
 func Judge(req events.ID, evs []events.Event) Run {
-	r := Run{RequestID: req, Events: evs, Durations: map[string]float64{}, Status: StatusOK}
+	r := Run{RequestID: req, Events: evs, Durations: map[string]float64{}}
 	if evs == nil {
 		r.Events = []events.Event{}
 	}
-	for _, e := range evs {
-		if r.SessionID.IsZero() {
-			r.SessionID = e.SessionID
-		}
-		if r.Tool == "" {
-			r.Tool = e.Attrs["tool"]
-		}
-		if r.Method == "" {
-			r.Method = e.Attrs["method"]
-		}
-		r.Durations[string(e.Boundary)] += e.DurationMs
+	var f Fold
+	for i := range evs {
+		f.Add(&evs[i])
 	}
-	for _, e := range evs {
-		if !e.Outcome.Failed() {
-			continue
-		}
-		r.Status = StatusFailed
-		if e.Outcome == events.Denied {
-			r.Status = StatusDenied
-		}
-		msg := e.Attrs["error"]
-		if msg == "" {
-			msg = e.Attrs["reason"]
-		}
-		if msg == "" {
-			msg = string(e.Kind) + " ended " + string(e.Outcome)
-		}
-		r.Verdict = Verdict{Boundary: e.Boundary, Kind: e.Kind, Code: e.Code, Message: msg, Action: actions[e.Code]}
-		return r
+	r.SessionID, r.Tool, r.Method = f.SessionID, f.Tool, f.Method
+	for b, d := range f.Durations {
+		r.Durations[b] = d
 	}
-	if len(evs) == 0 || !terminal[evs[len(evs)-1].Kind] {
-		last := events.Event{Boundary: "none"}
-		if len(evs) > 0 {
-			last = evs[len(evs)-1]
-		}
-		r.Status = StatusIncomplete
-		r.Verdict = Verdict{Boundary: last.Boundary, Kind: last.Kind,
-			Message: "the run stopped after " + string(last.Boundary) + " (" + last.Kind + ") with no answer recorded: the process ended mid-request",
-			Action:  "check the bridge's log file (logs/mcp-<pid>.log in the data dir) around this time"}
-	}
+	r.Status, r.Verdict = f.Judgement()
 	return r
 }

@@ -1,0 +1,43 @@
+package projections
+
+import (
+	"encoding/json"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/replay"
+)
+
+// runs keeps one replay.Fold per request id, so a run's status and verdict
+// in `tracebridge runs` are the ones `tracebridge replay` gives.
+type runs struct{}
+
+func (runs) Name() string { return "runs" }
+func (runs) Version() int { return 1 }
+
+func (runs) Apply(kv KV, e *events.Event) error {
+	if e.RequestID.IsZero() {
+		return nil
+	}
+	var f replay.Fold
+	if _, err := getJSON(kv, e.RequestID[:], &f); err != nil {
+		return err
+	}
+	f.Add(e)
+	return putJSON(kv, e.RequestID[:], &f)
+}
+
+func (runs) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
+	var f replay.Fold
+	if err := json.Unmarshal(v, &f); err != nil {
+		return nil, false, err
+	}
+	s := f.Summary()
+	if (q.Status != "" && s.Status != q.Status) || (q.Tool != "" && s.Tool != q.Tool) ||
+		(!q.Session.IsZero() && s.SessionID != q.Session) {
+		return nil, false, nil
+	}
+	b, err := json.Marshal(s)
+	return b, true, err
+}
+
+func (runs) Key(s string) ([]byte, error) { return idKey(s) }

@@ -1,0 +1,67 @@
+package projections
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Session is one MCP session as the sessions view keeps it.
+type Session struct {
+	SessionID       events.ID   `json:"sessionId"`
+	Client          string      `json:"client,omitempty"` // name/version from initialize
+	ProtocolVersion string      `json:"protocolVersion,omitempty"`
+	Start           time.Time   `json:"start,omitzero"`
+	End             time.Time   `json:"end,omitzero"`
+	Requests        int         `json:"requests"`
+	State           string      `json:"state"` // open, ended, aborted
+	Code            events.Code `json:"code,omitempty"`
+	FirstSeq        uint64      `json:"firstSeq"`
+	LastSeq         uint64      `json:"lastSeq"`
+}
+
+type sessions struct{}
+
+func (sessions) Name() string { return "sessions" }
+func (sessions) Version() int { return 1 }
+
+func (sessions) Apply(kv KV, e *events.Event) error {
+	if e.SessionID.IsZero() {
+		return nil
+	}
+	var s Session
+	ok, err := getJSON(kv, e.SessionID[:], &s)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s = Session{SessionID: e.SessionID, Start: e.Time, State: "open", FirstSeq: e.Seq}
+	}
+	s.LastSeq = e.Seq
+	switch e.Kind {
+	case events.KindMCPSessionStarted:
+		s.Start = e.Time
+	case events.KindMCPRequestReceived:
+		s.Requests++
+		if v := e.Attrs["client"]; v != "" {
+			s.Client = v
+		}
+		if v := e.Attrs["protocolVersion"]; v != "" {
+			s.ProtocolVersion = v
+		}
+	case events.KindMCPSessionEnded:
+		s.End, s.State = e.Time, "ended"
+	case events.KindMCPSessionAborted:
+		s.End, s.State, s.Code = e.Time, "aborted", e.Code
+	}
+	return putJSON(kv, e.SessionID[:], &s)
+}
+
+func (sessions) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
+	return copyJSON(v), true, nil
+}
+
+func copyJSON(v []byte) json.RawMessage { return append(json.RawMessage(nil), v...) }
+
+func (sessions) Key(s string) ([]byte, error) { return idKey(s) }

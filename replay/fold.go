@@ -1,0 +1,193 @@
+package replay
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Fold judges a run one event at a time. Judge and the runs projection both
+// use it, so a replay and the projection always agree. Its JSON form is the
+// projection's stored state.
+type Fold struct {
+	RequestID events.ID          `json:"requestId"`
+	SessionID events.ID          `json:"sessionId,omitzero"`
+	Tool      string             `json:"tool,omitempty"`
+	Method    string             `json:"method,omitempty"`
+	Start     time.Time          `json:"start,omitzero"`
+	End       time.Time          `json:"end,omitzero"`
+	FirstSeq  uint64             `json:"firstSeq,omitempty"`
+	LastSeq   uint64             `json:"lastSeq,omitempty"`
+	Events    int                `json:"events"`
+	Durations map[string]float64 `json:"boundaryMs,omitempty"`
+	Failure   *Verdict           `json:"failure,omitempty"` // the first failing step
+	Open      []string           `json:"open,omitempty"`    // kinds of the steps opened and not yet closed
+	LastKind  string             `json:"lastKind,omitempty"`
+	LastBound events.Boundary    `json:"lastBoundary,omitempty"`
+	MCP       bool               `json:"mcp,omitempty"` // the run came from an MCP request
+}
+
+// Add folds the next event of the run (in seq order).
+func (f *Fold) Add(e *events.Event) {
+	if f.Events == 0 {
+		f.RequestID, f.FirstSeq, f.Start = e.RequestID, e.Seq, e.Time
+	}
+	f.Events++
+	f.LastSeq, f.End, f.LastKind, f.LastBound = e.Seq, e.Time, e.Kind, e.Boundary
+	if f.SessionID.IsZero() {
+		f.SessionID = e.SessionID
+	}
+	if f.Tool == "" {
+		f.Tool = e.Attrs["tool"]
+	}
+	if f.Method == "" {
+		f.Method = e.Attrs["method"]
+	}
+	if e.DurationMs != 0 {
+		if f.Durations == nil {
+			f.Durations = map[string]float64{}
+		}
+		f.Durations[string(e.Boundary)] += e.DurationMs
+	}
+	if e.Kind == events.KindMCPRequestReceived {
+		f.MCP = true
+	}
+	// Close the latest open step this kind closes, then open its own.
+	for i := len(f.Open) - 1; i >= 0; i-- {
+		if info, _ := events.Lookup(f.Open[i]); slices.Contains(info.ClosedBy, e.Kind) {
+			f.Open = slices.Delete(f.Open, i, i+1)
+			break
+		}
+	}
+	if info, ok := events.Lookup(e.Kind); ok && len(info.ClosedBy) > 0 {
+		f.Open = append(f.Open, e.Kind)
+	}
+	if f.Failure == nil && e.Outcome.Failed() {
+		msg := e.Attrs["error"]
+		if msg == "" {
+			msg = e.Attrs["reason"]
+		}
+		if msg == "" {
+			msg = e.Kind + " ended " + string(e.Outcome)
+		}
+		f.Failure = &Verdict{Boundary: e.Boundary, Kind: e.Kind, Code: e.Code, Outcome: e.Outcome, Message: msg, Action: actions[e.Code], Seq: e.Seq}
+	}
+}
+
+// Judgement is the run's status and verdict so far: the first failing step;
+// else, for a run whose request was never answered, where it stopped; else
+// the first step the expected chain opened and nobody closed.
+func (f *Fold) Judgement() (string, Verdict) {
+	if f.Failure != nil {
+		if f.Failure.Outcome == events.Denied {
+			return StatusDenied, *f.Failure
+		}
+		return StatusFailed, *f.Failure
+	}
+	if f.Events == 0 {
+		return StatusIncomplete, Verdict{Boundary: "none", Message: "no events were recorded for this request",
+			Action: "check the request id (it is in every tool result's _meta[\"tracebridge/requestId\"]) and --data"}
+	}
+	if len(f.Open) == 0 {
+		return StatusOK, Verdict{}
+	}
+	if slices.Contains(f.Open, events.KindMCPRequestReceived) || !f.MCP {
+		return StatusIncomplete, Verdict{Boundary: f.LastBound, Kind: f.LastKind,
+			Message: "the run stopped after " + string(f.LastBound) + " (" + f.LastKind + ") with no answer recorded; still open: " +
+				strings.Join(f.Open, ", ") + ". It is still running, or the process ended mid-request",
+			Action: "if it is not waiting for an approval, check the bridge's log file (logs/mcp-<pid>.log in the data dir) around this time"}
+	}
+	step := f.Open[0]
+	info, _ := events.Lookup(step)
+	return StatusFailed, Verdict{Boundary: info.Boundary, Kind: step, Code: events.CodeMissingStep,
+		Message: "the request was answered but its " + string(info.Boundary) + " step (" + step + ") never closed; expected " + strings.Join(info.ClosedBy, " or "),
+		Action:  actions[events.CodeMissingStep]}
+}
+
+// Summary is the run as the runs projection lists it.
+type Summary struct {
+	RequestID  events.ID `json:"requestId"`
+	SessionID  events.ID `json:"sessionId,omitzero"`
+	Method     string    `json:"method,omitempty"`
+	Tool       string    `json:"tool,omitempty"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	DurationMs float64   `json:"durationMs"`
+	Status     string    `json:"status"`
+	Verdict    Verdict   `json:"verdict"`
+	Events     int       `json:"events"`
+	FirstSeq   uint64    `json:"firstSeq"`
+	LastSeq    uint64    `json:"lastSeq"`
+}
+
+// Summary returns the run's summary.
+func (f *Fold) Summary() Summary {
+	status, v := f.Judgement()
+	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Tool: f.Tool,
+		Start: f.Start, End: f.End, DurationMs: float64(f.End.Sub(f.Start).Microseconds()) / 1000,
+		Status: status, Verdict: v, Events: f.Events, FirstSeq: f.FirstSeq, LastSeq: f.LastSeq}
+}
+
+// MarshalJSON writes null fields for a run that succeeded, so readers can
+// test verdict.code == null.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Boundary *events.Boundary `json:"boundary"`
+		Kind     *string          `json:"kind"`
+		Code     *events.Code     `json:"code"`
+		Outcome  *events.Outcome  `json:"outcome"`
+		Message  *string          `json:"message"`
+		Action   *string          `json:"action"`
+		Seq      uint64           `json:"seq,omitempty"`
+	}
+	if v.Boundary == "" && v.Kind == "" && v.Message == "" {
+		return json.Marshal(plain{})
+	}
+	p := plain{Boundary: &v.Boundary, Kind: &v.Kind, Message: &v.Message, Action: &v.Action, Seq: v.Seq}
+	if v.Code != "" {
+		p.Code = &v.Code
+	}
+	if v.Outcome != "" {
+		p.Outcome = &v.Outcome
+	}
+	return json.Marshal(p)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (v *Verdict) UnmarshalJSON(b []byte) error {
+	var p struct {
+		Boundary *events.Boundary `json:"boundary"`
+		Kind     *string          `json:"kind"`
+		Code     *events.Code     `json:"code"`
+		Outcome  *events.Outcome  `json:"outcome"`
+		Message  *string          `json:"message"`
+		Action   *string          `json:"action"`
+		Seq      uint64           `json:"seq"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*v = Verdict{Seq: p.Seq}
+	if p.Outcome != nil {
+		v.Outcome = *p.Outcome
+	}
+	if p.Boundary != nil {
+		v.Boundary = *p.Boundary
+	}
+	if p.Kind != nil {
+		v.Kind = *p.Kind
+	}
+	if p.Code != nil {
+		v.Code = *p.Code
+	}
+	if p.Message != nil {
+		v.Message = *p.Message
+	}
+	if p.Action != nil {
+		v.Action = *p.Action
+	}
+	return nil
+}
