@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type Host struct {
 	Proposals   *Proposals
 	Reviews     *Reviews
 	Diagnostics *DiagnosticsRunner // nil: get_diagnostics says how to configure it
+	// Rec records what the host does on its own (a review presented); nil
+	// records nothing.
+	Rec Recorder
 
 	mu      sync.Mutex
 	focus   *Focus
@@ -234,5 +238,17 @@ func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
 		return nil, err
 	}
 	v, err := h.Reviews.Present(a.Content, a.BaseURI, a.Mode, a.Section)
+	if err == nil && h.Rec != nil {
+		broken := 0
+		for _, r := range v.Refs {
+			if !r.OK {
+				broken++
+			}
+		}
+		req, _ := events.ParseID(req.RequestID)
+		h.Rec.Emit(events.Event{Kind: events.KindReviewPresented, RequestID: req, Outcome: events.OK, Attrs: map[string]string{
+			"workspace": h.WS.Dir(), "version": strconv.Itoa(v.Version), "mode": v.Mode, "section": v.Section,
+			"content": v.Content, "bytes": strconv.Itoa(len(v.Content)), "refs": strconv.Itoa(len(v.Refs)), "brokenRefs": strconv.Itoa(broken)}})
+	}
 	return v, coded(err)
 }

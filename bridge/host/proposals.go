@@ -282,7 +282,7 @@ func (p *Proposals) finishLocked(j journal) error {
 			p.emit(pr, events.KindProposalFailed, events.CodeDrift, map[string]string{"error": pr.Message})
 		} else {
 			pr.State = Applied
-			p.emit(pr, events.KindProposalApplied, "", nil)
+			p.emit(pr, events.KindProposalApplied, "", map[string]string{"preview": pr.Preview})
 		}
 		if err := p.saveLocked(); err != nil {
 			return err

@@ -60,6 +60,8 @@ func commands() map[string]command {
 		"up":         {"run the hub and the workspace host for a directory", runUp},
 		"proposals":  {"list, show, approve, reject or reset proposed edits", runProposals},
 		"replay":     {"reconstruct one request and name the first boundary that failed", runReplay},
+		"runs":       {"list recorded runs with their status and verdict", runRuns},
+		"rebuild":    {"recompute projections from the start of the log", runRebuild},
 	}
 }
 

@@ -93,7 +93,7 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	if err != nil {
 		return err
 	}
-	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Diagnostics: diag}
+	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Diagnostics: diag, Rec: em}
 	l, err := pipe.Listen(m.pipePath(dir))
 	if err != nil {
 		return err

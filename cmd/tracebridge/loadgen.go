@@ -87,8 +87,8 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // workspace tool call makes.
 var requestChain = []string{
 	events.KindMCPRequestReceived, events.KindExecutorStarted, events.KindExecutorCatalog,
-	events.KindPolicyDecided, events.KindSecretsResolved, events.KindToolStarted,
-	events.KindPipeAttempt, events.KindPipeRequestSent, events.KindPipeResponseReceived,
+	events.KindPolicyDecided, events.KindToolStarted, events.KindPipeAttempt, events.KindPipeConnected,
+	events.KindPipeRequestSent, events.KindPipeResponseReceived,
 	events.KindToolCompleted, events.KindExecutorAudit, events.KindMCPResponseSent,
 }
 

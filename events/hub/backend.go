@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -25,6 +26,8 @@ type backend interface {
 	head(ctx context.Context) (uint64, events.Hash, error)
 	verify(ctx context.Context, cps []store.Checkpoint) (store.Report, error)
 	checkpoint(ctx context.Context) (store.Checkpoint, error)
+	view(ctx context.Context, q projections.Query) ([]json.RawMessage, error)
+	rebuild(ctx context.Context, names []string, progress projections.Progress) (uint64, error)
 	// conn is the NATS connection live events arrive on; nil offline.
 	conn() *nats.Conn
 	// hubInfo describes the hub in use; ok is false offline.
@@ -71,6 +74,20 @@ func (l *local) checkpoint(context.Context) (store.Checkpoint, error) {
 		return store.Checkpoint{}, errors.New("no signing key")
 	}
 	return l.st.SignCheckpoint(l.key, l.now()), nil
+}
+
+func (l *local) view(ctx context.Context, q projections.Query) ([]json.RawMessage, error) {
+	if l.hub != nil {
+		return l.hub.proj.Query(ctx, q, true)
+	}
+	return projections.New(l.st).Query(ctx, q, false)
+}
+
+func (l *local) rebuild(ctx context.Context, names []string, progress projections.Progress) (uint64, error) {
+	if l.hub == nil {
+		return 0, errors.New("rebuild writes the projections, so it needs the hub; this process opened the log read-only")
+	}
+	return l.hub.proj.Rebuild(ctx, names, progress)
 }
 
 func (l *local) conn() *nats.Conn {
@@ -237,4 +254,39 @@ func (r *remote) checkpoint(ctx context.Context) (store.Checkpoint, error) {
 	}
 	err = json.Unmarshal(m.Data, &cp)
 	return cp, err
+}
+
+func (r *remote) view(ctx context.Context, q projections.Query) ([]json.RawMessage, error) {
+	m, err := r.queryJSON(ctx, subjView, q, r.timeout)
+	if err != nil {
+		return nil, err
+	}
+	var rows []json.RawMessage
+	err = json.Unmarshal(m.Data, &rows)
+	return rows, err
+}
+
+// rebuild asks the hub to rebuild and relays the progress it publishes.
+func (r *remote) rebuild(ctx context.Context, names []string, progress projections.Progress) (uint64, error) {
+	q := rebuildQuery{Names: names}
+	if progress != nil {
+		q.Progress = nats.NewInbox()
+		sub, err := r.nc.Subscribe(q.Progress, func(m *nats.Msg) {
+			var p progressMsg
+			if json.Unmarshal(m.Data, &p) == nil {
+				progress(p.Done, p.Total)
+			}
+		})
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrHubUnavailable, err)
+		}
+		defer sub.Unsubscribe()
+	}
+	m, err := r.queryJSON(ctx, subjRebuild, q, time.Hour)
+	if err != nil {
+		return 0, err
+	}
+	var rep rebuildReply
+	err = json.Unmarshal(m.Data, &rep)
+	return rep.Events, err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -41,6 +42,10 @@ type Hub struct {
 	done chan struct{}
 
 	lastCheckpoint atomic.Uint64
+
+	proj     *projections.Projector
+	projWake chan struct{}
+	projDone chan struct{}
 }
 
 // startHub runs a hub for st, which the caller opened (and so holds the
@@ -57,6 +62,7 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 	h := &Hub{
 		dir: dir, st: st, key: key, log: opts.Logger, now: opts.Now,
 		sem: make(chan struct{}, maxHandlers), stop: make(chan struct{}), done: make(chan struct{}),
+		proj: projections.New(st), projWake: make(chan struct{}, 1), projDone: make(chan struct{}),
 	}
 	h.ns, err = server.NewServer(&server.Options{
 		ServerName:    "tracebridge-hub",
@@ -103,6 +109,7 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 	h.record(events.Event{Kind: events.KindHubStarted, Outcome: events.OK,
 		Attrs: map[string]string{"pid": fmt.Sprint(h.info.PID), "url": h.info.URL}})
 	go h.background()
+	go h.project()
 	opts.Logger.Debug("hub started", "data", string(dir), "url", h.info.URL, "pid", h.info.PID)
 	return h, nil
 }
@@ -127,6 +134,7 @@ func (h *Hub) bounded(fn nats.MsgHandler) nats.MsgHandler {
 // publish republishes committed events for live followers. It is the
 // store's Committed callback, so it runs on the writer in seq order.
 func (h *Hub) publish(stored []events.Event, records [][]byte) {
+	h.wake()
 	for i := range stored {
 		if err := h.nc.Publish(eventSubject(&stored[i]), records[i]); err != nil {
 			h.log.Warn("republish failed; followers will catch up from the store", "seq", stored[i].Seq, "err", err)
@@ -216,7 +224,11 @@ func (h *Hub) Close() error {
 	close(h.stop)
 	h.wg.Wait()
 	<-h.done
+	<-h.projDone
 	h.record(events.Event{Kind: events.KindHubStopped, Outcome: events.OK})
+	if _, err := h.proj.CatchUp(context.Background(), nil); err != nil {
+		h.log.Warn("projections: final catch-up failed; the next hub catches up", "err", err)
+	}
 	h.writeCheckpoint()
 	h.dir.removeInfo(h.info.Token) // before the lock goes, so a successor's file is never removed
 	err := h.st.Close()

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -312,6 +314,22 @@ func (n *Node) Verify(ctx context.Context, cps ...store.Checkpoint) (store.Repor
 // dir's key.
 func (n *Node) Checkpoint(ctx context.Context) (store.Checkpoint, error) {
 	return query(ctx, n, func(b backend) (store.Checkpoint, error) { return b.checkpoint(ctx) })
+}
+
+// View answers a query from one of the hub's projections (see
+// projections.Query): rows as JSON, newest first.
+func (n *Node) View(ctx context.Context, q projections.Query) ([]json.RawMessage, error) {
+	return query(ctx, n, func(b backend) ([]json.RawMessage, error) { return b.view(ctx, q) })
+}
+
+// Rebuild recomputes the named projections (all when none) from seq 1 on
+// the hub, telling progress how far it got.
+func (n *Node) Rebuild(ctx context.Context, names []string, progress projections.Progress) (uint64, error) {
+	b, err := n.link(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return b.rebuild(ctx, names, progress)
 }
 
 // Close releases the link; a hub closes cleanly (final checkpoint, hub.json

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 // maxQueryRecords caps the records of one query reply; clients page on.
@@ -162,6 +163,18 @@ func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
 		return jsonMsg(rep), nil
 	case subjCheckpoint:
 		return jsonMsg(h.st.SignCheckpoint(h.key, h.now())), nil
+	case subjView:
+		var q projections.Query
+		if err := decode(&q); err != nil {
+			return nil, err
+		}
+		return h.view(q)
+	case subjRebuild:
+		var q rebuildQuery
+		if err := decode(&q); err != nil {
+			return nil, err
+		}
+		return h.rebuild(q)
 	}
 	return nil, &events.RejectedError{Code: events.CodeUnknownQuery, Message: "no query " + m.Subject}
 }

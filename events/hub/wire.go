@@ -20,6 +20,8 @@ const (
 	subjHead       = "tb.q.head"
 	subjVerify     = "tb.q.verify"
 	subjCheckpoint = "tb.q.checkpoint"
+	subjView       = "tb.q.view"
+	subjRebuild    = "tb.q.rebuild"
 	// SubjEvents is the prefix of live events: tb.events.<requestId>.<kind>.
 	SubjEvents = "tb.events"
 )

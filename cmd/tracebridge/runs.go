@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
+	"github.com/tracebridge/tracebridge/replay"
+)
+
+func runRuns(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("runs")
+	status := fs.String("status", "", "only runs with this status: ok, failed, denied or incomplete")
+	tool := fs.String("tool", "", "only calls of this tool")
+	session := fs.String("session", "", "only runs of this MCP session id")
+	limit := fs.Int("limit", 20, "at most this many runs, newest first")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	if err := m.parse(fs, "runs [--status ok|failed|denied|incomplete] [--tool T] [--session S] [--limit N] [--json]\n\nLists recorded runs (one per request id), newest first, from the runs\nprojection: method, tool, status, duration, event count and, for runs that\ndid not succeed, the verdict's code and boundary. `tracebridge replay ID`\nexplains one.", args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	q := projections.Query{View: "runs", Status: *status, Tool: *tool, Limit: *limit}
+	switch *status {
+	case "", replay.StatusOK, replay.StatusFailed, replay.StatusDenied, replay.StatusIncomplete:
+	default:
+		return usageError{fmt.Sprintf("--status %q: want ok, failed, denied or incomplete", *status)}
+	}
+	if *limit <= 0 {
+		return usageError{"--limit must be positive"}
+	}
+	if *session != "" {
+		id, err := events.ParseID(*session)
+		if err != nil {
+			return usageError{"--session: " + err.Error()}
+		}
+		q.Session = id
+	}
+	node, err := m.openLog(ctx, "runs")
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	rows, err := node.View(ctx, q)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		for _, r := range rows {
+			fmt.Fprintf(m.Stdout, "%s\n", r)
+		}
+		return nil
+	}
+	sums := make([]replay.Summary, len(rows))
+	for i, r := range rows {
+		if err := json.Unmarshal(r, &sums[i]); err != nil {
+			return err
+		}
+	}
+	writeRuns(m.Stdout, sums)
+	return nil
+}
+
+// writeRuns prints runs as a table a person reads.
+func writeRuns(w io.Writer, sums []replay.Summary) {
+	if len(sums) == 0 {
+		fmt.Fprintln(w, "no runs match")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REQUEST\tSTARTED\tMETHOD\tTOOL\tSTATUS\tMS\tEVENTS\tVERDICT")
+	for _, s := range sums {
+		verdict := ""
+		if v := s.Verdict; s.Status != replay.StatusOK {
+			verdict = orDash(string(v.Code)) + " at " + string(v.Boundary)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\n", s.RequestID, s.Start.Local().Format("15:04:05"),
+			orDash(s.Method), orDash(s.Tool), s.Status, s.DurationMs, s.Events, verdict)
+	}
+	tw.Flush()
+}
