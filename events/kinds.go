@@ -181,7 +181,7 @@ func init() {
 	opens(KindApprovalRequested, KindApprovalDecided)
 	opens(KindToolStarted, KindToolCompleted)
 	opens(KindPipeAttempt, KindPipeConnected, KindPipeUnavailable)
-	opens(KindPipeRequestSent, KindPipeResponseReceived, KindPipeTimeout)
+	opens(KindPipeRequestSent, KindPipeResponseReceived, KindPipeTimeout, KindPipeUnavailable)
 	opens(KindHostReceived, KindHostResponseSent)
 	opens(KindProposalApplying, KindProposalApplied, KindProposalFailed)
 }

@@ -112,6 +112,9 @@ func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
 		tp = p.Meta.Traceparent
 	}
 	attrs := map[string]string{"method": req.Method}
+	if len(req.Params) > 0 {
+		attrs["params"] = string(req.Params) // redacted by the emitter; what a recorded session re-sends
+	}
 	if !req.ID.IsValid() { // a notification
 		e := events.Event{Kind: events.KindMCPNotificationReceived, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: attrs}
 		if req.Method == "notifications/cancelled" && p.RequestID != nil {

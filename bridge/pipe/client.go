@@ -2,6 +2,7 @@ package pipe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -90,6 +91,11 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	c.mu.Unlock()
 	defer func() { c.mu.Lock(); delete(c.pending, req.OperationID); c.mu.Unlock() }()
 	t0 := time.Now()
+	// Recorded before the write, so it always precedes the host's
+	// host.request.received in the log.
+	sent := attrs()
+	sent["payload"] = string(req.Payload)
+	emit(events.KindPipeRequestSent, events.OK, "", time.Time{}, sent)
 	c.wmu.Lock()
 	conn.SetWriteDeadline(time.Now().Add(c.opts.Timeout))
 	_, err = conn.Write(frame)
@@ -99,7 +105,6 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 		emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, t0, attrs())
 		return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: "the host connection broke: " + err.Error() + ". " + Activation(c.opts.Path)}
 	}
-	emit(events.KindPipeRequestSent, events.OK, "", time.Time{}, attrs())
 	timer := time.NewTimer(c.opts.Timeout)
 	defer timer.Stop()
 	select {
@@ -108,7 +113,9 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 			emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, t0, attrs())
 			return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: "the host closed the connection before answering. " + Activation(c.opts.Path)}
 		}
-		emit(events.KindPipeResponseReceived, events.OutcomeOf(resp.Code), resp.Code, t0, attrs())
+		got := attrs()
+		got["answer"] = answerAttr(resp)
+		emit(events.KindPipeResponseReceived, events.OutcomeOf(resp.Code), resp.Code, t0, got)
 		return resp, nil
 	case <-timer.C:
 		emit(events.KindPipeTimeout, events.Timeout, events.CodePipeTimeout, t0, attrs())
@@ -186,4 +193,18 @@ func (c *Client) Close() error {
 		c.drop(conn, net.ErrClosed)
 	}
 	return nil
+}
+
+// Answer is the host's answer as pipe.response.received records it (its
+// "answer" attribute): what a recorded session replays.
+type Answer struct {
+	OK      bool            `json:"ok"`
+	Code    events.Code     `json:"code,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+func answerAttr(r Response) string {
+	b, _ := json.Marshal(Answer{OK: r.OK, Code: r.Code, Message: r.Message, Payload: r.Payload})
+	return string(b)
 }
