@@ -4,7 +4,7 @@ BIN      := bin/tracebridge
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit fuzz bench demo lint clean
+.PHONY: all build test unit fuzz bench demo lint clean artifacts sessions
 
 all: build
 
@@ -41,6 +41,18 @@ bench:
 	@mkdir -p out
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) -timeout 60m ./events/... ./store/... ./bridge/... ./cmd/... | tee out/bench.txt
 	$(GO) tool benchstat out/bench.txt
+
+# Regenerate the triads (artifacts/logs, docs/diagrams) of the recorded
+# sessions. make test fails when the committed ones differ from these.
+artifacts:
+	rm -rf artifacts/logs docs/diagrams
+	go run ./cmd/tracebridge session replay --artifacts . artifacts/sessions/*.jsonl
+
+# Record the sessions again through the real binaries (host, mcp, operator
+# CLI), then regenerate their triads.
+sessions:
+	go test ./cmd/tracebridge -run TestRecordedSessions -count=1 -record
+	$(MAKE) artifacts
 
 demo:
 	$(GO) run ./cmd/tracebridge demo

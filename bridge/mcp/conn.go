@@ -75,6 +75,7 @@ type pending struct {
 	tool   string
 	tp     string
 	start  time.Time
+	params string
 }
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
@@ -112,9 +113,6 @@ func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
 		tp = p.Meta.Traceparent
 	}
 	attrs := map[string]string{"method": req.Method}
-	if len(req.Params) > 0 {
-		attrs["params"] = string(req.Params) // redacted by the emitter; what a recorded session re-sends
-	}
 	if !req.ID.IsValid() { // a notification
 		e := events.Event{Kind: events.KindMCPNotificationReceived, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: attrs}
 		if req.Method == "notifications/cancelled" && p.RequestID != nil {
@@ -141,7 +139,7 @@ func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
 		attrs["protocolVersion"] = p.ProtocolVersion
 	}
 	attrs["client"] = c.client
-	c.inflight[idKey(req.ID)] = &pending{req: reqID, method: req.Method, tool: p.Name, tp: tp, start: c.now()}
+	c.inflight[idKey(req.ID)] = &pending{req: reqID, method: req.Method, tool: p.Name, tp: tp, start: c.now(), params: string(req.Params)}
 	c.mu.Unlock()
 	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: attrs})
 	req.Extra = &sdk.RequestExtra{Header: http.Header{
@@ -191,6 +189,12 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return c.inner.Write(ctx, msg)
 	}
 	attrs := map[string]string{"method": pd.method, "jsonrpcId": fmt.Sprint(resp.ID.Raw())}
+	if pd.params != "" {
+		// The request's params, for a recorded session to re-send. Recorded
+		// with the response, not the request: by now every secret the call
+		// resolved is known to the redactor.
+		attrs["params"] = pd.params
+	}
 	e := events.Event{Kind: events.KindMCPResponseSent, RequestID: pd.req, SessionID: c.session, Traceparent: pd.tp,
 		Outcome: events.OK, DurationMs: float64(c.now().Sub(pd.start).Microseconds()) / 1000, Attrs: attrs}
 	if pd.tool != "" {

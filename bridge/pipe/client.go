@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -78,9 +79,11 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 		emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, time.Time{}, a)
 		return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: Activation(c.opts.Path)}
 	}
-	if fresh {
-		emit(events.KindPipeConnected, events.OK, "", time.Time{}, attrs())
-	}
+	// Every attempt that has a connection says so, new or reused, so the
+	// step pipe.attempt opened is always closed.
+	connAttrs := attrs()
+	connAttrs["reused"] = strconv.FormatBool(!fresh)
+	emit(events.KindPipeConnected, events.OK, "", time.Time{}, connAttrs)
 	ch := make(chan Response, 1)
 	c.mu.Lock()
 	if _, dup := c.pending[req.OperationID]; dup {

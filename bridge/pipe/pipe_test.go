@@ -129,7 +129,7 @@ func TestRoundTripsMultiplexOverOneConnection(t *testing.T) {
 	if err != nil || resp.OK || resp.Code != events.CodeDrift {
 		t.Fatalf("coded failure: %+v %v", resp, err)
 	}
-	want := "pipe.attempt pipe.request.sent host.request.received host.dispatched host.response.sent(Drift) pipe.response.received(Drift)"
+	want := "pipe.attempt pipe.connected pipe.request.sent host.request.received host.dispatched host.response.sent(Drift) pipe.response.received(Drift)"
 	if got := strings.Join(r.kinds(t, req.RequestID), " "); got != want {
 		t.Fatalf("events:\n got %s\nwant %s", got, want)
 	}

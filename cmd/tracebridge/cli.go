@@ -62,6 +62,7 @@ func commands() map[string]command {
 		"replay":     {"reconstruct one request and name the first boundary that failed", runReplay},
 		"runs":       {"list recorded runs with their status and verdict", runRuns},
 		"rebuild":    {"recompute projections from the start of the log", runRebuild},
+		"session":    {"export an MCP session to a file; re-drive recorded sessions and check drift", runSession},
 	}
 }
 

@@ -23,6 +23,11 @@ func (m *Main) pipePath(dir hub.DataDir) string {
 	if p := m.Getenv("TRACEBRIDGE_HOST"); p != "" {
 		return p
 	}
+	return defaultPipePath(dir)
+}
+
+// defaultPipePath is the host's pipe for a data dir.
+func defaultPipePath(dir hub.DataDir) string {
 	if runtime.GOOS == "windows" {
 		sum := sha256.Sum256([]byte(dir))
 		return `\\.\pipe\tracebridge-` + hex.EncodeToString(sum[:8])

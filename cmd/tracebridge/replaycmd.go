@@ -12,9 +12,10 @@ import (
 
 func runReplay(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("replay")
-	format := fs.String("format", "text", "text, json or mermaid")
+	format := fs.String("format", "text", "text, json, mermaid or md")
 	timings := fs.Bool("timings", false, "add relative times to the diagram")
-	if err := m.parse(fs, "replay REQUEST_ID [--format text|json|mermaid] [--timings]\n\nReconstructs one request from the log (the id is in every tool result's\n_meta[\"tracebridge/requestId\"]) and judges it: the first boundary that failed,\nits code, what it means and what to do, or where an interrupted run stopped.", args); err != nil {
+	artifacts := fs.String("artifacts", "", "also write the triad under `ROOT`: artifacts/logs/<slug>.log, .metadata.json, docs/diagrams/<slug>.mmd")
+	if err := m.parse(fs, "replay REQUEST_ID [--format text|json|mermaid|md] [--timings] [--artifacts ROOT]\n\nReconstructs one request from the log (the id is in every tool result's\n_meta[\"tracebridge/requestId\"]) and judges it against the expected chain of\nits kind: the first step that failed or never closed, its code, what it means\nand what to do, or where an interrupted run stopped.", args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -25,9 +26,9 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		return usageError{err.Error()}
 	}
 	switch *format {
-	case "text", "json", "mermaid":
+	case "text", "json", "mermaid", "md":
 	default:
-		return usageError{fmt.Sprintf("--format %q: want text, json or mermaid", *format)}
+		return usageError{fmt.Sprintf("--format %q: want text, json, mermaid or md", *format)}
 	}
 	node, err := m.openLog(ctx, "replay")
 	if err != nil {
@@ -42,7 +43,17 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("no events for request %s in this data dir (check --data, or the id)", req)
 	}
 	run := replay.Judge(req, evs)
+	if *artifacts != "" {
+		t, err := replay.WriteTriad(*artifacts, run, replay.TriadOptions{Version: Version, Source: "log " + m.data})
+		if err != nil {
+			return fmt.Errorf("write triad: %w", err)
+		}
+		defer fmt.Fprintf(m.Stderr, "triad:\n  %s\n  %s\n  %s\n", t.Log, t.Metadata, t.Diagram)
+	}
 	switch *format {
+	case "md":
+		fmt.Fprint(m.Stdout, replay.Markdown(run, *timings))
+		return nil
 	case "json":
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/replay"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+const sessionUsage = `session export SESSION_ID -o FILE.jsonl [--config FILE] [--name NAME]
+       tracebridge session replay FILE... [--update] [--artifacts ROOT]
+
+export writes a portable, redacted, versioned file (` + replay.SessionSchema + `) with
+everything needed to re-drive an MCP session: the client's requests in
+order, the operators' proposal decisions between them, the host's pipe
+answers, the tracebridge.toml in force, and the crossings each request left.
+
+replay re-drives each file against this build in-process: a real bridge
+gets the client's requests, a real pipe server gives the recorded host
+answers, and ids and the clock are deterministic. It compares the new
+crossings with the recorded ones (kind, boundary, participants, outcome,
+code) and on drift prints which step and event differ and exits 1.
+--update accepts the new behaviour into the files; --artifacts ROOT writes a
+triad per request. Proposal, review and operator events come from the
+host's and operators' own state machines, which a re-drive answers from the
+recording; they are outside the comparison (metadata: scopeExclusions).`
+
+func runSession(ctx context.Context, m *Main, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "export":
+			return runSessionExport(ctx, m, args[1:])
+		case "replay":
+			return runSessionReplay(ctx, m, args[1:])
+		}
+	}
+	fs := m.flags("session")
+	if err := m.parse(fs, sessionUsage, args); err != nil {
+		return err
+	}
+	return usageError{"want export or replay"}
+}
+
+func runSessionExport(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("session export")
+	out := fs.String("o", "", "write the session to `FILE` (.jsonl)")
+	cfgPath := fs.String("config", "", "the tracebridge.toml `FILE` the session ran with (default: as `tracebridge mcp` finds it)")
+	name := fs.String("name", "", "the session's name in the file (default: the file's base name)")
+	if err := m.parse(fs, sessionUsage, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"want one SESSION_ID (see `tracebridge runs` or the sessionId in a run's JSON)"}
+	}
+	if *out == "" {
+		return usageError{"-o FILE is required"}
+	}
+	sid, err := events.ParseID(fs.Arg(0))
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	cfgText, err := m.configText(*cfgPath)
+	if err != nil {
+		return err
+	}
+	node, err := m.openLog(ctx, "session")
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	in, err := sessionEvidence(ctx, node, sid)
+	if err != nil {
+		return err
+	}
+	in.Config, in.Version = cfgText, Version
+	in.Name = *name
+	if in.Name == "" {
+		in.Name = strings.TrimSuffix(filepath.Base(*out), filepath.Ext(*out))
+	}
+	s, err := replay.Export(in)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := s.Encode(&buf); err != nil {
+		return err
+	}
+	if err := store.WriteFileAtomic(*out, buf.Bytes(), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "wrote %s: %d steps of session %s\n", *out, len(s.Steps), sid)
+	return nil
+}
+
+// sessionEvidence reads a session's runs, and the operator runs that
+// decided its proposals, from the log.
+func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (replay.ExportInput, error) {
+	in := replay.ExportInput{Session: sid}
+	var reqs []events.ID
+	seen := map[events.ID]bool{}
+	for from := uint64(0); ; {
+		evs, err := node.BySession(ctx, sid, from, 2048)
+		if err != nil {
+			return in, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			switch {
+			case e.RequestID.IsZero():
+				in.Notifications = append(in.Notifications, e)
+			case !seen[e.RequestID]:
+				seen[e.RequestID] = true
+				reqs = append(reqs, e.RequestID)
+			}
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	if len(reqs) == 0 && len(in.Notifications) == 0 {
+		return in, fmt.Errorf("no events of session %s in this data dir (check --data, or the id: `tracebridge runs --json` shows sessionId)", sid)
+	}
+	proposals := map[string]bool{}
+	for _, r := range reqs {
+		evs, err := node.ByRequest(ctx, r)
+		if err != nil {
+			return in, err
+		}
+		for _, e := range evs {
+			if id := e.Attrs["proposal"]; id != "" {
+				proposals[id] = true
+			}
+		}
+		in.Runs = append(in.Runs, evs)
+	}
+	if len(proposals) == 0 {
+		return in, nil
+	}
+	// The operators' decisions on those proposals: a scan for the pipe
+	// commands that named them.
+	for from := uint64(1); ; {
+		evs, next, err := node.Range(ctx, from, 2048)
+		if err != nil {
+			return in, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			if e.Kind != events.KindPipeRequestSent || e.Attrs["command"] != "proposals.decide" || seen[e.RequestID] {
+				continue
+			}
+			var p struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal([]byte(e.Attrs["payload"]), &p) == nil && proposals[p.ID] {
+				seen[e.RequestID] = true
+				run, err := node.ByRequest(ctx, e.RequestID)
+				if err != nil {
+					return in, err
+				}
+				in.Runs = append(in.Runs, run)
+			}
+		}
+		from = next
+	}
+	return in, nil
+}
+
+// configText is the tracebridge.toml `tracebridge mcp` would use, as text
+// ("" for the defaults).
+func (m *Main) configText(flagPath string) (string, error) {
+	path := flagPath
+	if path == "" {
+		path = m.Getenv("TRACEBRIDGE_CONFIG")
+	}
+	if path == "" {
+		path = m.defaultConfigPath()
+		if _, err := os.Stat(path); err != nil {
+			return "", nil
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := config.Parse(path, b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+func runSessionReplay(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("session replay")
+	update := fs.Bool("update", false, "accept the new behaviour: rewrite each file's recorded crossings")
+	artifacts := fs.String("artifacts", "", "write a triad per request under `ROOT` (artifacts/logs, docs/diagrams)")
+	if err := m.parse(fs, sessionUsage, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{"want one or more session files"}
+	}
+	drifted := 0
+	for _, path := range fs.Args() {
+		n, err := m.replaySessionFile(ctx, path, *update, *artifacts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		drifted += n
+	}
+	if drifted > 0 {
+		fmt.Fprintf(m.Stdout, "\n%d session(s) drifted from their recording; if the new behaviour is right, run again with --update\n", drifted)
+		return errFound
+	}
+	return nil
+}
+
+// replaySessionFile re-drives one file and returns 1 when it drifted.
+func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, artifacts string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	s, err := replay.DecodeSession(f)
+	f.Close()
+	if err != nil {
+		return 0, err
+	}
+	tmp, err := os.MkdirTemp("", "tb-session-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	dir := hub.DataDir(filepath.Join(tmp, "d"))
+	if err := dir.Ensure(); err != nil {
+		return 0, err
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if m.logLevel != "" || m.Getenv("TRACEBRIDGE_LOG") != "" {
+		log = m.logger()
+	}
+	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: log, Now: replay.Clock(s), Name: "session-replay"})
+	if err != nil {
+		return 0, err
+	}
+	defer node.Close()
+	res, err := replay.Redrive(ctx, s, replay.RedriveOptions{Log: node, PipePath: defaultPipePath(dir), Logger: log,
+		Bridge: func(ctx context.Context, env replay.BridgeEnv) error { return m.sessionBridge(ctx, env, node) }})
+	if err != nil {
+		return 0, err
+	}
+	name := s.Header.Name
+	if artifacts != "" {
+		scrub := strings.NewReplacer(tmp, "$TMP")
+		for k, run := range res.Runs {
+			st := &s.Steps[res.Steps[k]]
+			label := st.Label()
+			_, err := replay.WriteTriad(artifacts, run, replay.TriadOptions{
+				Slug: replay.Slug(name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
+				Source: "artifacts/sessions/" + filepath.Base(path), Scrub: scrub.Replace})
+			if err != nil {
+				return 0, err
+			}
+		}
+	}
+	if len(res.Drift) == 0 {
+		fmt.Fprintf(m.Stdout, "%s: %d steps, %d runs re-driven, no drift\n", name, len(s.Steps), len(res.Runs))
+		return 0, nil
+	}
+	if update {
+		for k, run := range res.Runs {
+			s.Steps[res.Steps[k]].Expect = replay.Crossings(run.Events)
+		}
+		var buf bytes.Buffer
+		if err := s.Encode(&buf); err != nil {
+			return 0, err
+		}
+		if err := store.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(m.Stdout, "%s: %d difference(s) accepted into %s\n", name, len(res.Drift), path)
+		return 0, nil
+	}
+	fmt.Fprintf(m.Stdout, "%s: DRIFT\n", name)
+	for _, d := range res.Drift {
+		fmt.Fprintf(m.Stdout, "  %s\n", d)
+	}
+	return 1, nil
+}
+
+// sessionBridge is the bridge `tracebridge mcp` runs, on a re-drive's
+// stdio and evidence, with an empty environment (so secrets resolve the
+// same way on every machine).
+func (m *Main) sessionBridge(ctx context.Context, env replay.BridgeEnv, node *hub.Node) error {
+	hostClient := pipe.NewClient(pipe.ClientOptions{Path: env.PipePath, Recorder: env.Emitter, Timeout: env.Config.PipeTimeout(), Logger: env.Logger})
+	defer hostClient.Close()
+	catalog, err := m.catalog(env.Config, env.Emitter, hostClient)
+	if err != nil {
+		return err
+	}
+	noEnv := func(string) string { return "" }
+	x := executor.New(executor.Options{Catalog: catalog, Emitter: env.Emitter, Log: node, Config: env.Config,
+		Getenv: noEnv, Now: env.Now, Logger: env.Logger})
+	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: env.Emitter, Version: "session-replay", Now: env.Now, Logger: env.Logger})
+	err = srv.Serve(ctx, env.Stdin, env.Stdout)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}

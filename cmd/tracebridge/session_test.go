@@ -1,0 +1,214 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+var record = flag.Bool("record", false, "write the recorded sessions into artifacts/sessions")
+
+// sessionScenario is one recorded session: what the client calls, with
+// which configuration, against which workspace, and what the operator does.
+type sessionScenario struct {
+	name   string
+	config string
+	host   bool
+	drive  func(t *testing.T, r *recording)
+}
+
+// recording is a live scenario: a data dir, maybe a host, one bridge.
+type recording struct {
+	data, ws string
+	b        *bridge
+}
+
+func (r *recording) cli(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(tbBin, append([]string{"--data", r.data}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tracebridge %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// decideOnly approves or rejects the one pending proposal with the real CLI.
+func (r *recording) decideOnly(t *testing.T, verb string) string {
+	t.Helper()
+	var props []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(r.cli(t, "proposals", "list", "--json")), &props); err != nil || len(props) == 0 {
+		t.Fatalf("proposals list: %v %v", props, err)
+	}
+	out, err := exec.Command(tbBin, "--data", r.data, "proposals", verb, props[len(props)-1].ID).CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "Drift") {
+		t.Fatalf("proposals %s: %v\n%s", verb, err, out)
+	}
+	return string(out)
+}
+
+func sessionScenarios() []sessionScenario {
+	propose := map[string]any{"path": "svc/price.go", "original": "return 100", "replacement": "return 120"}
+	return []sessionScenario{
+		{name: "read-ok", host: true, drive: func(t *testing.T, r *recording) {
+			r.cli(t, "focus", "svc/price.go:4:6-4:11")
+			for _, tool := range []string{"get_active_document", "get_selection", "list_projects"} {
+				if _, _, code := r.b.call(t, tool, map[string]any{}); code != "" {
+					t.Fatalf("%s: %s", tool, code)
+				}
+			}
+		}},
+		{name: "proposal-applied", host: true, drive: func(t *testing.T, r *recording) {
+			if _, _, code := r.b.call(t, "propose_text_edit", propose); code != "" {
+				t.Fatalf("propose: %s", code)
+			}
+			r.decideOnly(t, "approve")
+			if b, _ := os.ReadFile(filepath.Join(r.ws, "svc", "price.go")); !strings.Contains(string(b), "return 120") {
+				t.Fatalf("not applied: %s", b)
+			}
+		}},
+		{name: "proposal-rejected", host: true, drive: func(t *testing.T, r *recording) {
+			r.b.call(t, "propose_text_edit", propose)
+			r.decideOnly(t, "reject")
+		}},
+		{name: "proposal-drift", host: true, drive: func(t *testing.T, r *recording) {
+			r.b.call(t, "propose_text_edit", propose)
+			os.WriteFile(filepath.Join(r.ws, "svc", "price.go"), []byte("package svc\n\n// edited by hand\nfunc Price() int { return 100 }\n"), 0o644)
+			if out := r.decideOnly(t, "approve"); !strings.Contains(out, "Drift") {
+				t.Fatalf("approve after an edit: %s", out)
+			}
+		}},
+		{name: "policy-denied", config: "[policy]\ndeny = [\"bm25_text_search\"]\n", drive: func(t *testing.T, r *recording) {
+			if _, _, code := r.b.call(t, "bm25_text_search", map[string]any{"query": "cat", "entries": []map[string]string{{"id": "a", "text": "the cat"}}}); code != events.CodePolicyDenied {
+				t.Fatalf("bm25: %s", code)
+			}
+			if _, _, code := r.b.call(t, "regex_text_search", map[string]any{"pattern": "cat", "entries": []map[string]string{{"id": "a", "text": "the cat"}}}); code != "" {
+				t.Fatalf("regex: %s", code)
+			}
+		}},
+		{name: "approval-timeout", config: "[approval]\nmode = \"prompt\"\ntimeout = \"50ms\"\n[tools.regex_text_search]\napproval = \"always\"\n", drive: func(t *testing.T, r *recording) {
+			if _, _, code := r.b.call(t, "regex_text_search", map[string]any{"pattern": "x", "entries": []map[string]string{{"id": "a", "text": "x"}}}); code != events.CodeApprovalTimeout {
+				t.Fatalf("regex: %s", code)
+			}
+		}},
+		{name: "secret-unresolved", config: "[secrets.search_key]\nenv = \"TRACEBRIDGE_TEST_UNSET_KEY\"\n[tools.regex_text_search]\nsecrets = [\"search_key\"]\n", drive: func(t *testing.T, r *recording) {
+			if _, _, code := r.b.call(t, "regex_text_search", map[string]any{"pattern": "x", "entries": []map[string]string{{"id": "a", "text": "x"}}}); code != events.CodeSecretUnresolved {
+				t.Fatalf("regex: %s", code)
+			}
+		}},
+		{name: "host-missing", drive: func(t *testing.T, r *recording) {
+			if _, _, code := r.b.call(t, "get_selection", map[string]any{}); code != events.CodePipeUnavailable {
+				t.Fatalf("get_selection: %s", code)
+			}
+		}},
+		{name: "review-modes", host: true, drive: func(t *testing.T, r *recording) {
+			for _, args := range []map[string]any{
+				{"mode": "replace", "content": "# Review\n\n## Pricing\n\nThe price is set in [svc/price.go:4][].\n"},
+				{"mode": "append", "content": "## Risks\n\nNone yet."},
+				{"mode": "update-section", "section": "Pricing", "content": "Moves to 120 cents: [svc/price.go:4][]."},
+				{"mode": "update-section", "content": "no section"},
+			} {
+				r.b.call(t, "present_review", args)
+			}
+		}},
+	}
+}
+
+// TestRecordedSessions records each scenario through the real binaries (a
+// host, `tracebridge mcp`, the operator CLI), exports the session with
+// `tracebridge session export`, and re-drives the file with `tracebridge
+// session replay`: a fresh recording must replay with no drift. With
+// -record the files replace artifacts/sessions/*.jsonl.
+func TestRecordedSessions(t *testing.T) {
+	for _, sc := range sessionScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			base := t.TempDir()
+			r := &recording{data: filepath.Join(base, "data"), ws: filepath.Join(base, "ws")}
+			os.MkdirAll(filepath.Join(r.ws, "svc"), 0o755)
+			os.WriteFile(filepath.Join(r.ws, "go.mod"), []byte("module example.com/demo\n"), 0o644)
+			os.WriteFile(filepath.Join(r.ws, "svc", "price.go"), []byte("package svc\n\n// Price returns the price in cents.\nfunc Price() int { return 100 }\n"), 0o644)
+			var host *proc
+			if sc.host {
+				host = start(t, tbBin, r.data, "up", "--root", r.ws)
+				eventually(t, 10*time.Second, "the host socket", func() bool {
+					_, err := os.Stat(filepath.Join(r.data, "run", "host.sock"))
+					return err == nil
+				})
+			}
+			cfg := filepath.Join(base, "tracebridge.toml")
+			os.WriteFile(cfg, []byte(sc.config), 0o600)
+			r.b = startBridge(t, tbBin, r.data, "2025-06-18", "TRACEBRIDGE_CONFIG="+cfg, "TRACEBRIDGE_TEST_UNSET_KEY=")
+			sc.drive(t, r)
+			r.b.close(t)
+			if host != nil {
+				host.cmd.Process.Signal(os.Interrupt)
+				host.wait(t, 10*time.Second)
+			}
+			var run struct {
+				SessionID string `json:"sessionId"`
+			}
+			line := strings.SplitN(r.cli(t, "runs", "--json", "--limit", "1", "--tool", toolOfLastCall(sc.name)), "\n", 2)[0]
+			if err := json.Unmarshal([]byte(line), &run); err != nil || run.SessionID == "" {
+				t.Fatalf("runs: %q %v", line, err)
+			}
+			file := filepath.Join(base, sc.name+".jsonl")
+			r.cli(t, "session", "export", run.SessionID, "-o", file, "--config", cfg, "--name", sc.name)
+			out, err := exec.Command(tbBin, "session", "replay", file).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "no drift") {
+				b, _ := os.ReadFile(file)
+				t.Fatalf("a fresh recording does not replay cleanly: %v\n%s\nfile:\n%s", err, out, b)
+			}
+			if *record {
+				b, _ := os.ReadFile(file)
+				if err := os.WriteFile(filepath.Join("..", "..", "artifacts", "sessions", sc.name+".jsonl"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func toolOfLastCall(name string) string {
+	return map[string]string{"read-ok": "list_projects", "proposal-applied": "propose_text_edit", "proposal-rejected": "propose_text_edit",
+		"proposal-drift": "propose_text_edit", "policy-denied": "regex_text_search", "approval-timeout": "regex_text_search",
+		"secret-unresolved": "regex_text_search", "host-missing": "get_selection", "review-modes": "present_review"}[name]
+}
+
+// TestCommittedArtifactsAreCurrent regenerates the triads of every recorded
+// session in artifacts/sessions and compares them, byte for byte, with the
+// committed ones: a change in behaviour shows as drift (the replay fails),
+// a change in rendering as a stale triad. `make artifacts` regenerates.
+func TestCommittedArtifactsAreCurrent(t *testing.T) {
+	repo := filepath.Join("..", "..")
+	files, _ := filepath.Glob(filepath.Join(repo, "artifacts", "sessions", "*.jsonl"))
+	if len(files) < 6 {
+		t.Fatalf("artifacts/sessions holds %d recorded sessions; want at least 6", len(files))
+	}
+	root := t.TempDir()
+	out, err := exec.Command(tbBin, append([]string{"session", "replay", "--artifacts", root}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the recorded sessions drifted (make sessions re-records, session replay --update accepts):\n%s", out)
+	}
+	for _, sub := range []string{filepath.Join("artifacts", "logs"), filepath.Join("docs", "diagrams")} {
+		want, _ := filepath.Glob(filepath.Join(root, sub, "*"))
+		have, _ := filepath.Glob(filepath.Join(repo, sub, "*"))
+		if len(want) != len(have) {
+			t.Errorf("%s: %d files committed, regenerating gives %d: run make artifacts", sub, len(have), len(want))
+		}
+		for _, w := range want {
+			got, err := os.ReadFile(filepath.Join(repo, sub, filepath.Base(w)))
+			exp, _ := os.ReadFile(w)
+			if err != nil || string(got) != string(exp) {
+				t.Errorf("%s/%s is stale or missing: run make artifacts", sub, filepath.Base(w))
+			}
+		}
+	}
+}

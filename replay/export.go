@@ -1,0 +1,130 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// ExportInput is what a session export reads from the log.
+type ExportInput struct {
+	Name    string
+	Session events.ID
+	// Runs are the events of every request of the session and of every
+	// operator request that decided one of its proposals, each run in seq
+	// order; Notifications are the session's events without a request.
+	Runs          [][]events.Event
+	Notifications []events.Event
+	Config        string
+	Version       string
+}
+
+// Export turns a session's evidence into a session file: the client's
+// requests in order, the operator's pipe commands between them, the host's
+// answers, and the crossings each left.
+func Export(in ExportInput) (*Session, error) {
+	type item struct {
+		seq  uint64
+		run  []events.Event
+		note *events.Event
+	}
+	var items []item
+	for _, r := range in.Runs {
+		if len(r) > 0 {
+			items = append(items, item{seq: r[0].Seq, run: r})
+		}
+	}
+	for i := range in.Notifications {
+		if in.Notifications[i].Kind == events.KindMCPNotificationReceived {
+			items = append(items, item{seq: in.Notifications[i].Seq, note: &in.Notifications[i]})
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
+	s := &Session{Header: SessionHeader{Name: in.Name, SessionID: in.Session, Config: in.Config, Tracebridge: in.Version}}
+	for _, it := range items {
+		if it.note != nil {
+			st := Step{Step: StepNotify, Method: it.note.Attrs["method"]}
+			if p := it.note.Attrs["params"]; p != "" {
+				if !json.Valid([]byte(p)) {
+					return nil, fmt.Errorf("seq %d: the notification's params were cut or redacted into invalid JSON; it cannot be re-sent", it.note.Seq)
+				}
+				st.Params = json.RawMessage(p)
+			}
+			s.Steps = append(s.Steps, st)
+			continue
+		}
+		if s.Header.Recorded.IsZero() {
+			s.Header.Recorded = it.run[0].Time.UTC()
+		}
+		steps, err := exportRun(s, it.run)
+		if err != nil {
+			return nil, err
+		}
+		s.Steps = append(s.Steps, steps...)
+	}
+	if len(s.Steps) == 0 {
+		return nil, fmt.Errorf("session %s left no requests to export", in.Session)
+	}
+	return s, nil
+}
+
+// exportRun returns the step of one request and the host answers it got.
+func exportRun(s *Session, run []events.Event) ([]Step, error) {
+	var lead *Step
+	var hosts []Step
+	var expect []Crossing
+	answered := false
+	for i := range run {
+		e := &run[i]
+		if InScope(e.Boundary) {
+			expect = append(expect, CrossingOf(e))
+		}
+		switch e.Kind {
+		case events.KindMCPRequestReceived:
+			if lead != nil {
+				continue
+			}
+			lead = &Step{Step: StepClient, Method: e.Attrs["method"]}
+			if e.Attrs["method"] == "initialize" {
+				s.Header.Client, s.Header.ProtocolVersion = e.Attrs["client"], e.Attrs["protocolVersion"]
+			}
+		case events.KindMCPResponseSent:
+			if lead == nil || lead.Step != StepClient || lead.Params != nil {
+				continue
+			}
+			if p := e.Attrs["params"]; p != "" {
+				if !json.Valid([]byte(p)) || strings.Contains(p, "[TRUNCATED") {
+					return nil, fmt.Errorf("request %s (seq %d): its params were cut in the log (over 4 KiB) and cannot be re-sent", e.RequestID, e.Seq)
+				}
+				lead.Params = json.RawMessage(p)
+			}
+			answered = true
+		case events.KindPipeRequestSent:
+			if lead == nil { // an operator's request: no MCP in front of it
+				lead = &Step{Step: StepOperator, Command: e.Attrs["command"], Payload: json.RawMessage(e.Attrs["payload"])}
+				if !json.Valid(lead.Payload) {
+					return nil, fmt.Errorf("operator request %s (seq %d): its payload was cut in the log and cannot be re-sent", e.RequestID, e.Seq)
+				}
+			}
+		case events.KindPipeResponseReceived:
+			var a pipe.Answer
+			if err := json.Unmarshal([]byte(e.Attrs["answer"]), &a); err != nil {
+				return nil, fmt.Errorf("request %s (seq %d): the host's answer was cut in the log (over 4 KiB) or is missing: %v", e.RequestID, e.Seq, err)
+			}
+			hosts = append(hosts, Step{Step: StepHost, Command: e.Attrs["command"], Answer: &a})
+			s.Header.Host = true
+		}
+	}
+	if lead == nil {
+		return nil, nil // host- or operator-side events of no request the session re-drives
+	}
+	if lead.Step == StepClient && !answered {
+		return nil, fmt.Errorf("request %s (%s) was never answered (the bridge stopped mid-request), so the session cannot be re-driven past it", run[0].RequestID, lead.Method)
+	}
+	lead.Expect = expect
+	return append([]Step{*lead}, hosts...), nil
+}

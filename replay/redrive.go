@@ -1,0 +1,429 @@
+package replay
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Bridge runs the bridge under test on stdio until stdin closes, exactly
+// as `tracebridge mcp` does; cmd/tracebridge wires the real catalog,
+// executor and MCP server.
+type Bridge func(ctx context.Context, env BridgeEnv) error
+
+// BridgeEnv is what a re-drive gives the bridge (which reads the log it
+// was given with RedriveOptions.Log itself).
+type BridgeEnv struct {
+	Emitter  *events.Emitter
+	Config   *config.Config
+	PipePath string
+	Stdin    io.ReadCloser
+	Stdout   io.WriteCloser
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// Log is the re-drive's own, fresh event log (a hub on a temporary data
+// dir).
+type Log interface {
+	Append(ctx context.Context, evs []events.Event) ([]uint64, error)
+	Head(ctx context.Context) (uint64, events.Hash, error)
+	Range(ctx context.Context, from uint64, limit int) ([]events.Event, uint64, error)
+	ByRequest(ctx context.Context, id events.ID) ([]events.Event, error)
+}
+
+// RedriveOptions configures a re-drive.
+type RedriveOptions struct {
+	// Log is a fresh log for the re-drive's evidence; its clock should be
+	// Clock(s).
+	Log Log
+	// PipePath is where the recorded host listens.
+	PipePath string
+	Bridge   Bridge
+	Logger   *slog.Logger
+	// StepTimeout bounds the wait for one answer. Zero: 60s.
+	StepTimeout time.Duration
+}
+
+// Redriven is the outcome of a re-drive.
+type Redriven struct {
+	Runs  []Run   // one per client and operator step, in step order
+	Steps []int   // the step index of each run
+	Drift []Drift // empty: the session behaves as recorded
+}
+
+// Drift is one difference between the recording and the re-drive.
+type Drift struct {
+	Step  int    // index in the session's steps
+	Label string // the step, as a person names it
+	Event int    // 1-based position among the step's in-scope events; 0: the whole step
+	Want  string
+	Got   string
+}
+
+func (d Drift) String() string {
+	if d.Event == 0 {
+		return fmt.Sprintf("step %d (%s): %s", d.Step+1, d.Label, d.Got)
+	}
+	return fmt.Sprintf("step %d (%s), event %d:\n    expected %s\n    got      %s", d.Step+1, d.Label, d.Event, orNone(d.Want), orNone(d.Got))
+}
+
+// Label names a step for a person: the method and tool, or the command.
+func (st *Step) Label() string {
+	switch st.Step {
+	case StepClient, StepNotify:
+		var p struct {
+			Name string `json:"name"`
+		}
+		json.Unmarshal(st.Params, &p)
+		if p.Name != "" {
+			return st.Method + " " + p.Name
+		}
+		return st.Method
+	}
+	return st.Step + " " + st.Command
+}
+
+// Redrive runs s against the current build: the client's messages go to a
+// real bridge in this process, the recorded answers come from a real pipe
+// server, ids and the clock are deterministic, and the evidence is compared
+// with the recording.
+func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.StepTimeout <= 0 {
+		opts.StepTimeout = 60 * time.Second
+	}
+	cfg := config.Default()
+	if s.Header.Config != "" {
+		var err error
+		if cfg, err = config.Parse("session "+s.Header.Name+" config", []byte(s.Header.Config)); err != nil {
+			return nil, err
+		}
+	}
+	now := Clock(s)
+	node := opts.Log
+	seed := sha256.Sum256([]byte("tracebridge session " + s.Header.Name))
+	em := events.NewEmitter(node, events.EmitterOptions{
+		Redactor: events.NewRedactor(seed[:]), IDs: events.NewIDSource(now, rand.NewChaCha8(seed)), Now: now, Logger: opts.Logger})
+	defer em.Close(context.Background())
+
+	if s.Header.Host {
+		stop, err := recordedHost(ctx, s, opts, em)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		served <- opts.Bridge(bctx, BridgeEnv{Emitter: em, Config: cfg, PipePath: opts.PipePath,
+			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger})
+		outW.Close()
+	}()
+	answers := readAnswers(outR)
+
+	operator := pipe.NewClient(pipe.ClientOptions{Path: opts.PipePath, Recorder: em, Logger: opts.Logger, Timeout: opts.StepTimeout})
+	defer operator.Close()
+	var operatorReqs []events.ID
+	var stepOf []int
+	nextID := 0
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		switch st.Step {
+		case StepClient:
+			nextID++
+			if err := writeMessage(inW, nextID, st); err != nil {
+				return nil, fmt.Errorf("step %d: the bridge stopped reading: %w", i+1, err)
+			}
+			select {
+			case <-answers.wait(nextID):
+			case err := <-served:
+				return nil, fmt.Errorf("step %d (%s): the bridge exited: %v", i+1, st.Label(), err)
+			case <-time.After(opts.StepTimeout):
+				return nil, fmt.Errorf("step %d (%s): no answer within %v", i+1, st.Label(), opts.StepTimeout)
+			}
+			stepOf = append(stepOf, i)
+		case StepNotify:
+			if err := writeMessage(inW, 0, st); err != nil {
+				return nil, fmt.Errorf("step %d: the bridge stopped reading: %w", i+1, err)
+			}
+		case StepOperator:
+			req := em.NewID()
+			operator.Call(ctx, pipe.Request{Command: st.Command, RequestID: req.String(), OperationID: em.NewID().String(), Payload: st.Payload})
+			if err := em.Flush(ctx, req); err != nil {
+				return nil, err
+			}
+			operatorReqs = append(operatorReqs, req)
+			stepOf = append(stepOf, i)
+		}
+	}
+	inW.Close()
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("the bridge failed: %w", err)
+		}
+	case <-time.After(opts.StepTimeout):
+		return nil, errors.New("the bridge did not end its session after stdin closed")
+	}
+	if err := em.FlushAll(ctx); err != nil {
+		return nil, err
+	}
+	return collect(ctx, s, node, stepOf, operatorReqs)
+}
+
+// Clock is a re-drive's clock: it stands still at the recording's start,
+// so times, durations and ids come out the same on every re-drive.
+func Clock(s *Session) func() time.Time {
+	at := s.Header.Recorded
+	if at.IsZero() {
+		at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return func() time.Time { return at }
+}
+
+// collect gathers each step's run from the re-drive's log and compares it
+// with the recording.
+func collect(ctx context.Context, s *Session, node Log, stepOf []int, operatorReqs []events.ID) (*Redriven, error) {
+	head, _, err := node.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var clientReqs []events.ID
+	for from := uint64(1); from <= head; {
+		evs, next, err := node.Range(ctx, from, 2048)
+		if err != nil {
+			return nil, err
+		}
+		for i := range evs {
+			if evs[i].Kind == events.KindMCPRequestReceived {
+				clientReqs = append(clientReqs, evs[i].RequestID)
+			}
+		}
+		if len(evs) == 0 {
+			break
+		}
+		from = next
+	}
+	out := &Redriven{Steps: stepOf}
+	ci, oi := 0, 0
+	for _, idx := range stepOf {
+		st := &s.Steps[idx]
+		var req events.ID
+		switch {
+		case st.Step == StepClient && ci < len(clientReqs):
+			req = clientReqs[ci]
+			ci++
+		case st.Step == StepOperator && oi < len(operatorReqs):
+			req = operatorReqs[oi]
+			oi++
+		default:
+			out.Drift = append(out.Drift, Drift{Step: idx, Label: st.Label(), Got: "no request was recorded for this step"})
+			continue
+		}
+		evs, err := node.ByRequest(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		run := Judge(req, evs)
+		out.Runs = append(out.Runs, run)
+		out.Drift = append(out.Drift, compare(idx, st, evs)...)
+	}
+	return out, nil
+}
+
+// compare lists where the re-driven crossings of a step differ from the
+// recorded ones. The host's events and the rest are compared as two
+// streams: in a recording they come from two processes whose order in the
+// log is not causal, in a re-drive from one.
+func compare(idx int, st *Step, evs []events.Event) []Drift {
+	got := Crossings(evs)
+	var out []Drift
+	for _, host := range []bool{false, true} {
+		want, have := side(st.Expect, host), side(got, host)
+		for i := 0; i < max(len(want), len(have)); i++ {
+			var w, h string
+			if i < len(want) {
+				w = want[i].c.String()
+			}
+			if i < len(have) {
+				h = have[i].c.String()
+			}
+			if w == h {
+				continue
+			}
+			pos := len(got) + 1
+			if i < len(have) {
+				pos = have[i].pos
+			} else if i < len(want) {
+				pos = want[i].pos
+			}
+			out = append(out, Drift{Step: idx, Label: st.Label(), Event: pos, Want: w, Got: h})
+			if len(want) != len(have) {
+				out = append(out, Drift{Step: idx, Label: st.Label(), Got: fmt.Sprintf("%d %s events, the recording has %d", len(have), sideName(host), len(want))})
+			}
+			break
+		}
+	}
+	return out
+}
+
+type placed struct {
+	c   Crossing
+	pos int // 1-based among all the step's crossings
+}
+
+// side returns the host's crossings, or everyone else's.
+func side(cs []Crossing, host bool) []placed {
+	var out []placed
+	for i, c := range cs {
+		if (c.Boundary == events.BoundaryHost) == host {
+			out = append(out, placed{c, i + 1})
+		}
+	}
+	return out
+}
+
+func sideName(host bool) string {
+	if host {
+		return "host-side"
+	}
+	return "bridge-side"
+}
+
+// Crossings returns the in-scope crossings of a run, for --update.
+func Crossings(evs []events.Event) []Crossing {
+	var out []Crossing
+	for i := range evs {
+		if InScope(evs[i].Boundary) {
+			out = append(out, CrossingOf(&evs[i]))
+		}
+	}
+	return out
+}
+
+// recordedHost serves the session's host answers on a real pipe server:
+// each command gets its recorded answers in order.
+func recordedHost(ctx context.Context, s *Session, opts RedriveOptions, em *events.Emitter) (func(), error) {
+	var mu sync.Mutex
+	queue := map[string][]*pipe.Answer{}
+	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Step == StepHost {
+			queue[st.Command] = append(queue[st.Command], st.Answer)
+		}
+	}
+	handlers := map[string]pipe.Handler{}
+	for cmd := range queue {
+		handlers[cmd] = func(context.Context, pipe.Request) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(queue[cmd]) == 0 {
+				return nil, &pipe.CodedError{Code: events.CodeToolError, Msg: "the recording has no more answers for " + cmd}
+			}
+			a := queue[cmd][0]
+			queue[cmd] = queue[cmd][1:]
+			if !a.OK {
+				return nil, &pipe.CodedError{Code: a.Code, Msg: a.Message}
+			}
+			return a.Payload, nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.PipePath), 0o700); err != nil {
+		return nil, err
+	}
+	l, err := pipe.Listen(opts.PipePath)
+	if err != nil {
+		return nil, fmt.Errorf("recorded host: %w", err)
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pipe.NewServer(pipe.ServerOptions{Handlers: handlers, Recorder: em, Logger: opts.Logger}).Serve(hctx, l)
+	}()
+	return func() { cancel(); l.Close(); <-done }, nil
+}
+
+// writeMessage sends one JSON-RPC line: a request when id > 0, else a
+// notification.
+func writeMessage(w io.Writer, id int, st *Step) error {
+	msg := map[string]any{"jsonrpc": "2.0", "method": st.Method}
+	if id > 0 {
+		msg["id"] = id
+	}
+	if len(st.Params) > 0 {
+		msg["params"] = st.Params
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// answerBox hands the bridge's responses to the steps waiting for them.
+type answerBox struct {
+	mu      sync.Mutex
+	waiting map[int]chan struct{}
+}
+
+func (a *answerBox) wait(id int) <-chan struct{} { return a.box(id) }
+
+func (a *answerBox) box(id int) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch, ok := a.waiting[id]
+	if !ok {
+		ch = make(chan struct{})
+		a.waiting[id] = ch
+	}
+	return ch
+}
+
+func readAnswers(r io.Reader) *answerBox {
+	a := &answerBox{waiting: map[int]chan struct{}{}}
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			var m struct {
+				ID *int `json:"id"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+				continue // a notification or a server request
+			}
+			ch := a.box(*m.ID)
+			a.mu.Lock()
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+			a.mu.Unlock()
+		}
+		io.Copy(io.Discard, r)
+	}()
+	return a
+}

@@ -1,0 +1,209 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// SessionSchema names the recorded-session format this build reads and
+// writes. A file of another schema is refused, not guessed at.
+const SessionSchema = "tracebridge.session/v1"
+
+// MaxSessionLine caps one line of a session file.
+const MaxSessionLine = 8 << 20
+
+// Step kinds.
+const (
+	StepClient   = "client"   // a JSON-RPC request the client sent
+	StepNotify   = "notify"   // a notification the client sent
+	StepHost     = "host"     // an answer the host gave over the pipe
+	StepOperator = "operator" // a pipe command an operator sent (a proposal decision)
+)
+
+// Session is a recorded session: everything needed to re-drive it and the
+// evidence it left, so a re-drive can be compared with it.
+type Session struct {
+	Header SessionHeader
+	Steps  []Step
+}
+
+// SessionHeader is the first line of a session file.
+type SessionHeader struct {
+	Schema          string    `json:"schema"`
+	Name            string    `json:"name"`
+	SessionID       events.ID `json:"sessionId,omitzero"` // in the log it was exported from
+	Client          string    `json:"client,omitempty"`
+	ProtocolVersion string    `json:"protocolVersion,omitempty"`
+	Recorded        time.Time `json:"recorded"` // a re-drive's clock stands still here
+	Tracebridge     string    `json:"tracebridge"`
+	// Config is the tracebridge.toml in force ("" for the defaults).
+	Config string `json:"config"`
+	// Host says a workspace host answered; a re-drive without one leaves
+	// the pipe unanswered, as the recording found it.
+	Host  bool `json:"host"`
+	Steps int  `json:"steps"`
+}
+
+// Step is one line after the header.
+type Step struct {
+	Step    string          `json:"step"`
+	Method  string          `json:"method,omitempty"`  // client, notify
+	Params  json.RawMessage `json:"params,omitempty"`  // client, notify
+	Command string          `json:"command,omitempty"` // host, operator
+	Payload json.RawMessage `json:"payload,omitempty"` // operator
+	Answer  *pipe.Answer    `json:"answer,omitempty"`  // host
+	// Expect is the evidence the step left in the recording, within the
+	// re-driven scope (client and operator steps).
+	Expect []Crossing `json:"expect,omitempty"`
+}
+
+// Crossing is what a drift check compares of one event.
+type Crossing struct {
+	Kind     string          `json:"kind"`
+	Boundary events.Boundary `json:"boundary"`
+	From     string          `json:"from"`
+	To       string          `json:"to"`
+	Outcome  events.Outcome  `json:"outcome"`
+	Code     events.Code     `json:"code,omitempty"`
+}
+
+func (c Crossing) String() string {
+	s := c.Kind + " " + c.From + "→" + c.To + " " + string(c.Outcome)
+	if c.Code != "" {
+		s += " " + string(c.Code)
+	}
+	return s
+}
+
+// CrossingOf is e as a drift check sees it.
+func CrossingOf(e *events.Event) Crossing {
+	return Crossing{Kind: e.Kind, Boundary: e.Boundary, From: e.From, To: e.To, Outcome: e.Outcome, Code: e.Code}
+}
+
+// InScope says whether a re-drive reproduces events of boundary b.
+func InScope(b events.Boundary) bool {
+	for _, x := range ScopeExclusions {
+		if b == x {
+			return false
+		}
+	}
+	return true
+}
+
+// SessionError is a session file that cannot be used, with the line.
+type SessionError struct {
+	Line int
+	Msg  string
+}
+
+func (e *SessionError) Error() string {
+	if e.Line == 0 {
+		return "session file: " + e.Msg
+	}
+	return fmt.Sprintf("session file line %d: %s", e.Line, e.Msg)
+}
+
+// DecodeSession reads a session file. It refuses other schemas, unknown
+// steps and fields, truncated files (fewer steps than the header says, a
+// last line cut short) and trailing data.
+func DecodeSession(r io.Reader) (*Session, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), MaxSessionLine)
+	var s Session
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			return nil, &SessionError{line, "empty line"}
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if line == 1 {
+			var probe struct {
+				Schema string `json:"schema"`
+			}
+			if err := json.Unmarshal(b, &probe); err != nil {
+				return nil, &SessionError{line, "not a session header (corrupt or truncated JSON): " + err.Error()}
+			}
+			if probe.Schema != SessionSchema {
+				return nil, &SessionError{line, fmt.Sprintf("schema %q: this build reads %s; re-export the session with this build or use the build that wrote it", probe.Schema, SessionSchema)}
+			}
+			if err := dec.Decode(&s.Header); err != nil {
+				return nil, &SessionError{line, "header: " + err.Error()}
+			}
+			if s.Header.Steps < 0 || s.Header.Steps > 1_000_000 {
+				return nil, &SessionError{line, fmt.Sprintf("header says %d steps", s.Header.Steps)}
+			}
+			continue
+		}
+		var st Step
+		if err := dec.Decode(&st); err != nil {
+			return nil, &SessionError{line, "corrupt or truncated step: " + err.Error()}
+		}
+		if dec.More() {
+			return nil, &SessionError{line, "more than one JSON value on the line"}
+		}
+		if err := st.check(); err != nil {
+			return nil, &SessionError{line, err.Error()}
+		}
+		s.Steps = append(s.Steps, st)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &SessionError{line + 1, err.Error()}
+	}
+	if line == 0 {
+		return nil, &SessionError{0, "empty file"}
+	}
+	if len(s.Steps) != s.Header.Steps {
+		return nil, &SessionError{0, fmt.Sprintf("the header says %d steps but the file holds %d: it is truncated or was edited", s.Header.Steps, len(s.Steps))}
+	}
+	return &s, nil
+}
+
+func (st *Step) check() error {
+	switch st.Step {
+	case StepClient, StepNotify:
+		if st.Method == "" {
+			return errors.New(st.Step + " step without a method")
+		}
+		if len(st.Params) > 0 && !json.Valid(st.Params) {
+			return errors.New("params are not JSON")
+		}
+	case StepHost:
+		if st.Command == "" || st.Answer == nil {
+			return errors.New("host step needs a command and an answer")
+		}
+	case StepOperator:
+		if st.Command == "" {
+			return errors.New("operator step without a command")
+		}
+	default:
+		return fmt.Errorf("unknown step %q (want client, notify, host or operator)", st.Step)
+	}
+	return nil
+}
+
+// Encode writes s as a session file: the header, then one step per line.
+func (s *Session) Encode(w io.Writer) error {
+	s.Header.Schema, s.Header.Steps = SessionSchema, len(s.Steps)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&s.Header); err != nil {
+		return err
+	}
+	for i := range s.Steps {
+		if err := enc.Encode(&s.Steps[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
