@@ -32,6 +32,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRefs$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDiagnostics$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzSequenceLabels$$' -fuzztime $(FUZZTIME) ./mermaid
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSession$$' -fuzztime $(FUZZTIME) ./replay
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat
 # (median and spread per benchmark). Raw output: out/bench.txt.

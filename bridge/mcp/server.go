@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -40,6 +41,16 @@ type Options struct {
 	// Now is the clock for durations. Nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Resources are served as MCP resource templates.
+	Resources []Resource
+}
+
+// Resource is a family of read-only resources, e.g. trace://runs/{requestId}.
+type Resource struct {
+	URITemplate, Name, Description, MIMEType string
+	// Read returns the text of one resource; param is the template's
+	// single variable, taken from the URI.
+	Read func(ctx context.Context, param string) (string, error)
 }
 
 // Server is an MCP server over the executor's catalog.
@@ -67,7 +78,7 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "tracebridge", Version: opts.Version}, &sdk.ServerOptions{
 		Logger:       opts.Logger,
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Capabilities: capabilities(opts),
 		Instructions: "Every call is recorded as evidence. Each tool result's _meta[\"" + MetaRequestID + "\"] names the request; `tracebridge tail --request ID` shows what happened.",
 	})
 	for _, t := range opts.Executor.Catalog().Tools() {
@@ -75,6 +86,21 @@ func New(opts Options) *Server {
 			Name: t.ID, Description: t.Description, InputSchema: t.InputSchema,
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !t.SideEffects},
 		}, s.handle)
+	}
+	for _, r := range opts.Resources {
+		prefix := r.URITemplate[:strings.Index(r.URITemplate, "{")]
+		s.sdk.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: r.URITemplate, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType},
+			func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+				uri := req.Params.URI
+				if !strings.HasPrefix(uri, prefix) {
+					return nil, sdk.ResourceNotFoundError(uri)
+				}
+				text, err := r.Read(ctx, strings.TrimPrefix(uri, prefix))
+				if err != nil {
+					return nil, err
+				}
+				return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: r.MIMEType, Text: text}}}, nil
+			})
 	}
 	s.sdk.AddReceivingMiddleware(s.recoverPanics, s.unknownTools)
 	return s
@@ -186,4 +212,12 @@ func (s *Server) recoverPanics(next sdk.MethodHandler) sdk.MethodHandler {
 		}()
 		return next(ctx, method, req)
 	}
+}
+
+func capabilities(opts Options) *sdk.ServerCapabilities {
+	c := &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}
+	if len(opts.Resources) > 0 {
+		c.Resources = &sdk.ResourceCapabilities{}
+	}
+	return c
 }

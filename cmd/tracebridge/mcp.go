@@ -59,13 +59,13 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	}
 	hostClient := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Timeout: pipeTimeout, Logger: logger})
 	defer hostClient.Close()
-	catalog, err := m.catalog(cfg, em, hostClient)
+	catalog, err := m.catalog(cfg, em, hostClient, node)
 	if err != nil {
 		return err
 	}
 	x := executor.New(executor.Options{Catalog: catalog, Emitter: em, Log: node, Config: cfg, ConfigErr: cfgErr,
 		Getenv: m.Getenv, Now: m.Now, Logger: logger})
-	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: em, Version: Version, Now: m.Now, Logger: logger})
+	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: em, Version: Version, Now: m.Now, Logger: logger, Resources: traceResources(node)})
 	logger.Info("tracebridge mcp serving", "data", string(dir), "tools", len(catalog.Tools()), "hub", node.IsHub())
 	err = srv.Serve(ctx, readCloser(m.Stdin), protoOut)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
@@ -77,8 +77,9 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 // catalog is every tool this bridge serves: the built-in ones (the
 // workspace tools forwarded to the host over the pipe), the test
 // tools of a tb_testtools build, and discovered ones when configured.
-func (m *Main) catalog(cfg *config.Config, em *events.Emitter, host tools.HostCaller) (*executor.Catalog, error) {
+func (m *Main) catalog(cfg *config.Config, em *events.Emitter, host tools.HostCaller, log tools.TraceLog) (*executor.Catalog, error) {
 	all := append([]*executor.Tool{tools.Regex(), tools.BM25()}, tools.Workspace(host)...)
+	all = append(all, tools.Trace(log)...)
 	all = append(all, testTools()...)
 	if cfg != nil && len(cfg.Discovery.Dirs) > 0 {
 		found, findings := tools.Discover(expandHome(cfg.Discovery.Dirs, m.Getenv("HOME")))
@@ -180,4 +181,11 @@ func (m *Main) evidence(ctx context.Context, dir hub.DataDir, name string, logge
 		}
 		node.Close()
 	}, nil
+}
+
+// traceResources serves trace://runs/{requestId}: a run's replay as JSON.
+func traceResources(log tools.TraceLog) []bmcp.Resource {
+	return []bmcp.Resource{{URITemplate: "trace://runs/{requestId}", Name: "run", MIMEType: "application/json",
+		Description: "One recorded run: its events in order, status and verdict (the first boundary that failed, its code and the operator action).",
+		Read:        func(ctx context.Context, id string) (string, error) { return tools.RunResource(ctx, log, id) }}}
 }

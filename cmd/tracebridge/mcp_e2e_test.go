@@ -42,7 +42,7 @@ func TestMCPWorksInEveryProtocolMode(t *testing.T) {
 				names = append(names, tl.Name)
 			}
 			if !slices.Equal(names, []string{"bm25_text_search", "get_active_document", "get_diagnostics", "get_selection", "list_projects",
-				"present_review", "propose_text_edit", "propose_text_edits", "regex_text_search"}) {
+				"present_review", "propose_text_edit", "propose_text_edits", "regex_text_search", "trace_diagram", "trace_replay", "trace_runs"}) {
 				t.Fatalf("tools %v: the production binary serves exactly the built-in tools", names)
 			}
 			res, err := b.session.CallTool(ctx, &sdk.CallToolParams{Name: "regex_text_search",
@@ -459,5 +459,38 @@ func TestMCPDiscoveredTools(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no event counting the discovered tool")
+	}
+}
+
+// An AI session reads the evidence of earlier runs: trace_runs lists them
+// with their verdicts, trace_replay and trace://runs/{id} reconstruct one,
+// trace_diagram draws it.
+func TestMCPTraceTools(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", writeConfig(t, "[policy]\ndeny = [\"bm25_text_search\"]\n"))
+	_, denied, code := b.call(t, "bm25_text_search", map[string]any{"query": "q", "entries": []map[string]string{{"id": "a", "text": "q"}}})
+	if code != events.CodePolicyDenied {
+		t.Fatalf("bm25: %s", code)
+	}
+	res, _, code := b.call(t, "trace_runs", map[string]any{"status": "denied"})
+	if code != "" || !strings.Contains(textOf(res), denied.String()) || !strings.Contains(textOf(res), `"code":"PolicyDenied"`) {
+		t.Fatalf("trace_runs: %s %s", code, textOf(res))
+	}
+	res, _, code = b.call(t, "trace_replay", map[string]any{"requestId": denied.String()})
+	if code != "" || !strings.Contains(textOf(res), `"status":"denied"`) || !strings.Contains(textOf(res), `"boundary":"policy"`) {
+		t.Fatalf("trace_replay: %s %s", code, textOf(res))
+	}
+	res, _, code = b.call(t, "trace_diagram", map[string]any{"requestId": denied.String()})
+	if code != "" || !strings.Contains(textOf(res), "sequenceDiagram") || !strings.Contains(textOf(res), "PolicyDenied") {
+		t.Fatalf("trace_diagram: %s %s", code, textOf(res))
+	}
+	if _, _, code = b.call(t, "trace_replay", map[string]any{"requestId": "nope"}); code != events.CodeInvalidArguments {
+		t.Fatalf("trace_replay of a bad id: %s", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rr, err := b.session.ReadResource(ctx, &sdk.ReadResourceParams{URI: "trace://runs/" + denied.String()})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, `"code": "PolicyDenied"`) {
+		t.Fatalf("read trace://runs/%s: %v %+v", denied, err, rr)
 	}
 }

@@ -309,14 +309,14 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 func (m *Main) sessionBridge(ctx context.Context, env replay.BridgeEnv, node *hub.Node) error {
 	hostClient := pipe.NewClient(pipe.ClientOptions{Path: env.PipePath, Recorder: env.Emitter, Timeout: env.Config.PipeTimeout(), Logger: env.Logger})
 	defer hostClient.Close()
-	catalog, err := m.catalog(env.Config, env.Emitter, hostClient)
+	catalog, err := m.catalog(env.Config, env.Emitter, hostClient, node)
 	if err != nil {
 		return err
 	}
 	noEnv := func(string) string { return "" }
 	x := executor.New(executor.Options{Catalog: catalog, Emitter: env.Emitter, Log: node, Config: env.Config,
 		Getenv: noEnv, Now: env.Now, Logger: env.Logger})
-	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: env.Emitter, Version: "session-replay", Now: env.Now, Logger: env.Logger})
+	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: env.Emitter, Version: "session-replay", Now: env.Now, Logger: env.Logger, Resources: traceResources(node)})
 	err = srv.Serve(ctx, env.Stdin, env.Stdout)
 	if errors.Is(err, io.EOF) {
 		return nil
