@@ -211,8 +211,20 @@ func (p *Projector) catchUp(ctx context.Context, progress Progress) (uint64, err
 				if err != nil {
 					return err
 				}
-				if cp, err = fold(pr, view, cp, evs); err != nil {
+				// Fold the chunk in memory, then write each key it touched
+				// once: a run's 50 events cost one B-tree write, not 50.
+				o := &overlay{base: view, m: map[string][]byte{}}
+				if cp, err = fold(pr, o, cp, evs); err != nil {
 					return err
+				}
+				for k, v := range o.m {
+					write := view.Put
+					if v == nil {
+						write = func(k, _ []byte) error { return view.Delete(k) }
+					}
+					if err := write([]byte(k), v); err != nil {
+						return err
+					}
 				}
 				if err := putJSON(meta, []byte(pr.Name()), &cp); err != nil {
 					return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,12 +13,16 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/mermaid"
+	"github.com/tracebridge/tracebridge/projections"
+	"github.com/tracebridge/tracebridge/replay"
 	"github.com/tracebridge/tracebridge/store"
 )
 
 func runDemo(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("demo")
 	keep := fs.Bool("keep", false, "keep the demo's data dir (printed at the end) instead of removing it")
+	artifacts := fs.String("artifacts", "", "write the failed run's triad under `ROOT` (default: a new directory in the temp dir, kept)")
 	if err := m.parse(fs, "demo [--data DIR] [--keep]\n\nStarts a hub on a fresh data dir (a temporary one unless --data is given),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, and shows verify catching a byte edited in a copy\nof the store.", args); err != nil {
 		return err
 	}
@@ -51,7 +56,8 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		followed <- node.Follow(fctx, 1, func(e events.Event) error { seen.Store(e.Seq); return nil })
 	}()
 
-	if err := demoMCP(ctx, m, node, step); err != nil {
+	session, failed, err := demoMCP(ctx, m, node, step)
+	if err != nil {
 		return err
 	}
 
@@ -123,8 +129,11 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if trep.OK() || trep.FirstBad != victim[0].Seq {
 		return fmt.Errorf("verify did not name seq %d", victim[0].Seq)
 	}
+	if err := demoRuns(ctx, m, step, session, failed, *artifacts); err != nil {
+		return err
+	}
 	if *keep {
-		step("kept: tracebridge --data %s tail -n 20", m.data)
+		step("kept: tracebridge --data %s runs", m.data)
 	}
 	fmt.Fprintln(out, "\ndemo ok")
 	return nil
@@ -145,4 +154,52 @@ func tamperedCopy(data string, e *events.Event) (string, error) {
 	b[i+len(rec)/3] ^= 0x20
 	path := filepath.Join(data, "tampered-copy.db")
 	return path, os.WriteFile(path, b, 0o600)
+}
+
+// demoRuns ends the demo as an operator would: the session's runs, the
+// failed run replayed with its verdict and diagram, and its triad.
+func demoRuns(ctx context.Context, m *Main, step func(string, ...any), session, failed events.ID, root string) error {
+	node, err := m.openLog(ctx, "demo")
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	step("tracebridge runs --session %s", session)
+	rows, err := node.View(ctx, projections.Query{View: "runs", Session: session, Limit: 50})
+	if err != nil {
+		return err
+	}
+	sums := make([]replay.Summary, len(rows))
+	for i, r := range rows {
+		if err := json.Unmarshal(r, &sums[i]); err != nil {
+			return err
+		}
+	}
+	writeRuns(m.Stdout, sums)
+
+	step("tracebridge replay %s: the run that failed, judged against its expected chain", failed)
+	evs, err := node.ByRequest(ctx, failed)
+	if err != nil {
+		return err
+	}
+	run := replay.Judge(failed, evs)
+	if run.Status == replay.StatusOK {
+		return fmt.Errorf("the run with the host stopped was judged ok")
+	}
+	v := run.Verdict
+	fmt.Fprintf(m.Stdout, "status:  %s\nverdict: %s at %s (%s): %s\naction:  %s\n\n", run.Status, v.Code, v.Boundary, v.Kind, v.Message, v.Action)
+	fmt.Fprint(m.Stdout, mermaid.Sequence(evs, mermaid.Options{}))
+
+	if root == "" {
+		if root, err = os.MkdirTemp("", "tracebridge-demo-triad-"); err != nil {
+			return err
+		}
+	}
+	t, err := replay.WriteTriad(root, run, replay.TriadOptions{Version: Version, Source: "log " + m.data})
+	if err != nil {
+		return err
+	}
+	step("triad written (tracebridge replay %s --artifacts %s)", failed, root)
+	fmt.Fprintf(m.Stdout, "%s\n%s\n%s\n", t.Log, t.Metadata, t.Diagram)
+	return nil
 }

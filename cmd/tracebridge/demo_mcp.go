@@ -20,18 +20,20 @@ import (
 
 // demoMCP drives a scripted MCP session through this very binary, as an AI
 // client would launch it, and prints the evidence of each call.
-func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...any)) error {
+// It returns the session's id and the request that failed because the host
+// had stopped.
+func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...any)) (sessionID, failed events.ID, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return sessionID, failed, err
 	}
 	cfg := filepath.Join(m.data, "demo-tracebridge.toml")
 	if err := os.WriteFile(cfg, []byte("# demo: deny bm25 to show a policy denial\n[policy]\ndeny = [\"bm25_text_search\"]\n"), 0o600); err != nil {
-		return err
+		return sessionID, failed, err
 	}
 	ws := filepath.Join(filepath.Dir(m.data), "workspace")
 	if err := os.MkdirAll(filepath.Join(ws, "svc"), 0o755); err != nil {
-		return err
+		return sessionID, failed, err
 	}
 	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module example.com/demo\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, "svc", "price.go"), []byte("package svc\n\n// Price returns the price in cents.\nfunc Price() int { return 100 }\n"), 0o644)
@@ -39,7 +41,7 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	up := exec.Command(self, "--data", m.data, "--log-level", "warn", "up", "--root", ws)
 	up.Stderr = io.Discard
 	if err := up.Start(); err != nil {
-		return err
+		return sessionID, failed, err
 	}
 	defer func() { up.Process.Signal(os.Interrupt); up.Wait() }()
 	dir := hub.DataDir(m.data)
@@ -50,7 +52,7 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 		time.Sleep(25 * time.Millisecond)
 	}
 	if _, err := m.hostCall(ctx, "set_focus", map[string]any{"path": "svc/price.go", "startLine": 4, "startCol": 6, "endLine": 4, "endCol": 11}); err != nil {
-		return err
+		return sessionID, failed, err
 	}
 	fmt.Fprintln(m.Stdout, "operator: tracebridge focus svc/price.go:4:6-4:11")
 
@@ -62,12 +64,12 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	defer cancel()
 	session, err := client.Connect(cctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 	if err != nil {
-		return fmt.Errorf("start the MCP bridge: %w", err)
+		return sessionID, failed, fmt.Errorf("start the MCP bridge: %w", err)
 	}
 	defer session.Close()
 	list, err := session.ListTools(cctx, nil)
 	if err != nil {
-		return err
+		return sessionID, failed, err
 	}
 	var names []string
 	for _, t := range list.Tools {
@@ -91,7 +93,7 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	for _, c := range calls {
 		res, err := session.CallTool(cctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
 		if err != nil {
-			return fmt.Errorf("tools/call %s: %w", c.tool, err)
+			return sessionID, failed, fmt.Errorf("tools/call %s: %w", c.tool, err)
 		}
 		req, _ := events.ParseID(fmt.Sprint(res.Meta[bmcp.MetaRequestID]))
 		if first.IsZero() {
@@ -115,14 +117,14 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	step("operator: approve the proposal (bound to its content hash); the host applies it")
 	resp, err := m.hostCall(ctx, "proposals.list", nil)
 	if err != nil {
-		return err
+		return sessionID, failed, err
 	}
 	var props []host.Proposal
 	json.Unmarshal(resp.Payload, &props)
 	for _, p := range props {
 		resp, err := m.hostCall(ctx, "proposals.decide", host.DecideArgs{ID: p.ID, Approve: true, ContentHash: p.ContentHash, By: "demo"})
 		if err != nil {
-			return err
+			return sessionID, failed, err
 		}
 		var done host.Proposal
 		json.Unmarshal(resp.Payload, &done)
@@ -136,8 +138,9 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	up.Wait()
 	res, err := session.CallTool(cctx, &sdk.CallToolParams{Name: "get_selection", Arguments: map[string]any{}})
 	if err != nil {
-		return err
+		return sessionID, failed, err
 	}
+	failed, _ = events.ParseID(fmt.Sprint(res.Meta[bmcp.MetaRequestID]))
 	for _, ct := range res.Content {
 		if tc, ok := ct.(*sdk.TextContent); ok {
 			fmt.Fprintf(m.Stdout, "tools/call get_selection       error  %s\n", tc.Text)
@@ -146,11 +149,14 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	session.Close()
 	evs, err := node.ByRequest(ctx, first)
 	if err != nil {
-		return err
+		return sessionID, failed, err
 	}
 	step("the first call's evidence, as `tracebridge tail --request %s` prints it", first)
 	for i := range evs {
 		writeEventLine(m.Stdout, &evs[i])
 	}
-	return nil
+	if len(evs) > 0 {
+		sessionID = evs[0].SessionID
+	}
+	return sessionID, failed, nil
 }
