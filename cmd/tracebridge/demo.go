@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,7 +22,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("demo")
 	keep := fs.Bool("keep", false, "keep the demo's data dir (printed at the end) instead of removing it")
 	artifacts := fs.String("artifacts", "", "write the failed run's triad under `ROOT` (default: a new directory in the temp dir, kept)")
-	if err := m.parse(fs, "demo [--data DIR] [--keep]\n\nStarts a hub on a fresh data dir (a temporary one unless --data is given),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, and shows verify catching a byte edited in a copy\nof the store.", args); err != nil {
+	if err := m.parse(fs, "demo [--data DIR] [--keep] [--artifacts ROOT]\n\nStarts a hub on a fresh data dir (a temporary one unless --data is given),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, shows verify catching a byte edited in a copy\nof the store, and ends as an operator would: the session's runs, the replay\nof the run that failed (verdict and diagram) and the triad it wrote.", args); err != nil {
 		return err
 	}
 	if m.data == "" {
@@ -169,13 +168,9 @@ func demoRuns(ctx context.Context, m *Main, step func(string, ...any), session, 
 	if err != nil {
 		return err
 	}
-	sums := make([]replay.Summary, len(rows))
-	for i, r := range rows {
-		if err := json.Unmarshal(r, &sums[i]); err != nil {
-			return err
-		}
+	if err := writeRuns(m.Stdout, rows); err != nil {
+		return err
 	}
-	writeRuns(m.Stdout, sums)
 
 	step("tracebridge replay %s: the run that failed, judged against its expected chain", failed)
 	evs, err := node.ByRequest(ctx, failed)

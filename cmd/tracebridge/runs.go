@@ -56,21 +56,20 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 		}
 		return nil
 	}
+	return writeRuns(m.Stdout, rows)
+}
+
+// writeRuns prints rows of the runs view as a table a person reads.
+func writeRuns(w io.Writer, rows []json.RawMessage) error {
 	sums := make([]replay.Summary, len(rows))
 	for i, r := range rows {
 		if err := json.Unmarshal(r, &sums[i]); err != nil {
 			return err
 		}
 	}
-	writeRuns(m.Stdout, sums)
-	return nil
-}
-
-// writeRuns prints runs as a table a person reads.
-func writeRuns(w io.Writer, sums []replay.Summary) {
 	if len(sums) == 0 {
 		fmt.Fprintln(w, "no runs match")
-		return
+		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REQUEST\tSTARTED\tMETHOD\tTOOL\tSTATUS\tMS\tEVENTS\tVERDICT")
@@ -82,5 +81,5 @@ func writeRuns(w io.Writer, sums []replay.Summary) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\n", s.RequestID, s.Start.Local().Format("15:04:05"),
 			orDash(s.Method), orDash(s.Tool), s.Status, s.DurationMs, s.Events, verdict)
 	}
-	tw.Flush()
+	return tw.Flush()
 }
