@@ -43,6 +43,17 @@ const (
 	CodeMissingStep      Code = "MissingStep"      // a run answered with a step it opened never closed
 )
 
+// Codes of the operator UI's access rules.
+const (
+	CodeForeignHost     Code = "ForeignHost"     // the Host header is not a loopback name of the UI (DNS rebinding)
+	CodeUnauthenticated Code = "Unauthenticated" // no valid launch token or session cookie
+	CodeForeignOrigin   Code = "ForeignOrigin"   // a state change from another origin, or with none
+	CodeCSRFMismatch    Code = "CSRFMismatch"    // a state change without this session's CSRF token
+	CodeMethodRefused   Code = "MethodRefused"   // a state-changing route asked with GET (or the reverse)
+	CodeNotPending      Code = "NotPending"      // the decision is taken already: exactly one wins
+	CodeHashChanged     Code = "HashChanged"     // the decision names other content than is pending now
+)
+
 // OutcomeOf is the outcome a step ends with when it fails with code (OK for
 // no code): refusals are denied, deadlines time out, missing peers are
 // unavailable, everything else is an error.
@@ -50,7 +61,8 @@ func OutcomeOf(c Code) Outcome {
 	switch c {
 	case "":
 		return OK
-	case CodePolicyDenied, CodeApprovalDenied, CodeConfigInvalid, CodeLogUnavailable:
+	case CodePolicyDenied, CodeApprovalDenied, CodeConfigInvalid, CodeLogUnavailable,
+		CodeForeignHost, CodeUnauthenticated, CodeForeignOrigin, CodeCSRFMismatch, CodeMethodRefused:
 		return Denied
 	case CodeApprovalTimeout, CodeToolTimeout, CodePipeTimeout:
 		return Timeout

@@ -18,6 +18,7 @@ const (
 	BoundaryReview   Boundary = "review"
 	BoundaryOperator Boundary = "operator"
 	BoundaryLog      Boundary = "log"
+	BoundaryUI       Boundary = "ui"
 )
 
 // Participants of sequence diagrams, in their canonical order.
@@ -33,10 +34,11 @@ const (
 	Host     = "Host"
 	Operator = "Operator"
 	Hub      = "Hub"
+	UI       = "UI"
 )
 
 // Participants lists the diagram participants in canonical order.
-var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Pipe, Host, Operator, Hub}
+var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Pipe, Host, Operator, UI, Hub}
 
 // KindInfo describes one kind of event. Diagrams, verdicts and projections
 // read it instead of matching kind strings.
@@ -114,6 +116,15 @@ const (
 	KindOperatorAction   = "operator.action"
 )
 
+// Kinds of the operator UI: it records its start and every request it
+// refused (foreign Host, no token, foreign Origin, bad CSRF token, a
+// state change by GET, a decision on content that changed).
+const (
+	KindUIStarted  = "ui.started"
+	KindUIRejected = "ui.request.rejected"
+	KindUIDecided  = "ui.decision.made"
+)
+
 // Kinds of the log itself: the hub records its own life and what it refused.
 const (
 	KindHubStarted       = "log.hub.started"
@@ -160,6 +171,10 @@ func init() {
 	kind(KindProposalReset, BoundaryProposal, Operator, Host, true)
 	kind(KindReviewPresented, BoundaryReview, Host, Operator, true)
 	kind(KindOperatorAction, BoundaryOperator, Operator, Hub, true)
+
+	kind(KindUIStarted, BoundaryUI, UI, UI, true)
+	kind(KindUIRejected, BoundaryUI, Operator, UI, true)
+	kind(KindUIDecided, BoundaryUI, Operator, UI, true)
 
 	kind(KindHubStarted, BoundaryLog, Hub, Hub, false)
 	kind(KindHubStopped, BoundaryLog, Hub, Hub, true)

@@ -53,6 +53,7 @@ type Query struct {
 	Tool    string    `json:"tool,omitempty"`   // runs, audit
 	Session events.ID `json:"session,omitzero"` // runs, audit
 	Request events.ID `json:"request,omitzero"` // audit, proposals
+	Text    string    `json:"text,omitempty"`   // runs: a substring of the id, tool, method, status or verdict
 	Limit   int       `json:"limit,omitempty"`  // 0: 100
 }
 

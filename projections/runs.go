@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/replay"
@@ -33,11 +34,19 @@ func (runs) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
 	}
 	s := f.Summary()
 	if (q.Status != "" && s.Status != q.Status) || (q.Tool != "" && s.Tool != q.Tool) ||
-		(!q.Session.IsZero() && s.SessionID != q.Session) {
+		(!q.Session.IsZero() && s.SessionID != q.Session) || (q.Text != "" && !matches(s, q.Text)) {
 		return nil, false, nil
 	}
 	b, err := json.Marshal(s)
 	return b, true, err
+}
+
+// matches reports whether text occurs (ignoring case) in the run's ids,
+// tool, method, status or verdict.
+func matches(s replay.Summary, text string) bool {
+	hay := strings.ToLower(strings.Join([]string{s.RequestID.String(), s.SessionID.String(), s.Tool, s.Method, s.Status,
+		string(s.Verdict.Code), string(s.Verdict.Boundary), s.Verdict.Message}, " "))
+	return strings.Contains(hay, strings.ToLower(text))
 }
 
 func (runs) Key(s string) ([]byte, error) { return idKey(s) }

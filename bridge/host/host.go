@@ -50,8 +50,13 @@ func (h *Host) Handlers() map[string]pipe.Handler {
 		"get_diagnostics":     h.diagnostics,
 		"propose_text_edits":  h.propose,
 		"present_review":      h.present,
-		"proposals.list":      func(context.Context, pipe.Request) (any, error) { return h.Proposals.List(), nil },
-		"proposals.decide":    h.decide,
+		"proposals.list": func(context.Context, pipe.Request) (any, error) {
+			return h.Proposals.WithPreviews(h.Proposals.List()), nil
+		},
+		"reviews.list":     func(context.Context, pipe.Request) (any, error) { return h.Reviews.Versions(), nil },
+		"workspace.tree":   func(context.Context, pipe.Request) (any, error) { t, err := h.WS.Tree(); return t, coded(err) },
+		"workspace.file":   h.file,
+		"proposals.decide": h.decide,
 		"proposals.reset": func(_ context.Context, r pipe.Request) (any, error) {
 			n, err := h.Proposals.Reset("operator")
 			return map[string]int{"cleared": n}, err
@@ -87,6 +92,17 @@ func decode(req pipe.Request, v any) error {
 		return &pipe.CodedError{Code: events.CodeInvalidArguments, Msg: "payload: " + err.Error()}
 	}
 	return nil
+}
+
+func (h *Host) file(_ context.Context, req pipe.Request) (any, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	v, err := h.WS.View(a.Path)
+	return v, coded(err)
 }
 
 func (h *Host) setFocus(_ context.Context, req pipe.Request) (any, error) {

@@ -34,10 +34,10 @@ func (e *ProposalError) Error() string { return string(e.Code) + ": " + e.Msg }
 
 // Codes of proposal refusals beyond events' own.
 const (
-	CodeNotPending  events.Code = "NotPending"  // decided already: exactly one decision wins
-	CodeNotApproved events.Code = "NotApproved" // apply before approval
+	CodeNotPending  events.Code = events.CodeNotPending // decided already: exactly one decision wins
+	CodeNotApproved events.Code = "NotApproved"         // apply before approval
 	CodeNoProposal  events.Code = "NoProposal"
-	CodeHashChanged events.Code = "HashChanged" // the approval names other content
+	CodeHashChanged events.Code = events.CodeHashChanged // the approval names other content
 )
 
 // Proposals holds the proposals of one workspace. State lives in a JSON file

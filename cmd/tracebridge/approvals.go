@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/user"
 	"text/tabwriter"
-	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
@@ -31,7 +30,7 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer node.Close()
-	pending, err := pendingApprovals(ctx, node, m.Now())
+	pending, err := executor.PendingApprovals(ctx, node, m.Now())
 	if err != nil {
 		return err
 	}
@@ -68,55 +67,8 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 	return usageError{fmt.Sprintf("unknown action %q: want list, approve or deny", rest[0])}
 }
 
-// pendingApproval is a call waiting for an operator.
-type pendingApproval struct {
-	ID        string    `json:"id"`
-	Tool      string    `json:"tool"`
-	RequestID events.ID `json:"requestId"`
-	ArgsHash  string    `json:"argsHash"`
-	Args      string    `json:"args"`
-	Deadline  time.Time `json:"deadline"`
-}
-
-// pendingApprovals scans the log for approval requests with no decision
-// whose deadline has not passed.
-// TODO(projections): read this from the approvals projection instead of a scan.
-func pendingApprovals(ctx context.Context, node *hub.Node, now time.Time) ([]pendingApproval, error) {
-	open := map[string]pendingApproval{}
-	var order []string
-	for from := uint64(1); ; {
-		evs, next, err := node.Range(ctx, from, 2048)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evs {
-			switch e.Kind {
-			case events.KindApprovalRequested:
-				deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs[executor.AttrDeadline])
-				id := e.Attrs[executor.AttrApprovalID]
-				open[id] = pendingApproval{ID: id, Tool: e.Attrs[executor.AttrTool], RequestID: e.RequestID,
-					ArgsHash: e.Attrs[executor.AttrArgsHash], Args: e.Attrs["args"], Deadline: deadline}
-				order = append(order, id)
-			case events.KindApprovalDecided:
-				delete(open, e.Attrs[executor.AttrApprovalID])
-			}
-		}
-		if len(evs) == 0 {
-			break
-		}
-		from = next
-	}
-	out := []pendingApproval{}
-	for _, id := range order {
-		if p, ok := open[id]; ok && p.Deadline.After(now) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-func decide(ctx context.Context, m *Main, node *hub.Node, pending []pendingApproval, id, decision, reason string) error {
-	var p *pendingApproval
+func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pending, id, decision, reason string) error {
+	var p *executor.Pending
 	for i := range pending {
 		if pending[i].ID == id {
 			p = &pending[i]
@@ -133,9 +85,7 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []pendingAppro
 		by = "operator:" + u.Username
 	}
 	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger(), Now: m.Now})
-	em.Emit(events.Event{Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
-		Attrs: map[string]string{executor.AttrApprovalID: p.ID, executor.AttrDecision: decision,
-			executor.AttrArgsHash: p.ArgsHash, "by": by, executor.AttrReason: reason, executor.AttrTool: p.Tool}})
+	em.Emit(executor.Decision(*p, decision, by, reason))
 	if err := em.Close(ctx); err != nil {
 		return fmt.Errorf("the decision was not recorded: %w", err)
 	}

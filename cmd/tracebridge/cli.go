@@ -63,6 +63,7 @@ func commands() map[string]command {
 		"runs":       {"list recorded runs with their status and verdict", runRuns},
 		"rebuild":    {"recompute projections from the start of the log", runRebuild},
 		"session":    {"export an MCP session to a file; re-drive recorded sessions and check drift", runSession},
+		"ui":         {"print the URL (with its token) of the running operator UI", runUI},
 	}
 }
 

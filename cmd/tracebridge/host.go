@@ -46,7 +46,7 @@ func runHost(ctx context.Context, m *Main, args []string) error {
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "host", diagRunner(*diag, *refresh))
+	return m.serveHost(ctx, *root, "host", diagRunner(*diag, *refresh), "off")
 }
 
 func diagRunner(command string, refresh time.Duration) *host.DiagnosticsRunner {
@@ -61,18 +61,19 @@ func runUp(ctx context.Context, m *Main, args []string) error {
 	root := fs.String("root", "", "the workspace `DIR` (required)")
 	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root (e.g. \"go vet ./...\")")
 	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
-	if err := m.parse(fs, "up --root DIR [--diagnostics COMMAND] [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs) and the workspace host for DIR, in one process, until\ninterrupted. AI clients then launch `tracebridge mcp` on the same data dir.", args); err != nil {
+	ui := uiFlag(fs)
+	if err := m.parse(fs, "up --root DIR [--diagnostics COMMAND] [--ui ADDR|off] [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs), the workspace host for DIR and the operator UI (its URL with\nthe launch token is printed to stderr; `tracebridge ui` prints it again), in\none process, until interrupted. AI clients then launch `tracebridge mcp` on\nthe same data dir.", args); err != nil {
 		return err
 	}
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "up", diagRunner(*diag, *refresh))
+	return m.serveHost(ctx, *root, "up", diagRunner(*diag, *refresh), *ui)
 }
 
 // serveHost runs the workspace host for root (and, when this process wins
 // the election, the hub) until ctx ends.
-func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.DiagnosticsRunner) error {
+func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.DiagnosticsRunner, ui string) error {
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
@@ -108,6 +109,11 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	if node.IsHub() {
 		info, _ := node.Hub()
 		role = "hub " + info.URL
+	}
+	uiCtx, stopUI := context.WithCancel(ctx)
+	defer stopUI()
+	if _, err := m.startUI(uiCtx, ui, node, em, dir, log); err != nil {
+		return err
 	}
 	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), m.pipePath(dir), role)
 	return pipe.NewServer(pipe.ServerOptions{Handlers: h.Handlers(), Recorder: em, Logger: log}).Serve(ctx, l)

@@ -4,29 +4,39 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/web"
 )
 
 func runServe(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("serve")
-	if err := m.parse(fs, "serve [--data DIR]\n\nRuns the hub of a data dir (embedded NATS on 127.0.0.1, the bbolt log) until\ninterrupted. Bridges and hosts on the same data dir attach to it. Without a\nrunning serve, the first bridge or host to start becomes the hub.", args); err != nil {
+	ui := uiFlag(fs)
+	if err := m.parse(fs, "serve [--ui ADDR|off] [--data DIR]\n\nRuns the hub of a data dir (embedded NATS on 127.0.0.1, the bbolt log) and the\noperator UI (http://"+web.DefaultAddr+"; the URL with its launch token is printed\nto stderr, and `tracebridge ui` prints it again) until interrupted. Bridges\nand hosts on the same data dir attach to it. Without a running serve, the\nfirst bridge or host to start becomes the hub.", args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	node, err := m.open(ctx, hub.Elect, "serve")
+	dir, err := m.dataDir()
 	if err != nil {
 		return err
 	}
+	log := m.logger()
+	node, em, closeEvidence, err := m.evidence(ctx, dir, "serve", log)
+	if err != nil {
+		return err
+	}
+	defer closeEvidence()
 	info, _ := node.Hub()
 	if !node.IsHub() {
-		node.Close()
 		return fmt.Errorf("a hub already runs for this data dir (pid %d, %s); serve starts one only when none runs", info.PID, info.URL)
 	}
-	dir, _ := m.dataDir()
+	uiCtx, stopUI := context.WithCancel(ctx)
+	defer stopUI()
+	if _, err := m.startUI(uiCtx, *ui, node, em, dir, log); err != nil {
+		return err
+	}
 	fmt.Fprintf(m.Stderr, "tracebridge hub: data %s, bus %s, pid %d. Ctrl-C stops it.\n", dir, info.URL, info.PID)
 	<-ctx.Done()
 	fmt.Fprintln(m.Stderr, "tracebridge hub: stopping")
-	return node.Close()
+	return nil
 }

@@ -1,0 +1,44 @@
+package host
+
+import (
+	"errors"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// WithPreviews fills the Preview of each pending proposal with the diff it
+// would apply to the files as they are now, or says why it would fail, so
+// an operator sees the change before approving it. Terminal proposals keep
+// the preview recorded when they were applied.
+func (p *Proposals) WithPreviews(list []*Proposal) []*Proposal {
+	for _, pr := range list {
+		if pr.State != Pending {
+			continue
+		}
+		pr.Preview, pr.Code, pr.Message = p.preview(pr)
+	}
+	return list
+}
+
+func (p *Proposals) preview(pr *Proposal) (string, events.Code, string) {
+	var out string
+	for _, f := range pr.Files {
+		cur, err := p.ws.ReadFile(f.Path)
+		if err != nil {
+			return out, events.CodePathRefused, err.Error()
+		}
+		if hashBytes(cur) != f.BaseHash {
+			return out, events.CodeDrift, f.Path + " changed since the proposal was made: approving it now fails with Drift"
+		}
+		next, err := applyEdits(f.Path, cur, f.Edits)
+		if err != nil {
+			var pe *ProposalError
+			if errors.As(err, &pe) {
+				return out, pe.Code, pe.Msg
+			}
+			return out, "", err.Error()
+		}
+		out += unifiedDiff(f.Path, string(cur), string(next))
+	}
+	return out, "", ""
+}

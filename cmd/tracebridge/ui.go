@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/store"
+	"github.com/tracebridge/tracebridge/web"
+)
+
+// uiFlag registers --ui on fs.
+func uiFlag(fs *flag.FlagSet) *string {
+	return fs.String("ui", web.DefaultAddr, "serve the operator UI on `ADDR` (127.0.0.1 only; a taken default port falls back to a free one), or off")
+}
+
+// uiInfo is run/ui.json: how `tracebridge ui` finds the running UI. It holds
+// the launch token, so it is readable by the user only, like the bus token.
+type uiInfo struct {
+	URL  string `json:"url"`
+	Addr string `json:"addr"`
+	PID  int    `json:"pid"`
+}
+
+func uiInfoPath(dir hub.DataDir) string { return filepath.Join(string(dir), "run", "ui.json") }
+
+// startUI serves the operator UI on addr until ctx ends, printing its URL
+// to stderr. It returns at once; the UI stops with ctx.
+func (m *Main) startUI(ctx context.Context, addr string, node *hub.Node, em *events.Emitter, dir hub.DataDir, log *slog.Logger) (string, error) {
+	if addr == "off" {
+		return "", nil
+	}
+	l, err := web.Listen(addr)
+	if err != nil && addr == web.DefaultAddr {
+		fmt.Fprintf(m.Stderr, "tracebridge: UI port %s is taken; using a free port (`tracebridge ui` prints the URL)\n", addr)
+		l, err = web.Listen("127.0.0.1:0")
+	}
+	if err != nil {
+		return "", err
+	}
+	operator := "operator"
+	if u, err := user.Current(); err == nil {
+		operator = "operator:" + u.Username
+	}
+	client := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Logger: log, Timeout: 35 * time.Second})
+	srv, err := web.New(web.Options{Addr: l.Addr().String(), Log: node, Host: client, Rec: em, Version: Version,
+		Logger: log, Now: m.Now, Operator: operator})
+	if err != nil {
+		l.Close()
+		return "", err
+	}
+	info := uiInfo{URL: srv.URL(), Addr: l.Addr().String(), PID: os.Getpid()}
+	b, _ := json.Marshal(info)
+	if err := os.MkdirAll(filepath.Dir(uiInfoPath(dir)), 0o700); err != nil {
+		return "", err
+	}
+	if err := store.WriteFileAtomic(uiInfoPath(dir), b, 0o600); err != nil {
+		return "", err
+	}
+	go func() {
+		if err := srv.Serve(ctx, l); err != nil {
+			log.Error("ui stopped", "err", err)
+		}
+		client.Close()
+		if cur, err := readUIInfo(dir); err == nil && cur.PID == info.PID {
+			os.Remove(uiInfoPath(dir))
+		}
+	}()
+	fmt.Fprintf(m.Stderr, "tracebridge UI: %s\n", srv.URL())
+	return srv.URL(), nil
+}
+
+func readUIInfo(dir hub.DataDir) (uiInfo, error) {
+	var info uiInfo
+	b, err := os.ReadFile(uiInfoPath(dir))
+	if err != nil {
+		return info, err
+	}
+	return info, json.Unmarshal(b, &info)
+}
+
+func runUI(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("ui")
+	if err := m.parse(fs, "ui [--data DIR]\n\nPrints the URL of the operator UI the running `tracebridge up` or\n`tracebridge serve` of the data dir serves, with its launch token: open it in\na browser on this machine. The token is exchanged for a session cookie and\nleaves the address bar.", args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	dir, err := m.dataDir()
+	if err != nil {
+		return err
+	}
+	info, err := readUIInfo(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no UI runs for %s: start one with `tracebridge up --root DIR` or `tracebridge serve`", dir)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", uiInfoPath(dir), err)
+	}
+	conn, err := net.DialTimeout("tcp", info.Addr, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("the UI recorded in %s (pid %d, %s) does not answer; it may have crashed: start `tracebridge up` or `tracebridge serve` again", uiInfoPath(dir), info.PID, info.Addr)
+	}
+	conn.Close()
+	fmt.Fprintln(m.Stdout, info.URL)
+	return nil
+}

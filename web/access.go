@@ -1,0 +1,167 @@
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// cookieName holds the session the launch token was exchanged for.
+const cookieName = "tracebridge_session"
+
+// maxSessions bounds the sessions kept; past it the oldest are forgotten
+// (their browsers open the launch URL again).
+const maxSessions = 256
+
+// csp allows this origin only: no inline or third-party script. Styles may
+// be inline because Mermaid writes a <style> into every SVG it renders.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+	"font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+type ctxKey struct{}
+
+// isAction reports whether path changes state: only POST reaches it, with
+// a matching Origin and the session's CSRF token.
+func isAction(path string) bool { return strings.HasPrefix(path, "/do/") }
+
+// guard applies the access rules to every route, assets included.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		if !s.loopbackHost(r.Host) {
+			s.reject(w, r, http.StatusMisdirectedRequest, events.CodeForeignHost,
+				"this UI answers only to http://127.0.0.1:"+s.port+" or http://localhost:"+s.port)
+			return
+		}
+		if t, ok := r.URL.Query()["token"]; ok {
+			s.exchange(w, r, t[0])
+			return
+		}
+		sid, ok := s.session(r)
+		if !ok {
+			s.reject(w, r, http.StatusUnauthorized, events.CodeUnauthenticated,
+				"not signed in: open the URL tracebridge printed when it started (`tracebridge ui` prints it again)")
+			return
+		}
+		if isAction(r.URL.Path) {
+			switch {
+			case r.Method != http.MethodPost:
+				s.reject(w, r, http.StatusMethodNotAllowed, events.CodeMethodRefused, "this route changes state: POST only")
+				return
+			case r.Header.Get("Origin") != "http://"+r.Host:
+				s.reject(w, r, http.StatusForbidden, events.CodeForeignOrigin, "a state change must come from this UI's own pages")
+				return
+			case !s.validCSRF(sid, csrfOf(r)):
+				s.reject(w, r, http.StatusForbidden, events.CodeCSRFMismatch, "missing or wrong CSRF token: reload the page and try again")
+				return
+			}
+		} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.reject(w, r, http.StatusMethodNotAllowed, events.CodeMethodRefused, "pages are read with GET; state changes go to /do/")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, sid)))
+	})
+}
+
+// loopbackHost reports whether host is a loopback name of this UI's port:
+// a page on another name (DNS rebinding) is refused.
+func (s *Server) loopbackHost(host string) bool {
+	name, port, err := net.SplitHostPort(host)
+	if err != nil || port != s.port {
+		return false
+	}
+	switch strings.ToLower(name) {
+	case "127.0.0.1", "localhost", "::1":
+		return true
+	}
+	return false
+}
+
+// exchange trades a valid launch token for a session cookie and sends the
+// browser to the same page without the token.
+func (s *Server) exchange(w http.ResponseWriter, r *http.Request, token string) {
+	if r.Method != http.MethodGet || subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) != 1 {
+		s.reject(w, r, http.StatusUnauthorized, events.CodeUnauthenticated,
+			"this token is not the one the running UI printed: run `tracebridge ui` for the current URL")
+		return
+	}
+	sid := hex.EncodeToString(randomBytes(24))
+	s.mu.Lock()
+	if len(s.sessions) >= maxSessions {
+		clear(s.sessions)
+	}
+	s.sessions[sid] = true
+	s.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: sid, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	u := *r.URL
+	q := u.Query()
+	q.Del("token")
+	u.RawQuery = q.Encode()
+	u.Scheme, u.Host = "", ""
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+}
+
+func (s *Server) session(r *http.Request) (string, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.Value, s.sessions[c.Value]
+}
+
+// csrfToken is the session's CSRF token: an HMAC of the session id.
+func (s *Server) csrfToken(sid string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(sid))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (s *Server) validCSRF(sid, token string) bool {
+	return token != "" && hmac.Equal([]byte(token), []byte(s.csrfToken(sid)))
+}
+
+// csrfOf reads the token from the X-CSRF-Token header or the csrf form
+// field.
+func csrfOf(r *http.Request) string {
+	if t := r.Header.Get("X-CSRF-Token"); t != "" {
+		return t
+	}
+	if err := r.ParseForm(); err != nil {
+		return ""
+	}
+	return r.PostForm.Get("csrf")
+}
+
+// reject answers with status and a message that says what to do, and
+// records the refusal (never the query: it may hold a token).
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, status int, code events.Code, msg string) {
+	s.opts.Rec.Emit(events.Event{Kind: events.KindUIRejected, Code: code, Outcome: events.OutcomeOf(code),
+		Attrs: map[string]string{"method": r.Method, "path": r.URL.Path, "host": r.Host,
+			"origin": r.Header.Get("Origin"), "remote": r.RemoteAddr, "status": http.StatusText(status), "error": msg}})
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write([]byte(string(code) + ": " + msg + "\n"))
+}
+
+// sessionOf is the session id the guard admitted the request with.
+func sessionOf(r *http.Request) string {
+	sid, _ := r.Context().Value(ctxKey{}).(string)
+	return sid
+}

@@ -1,0 +1,118 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// actions are the state-changing routes. The guard admits only POST with a
+// matching Origin and the session's CSRF token to them.
+func (s *Server) actions() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/do/approval/{id}": http.HandlerFunc(s.decideApproval),
+		"/do/proposal/{id}": http.HandlerFunc(s.decideProposal),
+		"/do/focus":         http.HandlerFunc(s.focus),
+	}
+}
+
+// decideApproval answers a tool call waiting for approval. The form names
+// the arguments hash the page showed; a call no longer waiting (decided,
+// timed out) or waiting with other arguments is refused.
+func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
+	id, hash, decision := r.PathValue("id"), r.PostForm.Get("argsHash"), r.PostForm.Get("decision")
+	if decision != executor.Approve && decision != executor.Deny {
+		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "decision must be approve or deny")
+		return
+	}
+	pending, err := executor.PendingApprovals(r.Context(), s.opts.Log, s.opts.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	var p *executor.Pending
+	for i := range pending {
+		if pending[i].ID == id {
+			p = &pending[i]
+		}
+	}
+	switch {
+	case p == nil:
+		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "no call waits with approval "+id+": it was decided already or timed out")
+		return
+	case p.ArgsHash != hash:
+		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the call waits with other arguments than the page showed: reload and look again")
+		return
+	}
+	ev := executor.Decision(*p, decision, s.opts.Operator+" (ui)", r.PostForm.Get("reason"))
+	s.opts.Rec.Emit(ev)
+	if err := s.opts.Rec.Flush(r.Context(), p.RequestID); err != nil {
+		http.Error(w, "the decision was not recorded: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	back(w, r, decision+"d "+p.Tool+" ("+p.ID+")")
+}
+
+// decideProposal approves (and so applies) or rejects an edit proposal,
+// bound to the content hash the page showed.
+func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
+	id, hash, decision := r.PathValue("id"), r.PostForm.Get("contentHash"), r.PostForm.Get("decision")
+	if decision != "approve" && decision != "reject" {
+		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "decision must be approve or reject")
+		return
+	}
+	var done host.Proposal
+	err := s.hostCall(r.Context(), "proposals.decide", host.DecideArgs{ID: id, Approve: decision == "approve",
+		ContentHash: hash, By: s.opts.Operator + " (ui)"}, &done)
+	var ce *pipe.CallError
+	switch {
+	case errors.As(err, &ce) && (ce.Code == events.CodeNotPending || ce.Code == events.CodeHashChanged || ce.Code == host.CodeNoProposal):
+		s.reject(w, r, http.StatusConflict, ce.Code, ce.Msg)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	msg := id + ": " + done.State
+	if done.Code != "" {
+		msg += " (" + string(done.Code) + ": " + done.Message + ")"
+	}
+	back(w, r, msg)
+}
+
+// focus sets the host's active document and selection from the workspace
+// view (a JSON body: what get_active_document and get_selection return).
+func (s *Server) focus(w http.ResponseWriter, r *http.Request) {
+	var f host.Focus
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "focus: "+err.Error())
+		return
+	}
+	var set host.Focus
+	if err := s.hostCall(r.Context(), "set_focus", f, &set); err != nil {
+		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, set)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// back sends a form post back to the approvals page with what happened.
+func back(w http.ResponseWriter, r *http.Request, msg string) {
+	http.Redirect(w, r, "/approvals?done="+url.QueryEscape(msg), http.StatusSeeOther)
+}
+

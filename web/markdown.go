@@ -1,0 +1,74 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+
+	"github.com/tracebridge/tracebridge/bridge/host"
+)
+
+// md renders CommonMark with GitHub tables and strikethrough. Raw HTML in
+// the source is dropped (goldmark's default: it is never passed through)
+// and links with dangerous schemes (javascript:, vbscript:, data: other
+// than images) lose their href, so a review cannot carry script.
+var md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
+
+// renderReview renders a review document. Its [file:line][] references
+// become links to the workspace view at that line.
+func renderReview(src string) template.HTML {
+	var defs strings.Builder
+	seen := map[string]bool{}
+	for _, ref := range host.ParseRefs(src) {
+		label := strings.TrimSuffix(strings.TrimPrefix(ref.Text, "["), "][]")
+		if seen[strings.ToLower(label)] {
+			continue
+		}
+		seen[strings.ToLower(label)] = true
+		fmt.Fprintf(&defs, "\n[%s]: /workspace?file=%s#L%d\n", label, url.QueryEscape(ref.Path), ref.Line)
+	}
+	var out bytes.Buffer
+	if err := md.Convert([]byte(src+"\n"+defs.String()), &out); err != nil {
+		return template.HTML("<p>the review could not be rendered: " + template.HTMLEscapeString(err.Error()) + "</p>")
+	}
+	return template.HTML(out.String()) // goldmark escapes text and drops raw HTML
+}
+
+var (
+	refLinkRE  = regexp.MustCompile(`\[([^\[\]\n]+)\]\[\]`)
+	headingRE  = regexp.MustCompile(`^#{1,6}[ \t]+`)
+	emphasisRE = regexp.MustCompile("\\*\\*|__|`")
+	blankRunRE = regexp.MustCompile(`\n{3,}`)
+)
+
+// commitMessage turns a review into a commit message: the first heading
+// (or line) as the subject, then the rest as plain text, references as
+// file:line.
+func commitMessage(src string) string {
+	lines := strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n")
+	var subject string
+	var body []string
+	for _, l := range lines {
+		l = refLinkRE.ReplaceAllString(l, "$1")
+		l = emphasisRE.ReplaceAllString(l, "")
+		if subject == "" && strings.TrimSpace(l) != "" {
+			subject = strings.TrimSpace(headingRE.ReplaceAllString(l, ""))
+			continue
+		}
+		if headingRE.MatchString(l) {
+			l = strings.TrimSpace(headingRE.ReplaceAllString(l, "")) + ":"
+		}
+		body = append(body, strings.TrimRight(l, " \t"))
+	}
+	text := strings.Trim(blankRunRE.ReplaceAllString(strings.Join(body, "\n"), "\n\n"), "\n")
+	if text == "" {
+		return subject + "\n"
+	}
+	return subject + "\n\n" + text + "\n"
+}

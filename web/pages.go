@@ -1,0 +1,432 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/mermaid"
+	"github.com/tracebridge/tracebridge/projections"
+	"github.com/tracebridge/tracebridge/replay"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// runsLimit is how many runs a page lists, newest first.
+const runsLimit = 200
+
+var funcs = template.FuncMap{
+	"short": func(id events.ID) string {
+		s := id.String()
+		if len(s) > 10 {
+			return s[len(s)-10:]
+		}
+		return s
+	},
+	"clock": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.Local().Format("15:04:05.000")
+	},
+	"date": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.Local().Format("2006-01-02 15:04:05")
+	},
+	"ms":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"lines": func(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") },
+	"diffClass": func(line string) string {
+		switch {
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+			return "file"
+		case strings.HasPrefix(line, "@@"):
+			return "hunk"
+		case strings.HasPrefix(line, "+"):
+			return "add"
+		case strings.HasPrefix(line, "-"):
+			return "del"
+		}
+		return "ctx"
+	},
+	"add": func(a, b int) int { return a + b },
+}
+
+var pages = func() map[string]*template.Template {
+	out := map[string]*template.Template{}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, n := range names {
+		if n == "templates/base.html" {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		out[name] = template.Must(template.New("base.html").Funcs(funcs).ParseFS(templateFS, "templates/base.html", n))
+	}
+	return out
+}()
+
+func assetHandler() http.Handler {
+	sub, err := fs.Sub(assetFS, "assets")
+	if err != nil {
+		panic(err)
+	}
+	return http.StripPrefix("/assets/", http.FileServerFS(sub))
+}
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	Nav     string
+	CSRF    string
+	Version string
+	Diagram bool // load Mermaid
+	Error   string
+	Data    any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p page) {
+	p.CSRF = s.csrfToken(sessionOf(r))
+	p.Version = s.opts.Version
+	var buf bytes.Buffer
+	if err := pages[name].Execute(&buf, p); err != nil {
+		s.opts.Logger.Error("ui: template", "page", name, "err", err)
+		http.Error(w, "the page could not be rendered: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
+}
+
+// runsFilter is the runs page's query.
+type runsFilter struct {
+	Status, Tool, Session, Text string
+}
+
+func filterOf(r *http.Request) (runsFilter, projections.Query, error) {
+	v := r.URL.Query()
+	f := runsFilter{Status: v.Get("status"), Tool: strings.TrimSpace(v.Get("tool")),
+		Session: strings.TrimSpace(v.Get("session")), Text: strings.TrimSpace(v.Get("q"))}
+	q := projections.Query{View: "runs", Status: f.Status, Tool: f.Tool, Text: f.Text, Limit: runsLimit}
+	switch f.Status {
+	case "", replay.StatusOK, replay.StatusFailed, replay.StatusDenied, replay.StatusIncomplete:
+	default:
+		return f, q, fmt.Errorf("status %q: want ok, failed, denied or incomplete", f.Status)
+	}
+	if f.Session != "" {
+		id, err := events.ParseID(f.Session)
+		if err != nil {
+			return f, q, fmt.Errorf("session: %v", err)
+		}
+		q.Session = id
+	}
+	return f, q, nil
+}
+
+type runsData struct {
+	Filter runsFilter
+	Runs   []replay.Summary
+	Limit  int
+}
+
+func (s *Server) loadRuns(r *http.Request) (runsData, error) {
+	f, q, err := filterOf(r)
+	d := runsData{Filter: f, Limit: runsLimit}
+	if err != nil {
+		return d, err
+	}
+	rows, err := s.opts.Log.View(r.Context(), q)
+	if err != nil {
+		return d, err
+	}
+	d.Runs = make([]replay.Summary, len(rows))
+	for i, row := range rows {
+		if err := json.Unmarshal(row, &d.Runs[i]); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
+	d, err := s.loadRuns(r)
+	p := page{Title: "Runs", Nav: "runs", Data: d}
+	if err != nil {
+		p.Error = err.Error()
+	}
+	s.render(w, r, "runs", p)
+}
+
+// runsRows is the runs table's body alone, which the page fetches again
+// when the event stream says something was committed.
+func (s *Server) runsRows(w http.ResponseWriter, r *http.Request) {
+	d, err := s.loadRuns(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := pages["runs"].ExecuteTemplate(w, "rows", d); err != nil {
+		s.opts.Logger.Error("ui: rows", "err", err)
+	}
+}
+
+type runData struct {
+	Run      replay.Run
+	Diagram  string
+	Audit    map[string]string
+	Bounds   []boundaryTime
+	Raw      string
+	Start    time.Time
+	Offsets  []float64
+	Approval []executor.Pending
+}
+
+type boundaryTime struct {
+	Boundary string
+	Ms       float64
+}
+
+func (s *Server) loadRun(ctx context.Context, idText string) (replay.Run, error) {
+	id, err := events.ParseID(idText)
+	if err != nil {
+		return replay.Run{}, fmt.Errorf("not a request id: %v", err)
+	}
+	evs, err := s.opts.Log.ByRequest(ctx, id)
+	if err != nil {
+		return replay.Run{}, err
+	}
+	if len(evs) == 0 {
+		return replay.Run{}, errNotFound
+	}
+	return replay.Judge(id, evs), nil
+}
+
+var errNotFound = errors.New("no run has this request id")
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	run, err := s.loadRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		w.WriteHeader(http.StatusNotFound)
+		s.render(w, r, "run", page{Title: "Run", Nav: "runs", Error: err.Error()})
+		return
+	}
+	d := runData{Run: run, Diagram: mermaid.Sequence(run.Events, mermaid.Options{Timings: true})}
+	for b, ms := range run.Durations {
+		d.Bounds = append(d.Bounds, boundaryTime{b, ms})
+	}
+	sort.Slice(d.Bounds, func(i, j int) bool { return d.Bounds[i].Ms > d.Bounds[j].Ms })
+	for _, e := range run.Events {
+		if d.Start.IsZero() {
+			d.Start = e.Time
+		}
+		d.Offsets = append(d.Offsets, float64(e.Time.Sub(d.Start).Microseconds())/1000)
+		if e.Kind == events.KindExecutorAudit {
+			d.Audit = e.Attrs
+		}
+	}
+	raw, _ := json.MarshalIndent(run.Events, "", "  ")
+	d.Raw = string(raw)
+	s.render(w, r, "run", page{Title: "Run " + run.RequestID.String(), Nav: "runs", Diagram: true, Data: d})
+}
+
+type sessionsData struct {
+	Sessions []projections.Session
+}
+
+func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
+	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: "sessions", Limit: runsLimit})
+	p := page{Title: "Sessions", Nav: "sessions"}
+	d := sessionsData{}
+	for _, row := range rows {
+		var ss projections.Session
+		if json.Unmarshal(row, &ss) == nil {
+			d.Sessions = append(d.Sessions, ss)
+		}
+	}
+	if err != nil {
+		p.Error = err.Error()
+	}
+	p.Data = d
+	s.render(w, r, "sessions", p)
+}
+
+// maxSessionEvents caps the diagram of one session.
+const maxSessionEvents = 5000
+
+type sessionData struct {
+	ID        events.ID
+	Diagram   string
+	Events    int
+	Truncated bool
+	Runs      []replay.Summary
+}
+
+func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
+	p := page{Title: "Session", Nav: "sessions", Diagram: true}
+	id, err := events.ParseID(r.PathValue("id"))
+	if err != nil {
+		p.Error = "not a session id: " + err.Error()
+		w.WriteHeader(http.StatusNotFound)
+		s.render(w, r, "session", p)
+		return
+	}
+	evs, err := s.opts.Log.BySession(r.Context(), id, 0, maxSessionEvents+1)
+	if err != nil {
+		p.Error = err.Error()
+	}
+	d := sessionData{ID: id, Events: len(evs)}
+	if len(evs) > maxSessionEvents {
+		evs, d.Truncated = evs[:maxSessionEvents], true
+	}
+	d.Diagram = mermaid.Sequence(evs, mermaid.Options{})
+	rows, _ := s.opts.Log.View(r.Context(), projections.Query{View: "runs", Session: id, Limit: runsLimit})
+	for _, row := range rows {
+		var sum replay.Summary
+		if json.Unmarshal(row, &sum) == nil {
+			d.Runs = append(d.Runs, sum)
+		}
+	}
+	p.Title, p.Data = "Session "+id.String(), d
+	s.render(w, r, "session", p)
+}
+
+// hostCall sends one operator command to the workspace host.
+func (s *Server) hostCall(ctx context.Context, command string, payload, out any) error {
+	if s.opts.Host == nil {
+		return &pipe.CallError{Code: events.CodePipeUnavailable, Msg: "no workspace host is running for this data dir: start one with tracebridge up --root DIR"}
+	}
+	var raw json.RawMessage
+	if payload != nil {
+		b, err := json.Marshal(payload)
+		if err != nil {
+			return err
+		}
+		raw = b
+	}
+	resp, err := s.opts.Host.Call(ctx, pipe.Request{Command: command, RequestID: s.opts.Rec.NewID().String(),
+		OperationID: s.opts.Rec.NewID().String(), Payload: raw})
+	if err != nil {
+		return err
+	}
+	if !resp.OK {
+		return &pipe.CallError{Code: resp.Code, Msg: resp.Message}
+	}
+	if out != nil && len(resp.Payload) > 0 {
+		return json.Unmarshal(resp.Payload, out)
+	}
+	return nil
+}
+
+type approvalsData struct {
+	Tools     []executor.Pending
+	Pending   []*host.Proposal
+	Done      []*host.Proposal
+	HostError string
+	Flash     string
+}
+
+func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
+	p := page{Title: "Approvals", Nav: "approvals"}
+	d := approvalsData{Flash: r.URL.Query().Get("done")}
+	tools, err := executor.PendingApprovals(r.Context(), s.opts.Log, s.opts.Now())
+	if err != nil {
+		p.Error = err.Error()
+	}
+	d.Tools = tools
+	var list []*host.Proposal
+	if err := s.hostCall(r.Context(), "proposals.list", nil, &list); err != nil {
+		d.HostError = err.Error()
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Created.After(list[j].Created) })
+	for _, pr := range list {
+		if pr.State == host.Pending {
+			d.Pending = append(d.Pending, pr)
+		} else {
+			d.Done = append(d.Done, pr)
+		}
+	}
+	p.Data = d
+	s.render(w, r, "approvals", p)
+}
+
+type reviewsData struct {
+	Versions  []host.ReviewVersion
+	Shown     *host.ReviewVersion
+	HTML      template.HTML
+	Commit    string
+	HostError string
+}
+
+func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) {
+	p := page{Title: "Review", Nav: "reviews"}
+	var d reviewsData
+	if err := s.hostCall(r.Context(), "reviews.list", nil, &d.Versions); err != nil {
+		d.HostError = err.Error()
+	}
+	if n := len(d.Versions); n > 0 {
+		d.Shown = &d.Versions[n-1]
+		if v := r.URL.Query().Get("v"); v != "" {
+			for i := range d.Versions {
+				if fmt.Sprint(d.Versions[i].Version) == v {
+					d.Shown = &d.Versions[i]
+				}
+			}
+		}
+		d.HTML = renderReview(d.Shown.Content)
+		d.Commit = commitMessage(d.Shown.Content)
+	}
+	p.Data = d
+	s.render(w, r, "reviews", p)
+}
+
+type workspaceData struct {
+	Tree      host.Tree
+	File      *host.FileView
+	Lines     []string
+	HostError string
+}
+
+func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
+	p := page{Title: "Workspace", Nav: "workspace"}
+	var d workspaceData
+	if err := s.hostCall(r.Context(), "workspace.tree", nil, &d.Tree); err != nil {
+		d.HostError = err.Error()
+	}
+	if f := r.URL.Query().Get("file"); f != "" && d.HostError == "" {
+		var v host.FileView
+		if err := s.hostCall(r.Context(), "workspace.file", map[string]string{"path": f}, &v); err != nil {
+			p.Error = err.Error()
+		} else {
+			d.File, d.Lines = &v, strings.Split(v.Content, "\n")
+			if n := len(d.Lines); n > 1 && d.Lines[n-1] == "" {
+				d.Lines = d.Lines[:n-1]
+			}
+			p.Title = v.Path
+		}
+	}
+	p.Data = d
+	s.render(w, r, "workspace", p)
+}

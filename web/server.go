@@ -1,0 +1,183 @@
+// Package web is the operator UI the hub serves on 127.0.0.1: runs (live
+// over SSE), a run's verdict, diagram, timeline and audit envelope,
+// approvals and proposals, the review document, the workspace and the
+// diagram of a whole MCP session.
+//
+// Every request passes the guard (access.go) before any handler: a loopback
+// Host header naming the UI's port, the launch token or the session cookie
+// it was exchanged for, and for state changes POST with a matching Origin
+// and the session's CSRF token. Refusals are ui.request.rejected events.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
+)
+
+// DefaultAddr is where the UI listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:7717"
+
+// Log is what the UI reads of the event log (a hub.Node).
+type Log interface {
+	View(ctx context.Context, q projections.Query) ([]json.RawMessage, error)
+	ByRequest(ctx context.Context, id events.ID) ([]events.Event, error)
+	BySession(ctx context.Context, id events.ID, from uint64, limit int) ([]events.Event, error)
+	Range(ctx context.Context, from uint64, limit int) ([]events.Event, uint64, error)
+	Head(ctx context.Context) (uint64, events.Hash, error)
+	Follow(ctx context.Context, from uint64, fn func(events.Event) error) error
+}
+
+// Host calls the workspace host's operator commands (a pipe.Client).
+type Host interface {
+	Call(ctx context.Context, req pipe.Request) (pipe.Response, error)
+}
+
+// Recorder records the UI's own events (an events.Emitter).
+type Recorder interface {
+	Emit(events.Event) events.ID
+	Flush(ctx context.Context, req events.ID) error
+	NewID() events.ID
+}
+
+// Options configure a Server.
+type Options struct {
+	// Addr is the address the UI is reached at, 127.0.0.1:PORT: the Host
+	// header must name this port.
+	Addr    string
+	Log     Log
+	Host    Host // nil: the workspace pages say no host is reachable
+	Rec     Recorder
+	Version string
+	Logger  *slog.Logger
+	Now     func() time.Time
+	// Token is the launch token; empty: a fresh random one.
+	Token string
+	// Operator names who decides in recorded decisions ("operator:alice").
+	Operator string
+}
+
+// Server is the operator UI.
+type Server struct {
+	opts  Options
+	port  string
+	token string
+	key   []byte // signs CSRF tokens
+
+	mu       sync.Mutex
+	sessions map[string]bool
+
+	feed *feed
+}
+
+// New returns a server for opts.
+func New(opts Options) (*Server, error) {
+	_, port, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("ui address %q: %w", opts.Addr, err)
+	}
+	if opts.Log == nil || opts.Rec == nil {
+		return nil, errors.New("web: Log and Rec are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Operator == "" {
+		opts.Operator = "operator"
+	}
+	s := &Server{opts: opts, port: port, token: opts.Token, key: randomBytes(32), sessions: map[string]bool{}}
+	if s.token == "" {
+		s.token = hex.EncodeToString(randomBytes(24))
+	}
+	s.feed = newFeed(opts.Log, opts.Logger)
+	return s, nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported systems
+	}
+	return b
+}
+
+// URL is the address to open: it carries the launch token, which the first
+// request exchanges for a session cookie.
+func (s *Server) URL() string {
+	return "http://" + s.opts.Addr + "/?token=" + s.token
+}
+
+// Listen listens on addr, which must be a loopback address: the UI never
+// answers another interface.
+func Listen(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--ui %q: want HOST:PORT on 127.0.0.1, or off", addr)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--ui %q: the UI listens on loopback only (127.0.0.1:PORT)", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("ui: %w (another tracebridge may serve its UI there: pass --ui 127.0.0.1:0 for a free port, or --ui off)", err)
+	}
+	return l, nil
+}
+
+// Serve answers on l until ctx ends.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	go s.feed.run(ctx)
+	s.opts.Rec.Emit(events.Event{Kind: events.KindUIStarted, Outcome: events.OK,
+		Attrs: map[string]string{"addr": s.opts.Addr}})
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return nil
+}
+
+// Handler is the UI behind its guard.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", assetHandler())
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/runs", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /runs", s.runsPage)
+	mux.HandleFunc("GET /runs/rows", s.runsRows)
+	mux.HandleFunc("GET /runs/{id}", s.runPage)
+	mux.HandleFunc("GET /runs/{id}/triad.zip", s.triad)
+	mux.HandleFunc("GET /sessions", s.sessionsPage)
+	mux.HandleFunc("GET /sessions/{id}", s.sessionPage)
+	mux.HandleFunc("GET /approvals", s.approvalsPage)
+	mux.HandleFunc("GET /reviews", s.reviewsPage)
+	mux.HandleFunc("GET /workspace", s.workspacePage)
+	mux.HandleFunc("GET /events", s.sse)
+	for path, h := range s.actions() {
+		mux.Handle(path, h) // any method: the guard refuses all but POST
+	}
+	return s.guard(mux)
+}
