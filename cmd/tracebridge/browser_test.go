@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is Debian's Chromium, which .ci/run installs; TB_CHROMIUM
+// names another. The browser tests fail (never skip) without it.
+func chromiumPath(t testing.TB) string {
+	p := os.Getenv("TB_CHROMIUM")
+	if p == "" {
+		p = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the browser tests need Chromium at %s (apt-get install chromium, as .ci/run does, or set TB_CHROMIUM): %v", p, err)
+	}
+	return p
+}
+
+// newBrowser starts a headless Chromium with an empty profile and returns
+// a tab context.
+func newBrowser(t testing.TB) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1400, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// run runs browser actions with a deadline, failing the test with what
+// the page showed.
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Run(cctx, actions...); err != nil {
+		var body string
+		chromedp.Run(ctx, chromedp.Text("body", &body, chromedp.ByQuery))
+		t.Fatalf("%s: %v\npage text:\n%s", what, err, body)
+	}
+}
+
+// await evaluates a JavaScript expression whose value is a promise.
+func await(expr string, out any) chromedp.Action {
+	return chromedp.Evaluate(expr, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })
+}
+
+// screenshotDir is where the browser test saves pictures of the main pages
+// (out/screenshots in the repository; TB_SCREENSHOTS overrides).
+func screenshotDir(t *testing.T) string {
+	d := os.Getenv("TB_SCREENSHOTS")
+	if d == "" {
+		d = filepath.Join("..", "..", "out", "screenshots")
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	var png []byte
+	run(t, ctx, "screenshot "+name, chromedp.FullScreenshot(&png, 100))
+	if err := os.WriteFile(filepath.Join(screenshotDir(t), name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// uiURL waits for `tracebridge ui` to print the running UI's URL.
+func uiURL(t *testing.T, data string) string {
+	t.Helper()
+	var url string
+	eventually(t, 15*time.Second, "tracebridge ui", func() bool {
+		out, err := exec.Command(tbBin, "--data", data, "ui").Output()
+		url = strings.TrimSpace(string(out))
+		return err == nil && strings.Contains(url, "?token=")
+	})
+	return url
+}
+
+// TestOperatorUIInBrowser drives the operator UI of a real `tracebridge up`
+// in Chromium while a real bridge serves an MCP client.
+func TestOperatorUIInBrowser(t *testing.T) {
+	base := t.TempDir()
+	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
+	os.MkdirAll(filepath.Join(ws, "svc"), 0o755)
+	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module x\n"), 0o644)
+	aGo := "package svc\n\n// Price is in cents.\nfunc Price() int { return 100 }\n\nfunc Tax() int { return 7 }\n"
+	os.WriteFile(filepath.Join(ws, "svc", "a.go"), []byte(aGo), 0o644)
+	os.WriteFile(filepath.Join(ws, "svc", "b.go"), []byte("package svc\n\nvar Name = \"b\"\n"), 0o644)
+	start(t, tbBin, data, "up", "--root", ws, "--ui", "127.0.0.1:0")
+	url := uiURL(t, data)
+	b := startBridge(t, tbBin, data, "")
+	ctx := newBrowser(t)
+
+	// The token is exchanged for a cookie and leaves the address bar.
+	var loc string
+	run(t, ctx, "open the UI", chromedp.Navigate(url), chromedp.WaitVisible("#runs-body", chromedp.ByQuery), chromedp.Location(&loc))
+	if strings.Contains(loc, "token") || !strings.HasSuffix(loc, "/runs") {
+		t.Fatalf("after the token exchange the page is %s", loc)
+	}
+	var cookieVisible bool
+	run(t, ctx, "cookie", chromedp.Evaluate(`document.cookie.includes("tracebridge_session")`, &cookieVisible))
+	if cookieVisible {
+		t.Fatal("the session cookie is readable by script (not HttpOnly)")
+	}
+
+	// Runs appear live while the MCP session runs: no reload.
+	run(t, ctx, "mark the page", chromedp.Evaluate(`window.__sameDocument = true`, nil),
+		chromedp.WaitVisible("#live.on", chromedp.ByQuery))
+	_, live, code := b.call(t, "get_active_document", map[string]any{})
+	if code != "" {
+		t.Fatalf("get_active_document: %s", code)
+	}
+	run(t, ctx, "the new run appears", chromedp.WaitVisible(fmt.Sprintf(`tr[data-request="%s"]`, live), chromedp.ByQuery))
+	var same bool
+	run(t, ctx, "still the same document", chromedp.Evaluate(`window.__sameDocument === true`, &same))
+	if !same {
+		t.Fatal("the runs page reloaded instead of updating live")
+	}
+	screenshot(t, ctx, "runs")
+
+	// A failed run: verdict banner and a diagram Mermaid rendered as SVG.
+	_, failed, code := b.call(t, "propose_text_edit", map[string]any{"path": "svc/a.go", "original": "no such text", "replacement": "x"})
+	if code == "" {
+		t.Fatal("a proposal of text the file lacks succeeded")
+	}
+	var verdictCode, status, mermaidState string
+	var svgs int
+	run(t, ctx, "open the failed run",
+		chromedp.Navigate(strings.TrimSuffix(loc, "/runs")+"/runs/"+failed.String()),
+		chromedp.WaitVisible("#verdict", chromedp.ByQuery),
+		chromedp.Poll(`document.body.dataset.mermaid`, &mermaidState, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.AttributeValue("#verdict", "data-code", &verdictCode, nil, chromedp.ByQuery),
+		chromedp.AttributeValue("#verdict", "data-status", &status, nil, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll(".diagram svg").length`, &svgs))
+	if verdictCode != string(code) || status == "ok" {
+		t.Errorf("verdict banner: status %s code %s, want the call's code %s", status, verdictCode, code)
+	}
+	if mermaidState != "done" || svgs != 1 {
+		var errs []string
+		chromedp.Run(ctx, chromedp.Evaluate(`tracebridge.mermaidErrors`, &errs))
+		t.Errorf("diagram: state %q, %d svg, errors %v", mermaidState, svgs, errs)
+	}
+	var bannerText string
+	run(t, ctx, "banner text", chromedp.Text("#verdict", &bannerText, chromedp.ByQuery))
+	if !strings.Contains(bannerText, "What to do") {
+		t.Errorf("the verdict banner names no action: %q", bannerText)
+	}
+	screenshot(t, ctx, "run-failed")
+	root := strings.TrimSuffix(loc, "/runs")
+
+	// Every committed diagram parses and renders.
+	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "diagrams", "*.mmd"))
+	if len(files) == 0 {
+		t.Fatal("no committed diagrams found")
+	}
+	for _, f := range files {
+		src, _ := os.ReadFile(f)
+		js, _ := json.Marshal(string(src))
+		var out string
+		run(t, ctx, "render "+filepath.Base(f), await(`tracebridge.render(`+string(js)+`).then(s => s.slice(0, 4), e => "error: " + (e && e.message || e))`, &out))
+		if out != "<svg" {
+			t.Errorf("%s: Mermaid: %s", filepath.Base(f), out)
+		}
+	}
+
+	// Approve one proposal and see the file change on disk; reject another.
+	propose := func(orig, repl string) string {
+		t.Helper()
+		res, _, code := b.call(t, "propose_text_edit", map[string]any{"path": "svc/a.go", "original": orig, "replacement": repl})
+		if code != "" {
+			t.Fatalf("propose: %s %s", code, textOf(res))
+		}
+		var p struct{ ProposalID string }
+		json.Unmarshal([]byte(textOf(res)), &p)
+		return p.ProposalID
+	}
+	approveID := propose("return 100", "return 120")
+	rejectID := propose("return 7", "return 8")
+	var diff string
+	run(t, ctx, "approvals page", chromedp.Navigate(root+"/approvals"),
+		chromedp.Text(fmt.Sprintf(`article[data-proposal="%s"] pre.diff`, approveID), &diff, chromedp.ByQuery))
+	if !strings.Contains(diff, "-func Price() int { return 100 }") || !strings.Contains(diff, "+func Price() int { return 120 }") {
+		t.Errorf("the pending diff:\n%s", diff)
+	}
+	screenshot(t, ctx, "approvals")
+	var flash string
+	run(t, ctx, "approve",
+		chromedp.Click(fmt.Sprintf(`article[data-proposal="%s"] button[value="approve"]`, approveID), chromedp.ByQuery),
+		chromedp.WaitVisible("#flash", chromedp.ByQuery), chromedp.Text("#flash", &flash, chromedp.ByQuery))
+	if !strings.Contains(flash, approveID+": applied") {
+		t.Errorf("after approve: %q", flash)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "svc", "a.go")); !strings.Contains(string(got), "return 120") || !strings.Contains(string(got), "return 7") {
+		t.Fatalf("svc/a.go after approving in the UI:\n%s", got)
+	}
+	run(t, ctx, "reject",
+		chromedp.Click(fmt.Sprintf(`article[data-proposal="%s"] button[value="reject"]`, rejectID), chromedp.ByQuery),
+		chromedp.WaitVisible("#flash", chromedp.ByQuery), chromedp.Text("#flash", &flash, chromedp.ByQuery))
+	if !strings.Contains(flash, rejectID+": rejected") {
+		t.Errorf("after reject: %q", flash)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "svc", "a.go")); strings.Contains(string(got), "return 8") {
+		t.Fatal("a rejected proposal was written")
+	}
+
+	// A review reference opens the workspace file at its line.
+	review := "# Price change\n\nThe price is now 120 cents: [svc/a.go:4][].\n\n<script>window.__pwned = 1</script>\n\n" +
+		"[click](javascript:window.__pwned=2) and see also [svc/b.go:3][].\n"
+	if res, _, code := b.call(t, "present_review", map[string]any{"mode": "replace", "content": review}); code != "" {
+		t.Fatalf("present_review: %s %s", code, textOf(res))
+	}
+	var pwned bool
+	var commit string
+	run(t, ctx, "reviews page", chromedp.Navigate(root+"/reviews"), chromedp.WaitVisible("#review", chromedp.ByQuery),
+		chromedp.Evaluate(`window.__pwned !== undefined || document.querySelector('#review script, #review a[href^="javascript"]') !== null`, &pwned),
+		chromedp.Value("#commit-message", &commit, chromedp.ByQuery))
+	if pwned {
+		t.Error("the review's HTML or javascript: link reached the page")
+	}
+	if !strings.HasPrefix(commit, "Price change\n\nThe price is now 120 cents: svc/a.go:4.") {
+		t.Errorf("commit message:\n%s", commit)
+	}
+	screenshot(t, ctx, "review")
+	var target string
+	run(t, ctx, "follow the reference",
+		chromedp.Click(`//article[@id="review"]//a[text()="svc/a.go:4"]`, chromedp.BySearch),
+		chromedp.WaitVisible("tr#L4.target", chromedp.ByQuery), chromedp.Location(&loc),
+		chromedp.Text("tr#L4 td.src", &target, chromedp.ByQuery))
+	if !strings.Contains(loc, "/workspace?file=svc%2Fa.go#L4") || target != "func Price() int { return 120 }" {
+		t.Errorf("the reference landed on %s at %q", loc, target)
+	}
+	screenshot(t, ctx, "workspace")
+
+	// Select "Price() int" on line 4 with the mouse: get_selection returns it.
+	var box struct{ X1, Y1, X2, Y2 float64 }
+	run(t, ctx, "measure", chromedp.Evaluate(`(() => {
+		const cell = document.querySelector("tr#L4 td.src"), text = cell.firstChild, s = text.data.indexOf("Price()");
+		const r = document.createRange(); r.setStart(text, s); r.setEnd(text, s + 1); const a = r.getBoundingClientRect();
+		r.setStart(text, s + "Price() int".length - 1); r.setEnd(text, s + "Price() int".length); const b = r.getBoundingClientRect();
+		return {X1: a.left + 1, Y1: (a.top + a.bottom) / 2, X2: b.right - 0.5, Y2: (b.top + b.bottom) / 2};
+	})()`, &box))
+	var focusState string
+	run(t, ctx, "drag-select",
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			steps := []*input.DispatchMouseEventParams{
+				input.DispatchMouseEvent(input.MousePressed, box.X1, box.Y1).WithButton(input.Left).WithClickCount(1),
+				input.DispatchMouseEvent(input.MouseMoved, (box.X1+box.X2)/2, box.Y1).WithButton(input.Left),
+				input.DispatchMouseEvent(input.MouseMoved, box.X2, box.Y2).WithButton(input.Left),
+				input.DispatchMouseEvent(input.MouseReleased, box.X2, box.Y2).WithButton(input.Left).WithClickCount(1),
+			}
+			for _, s := range steps {
+				if err := s.Do(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		chromedp.Poll(`document.getElementById("focus-status").dataset.state`, &focusState, chromedp.WithPollingTimeout(10*time.Second)))
+	if focusState != "sent" {
+		t.Fatalf("the selection was not sent: %s", focusState)
+	}
+	res, _, code := b.call(t, "get_selection", map[string]any{})
+	if code != "" || !strings.Contains(textOf(res), `"text":"Price() int"`) || !strings.Contains(textOf(res), `"path":"svc/a.go"`) {
+		t.Errorf("get_selection after selecting in the UI: %s %s", code, textOf(res))
+	}
+	res, _, _ = b.call(t, "get_active_document", map[string]any{})
+	if !strings.Contains(textOf(res), `"path":"svc/a.go"`) {
+		t.Errorf("get_active_document after selecting in the UI: %s", textOf(res))
+	}
+
+	// The whole session's diagram.
+	var href string
+	var ok bool
+	run(t, ctx, "sessions", chromedp.Navigate(root+"/sessions"), chromedp.WaitVisible("table.sessions", chromedp.ByQuery),
+		chromedp.AttributeValue("table.sessions a", "href", &href, &ok, chromedp.ByQuery))
+	if !ok {
+		t.Fatal("no session listed")
+	}
+	run(t, ctx, "session diagram", chromedp.Navigate(root+href),
+		chromedp.Poll(`document.body.dataset.mermaid`, &mermaidState, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Evaluate(`document.querySelectorAll(".diagram svg").length`, &svgs))
+	if mermaidState != "done" || svgs != 1 {
+		t.Errorf("session diagram: %q, %d svg", mermaidState, svgs)
+	}
+	screenshot(t, ctx, "session")
+}
