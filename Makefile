@@ -33,6 +33,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDiagnostics$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzSequenceLabels$$' -fuzztime $(FUZZTIME) ./mermaid
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSession$$' -fuzztime $(FUZZTIME) ./replay
+	$(GO) test -run '^$$' -fuzz '^FuzzRenderReview$$' -fuzztime $(FUZZTIME) ./web
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat
 # (median and spread per benchmark). Raw output: out/bench.txt.

@@ -196,7 +196,7 @@ func (s *Server) runsRows(w http.ResponseWriter, r *http.Request) {
 type runData struct {
 	Run      replay.Run
 	Diagram  string
-	Audit    map[string]string
+	Audit    string // the executor.audit envelope, indented JSON
 	Bounds   []boundaryTime
 	Raw      string
 	Start    time.Time
@@ -226,6 +226,15 @@ func (s *Server) loadRun(ctx context.Context, idText string) (replay.Run, error)
 
 var errNotFound = errors.New("no run has this request id")
 
+// indentJSON indents a JSON text; anything else is returned as it is.
+func indentJSON(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return b.String()
+}
+
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	run, err := s.loadRun(r.Context(), r.PathValue("id"))
 	if err != nil {
@@ -244,7 +253,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Offsets = append(d.Offsets, float64(e.Time.Sub(d.Start).Microseconds())/1000)
 		if e.Kind == events.KindExecutorAudit {
-			d.Audit = e.Attrs
+			d.Audit = indentJSON(e.Attrs["envelope"])
 		}
 	}
 	raw, _ := json.MarshalIndent(run.Events, "", "  ")

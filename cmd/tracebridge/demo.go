@@ -20,9 +20,9 @@ import (
 
 func runDemo(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("demo")
-	keep := fs.Bool("keep", false, "keep the demo's data dir (printed at the end) instead of removing it")
+	keep := fs.Bool("keep", false, "keep the data dir and, at the end, serve the workspace host and the operator UI (its URL is printed) until Ctrl-C")
 	artifacts := fs.String("artifacts", "", "write the failed run's triad under `ROOT` (default: a new directory in the temp dir, kept)")
-	if err := m.parse(fs, "demo [--data DIR] [--keep] [--artifacts ROOT]\n\nStarts a hub on a fresh data dir (a temporary one unless --data is given),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, shows verify catching a byte edited in a copy\nof the store, and ends as an operator would: the session's runs, the replay\nof the run that failed (verdict and diagram) and the triad it wrote.", args); err != nil {
+	if err := m.parse(fs, "demo [--data DIR] [--keep] [--artifacts ROOT]\n\nStarts a hub on a fresh data dir (a temporary one unless --data is given),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, shows verify catching a byte edited in a copy\nof the store, and ends as an operator would: the session's runs, the replay\nof the run that failed (verdict and diagram) and the triad it wrote.\n\nWith --keep it then prints the operator UI's URL and serves it, with the\nworkspace host, until Ctrl-C: the demo's runs, an edit proposal waiting for\na decision and the review are there to look at.", args); err != nil {
 		return err
 	}
 	if m.data == "" {
@@ -131,10 +131,11 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err := demoRuns(ctx, m, step, session, failed, *artifacts); err != nil {
 		return err
 	}
-	if *keep {
-		step("kept: tracebridge --data %s runs", m.data)
-	}
 	fmt.Fprintln(out, "\ndemo ok")
+	if *keep {
+		step("kept: %s (tracebridge --data %s runs); starting the workspace host and the operator UI", m.data, m.data)
+		return demoKeep(ctx, m)
+	}
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/web"
 )
 
 // demoMCP drives a scripted MCP session through this very binary, as an AI
@@ -38,7 +39,7 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module example.com/demo\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, "svc", "price.go"), []byte("package svc\n\n// Price returns the price in cents.\nfunc Price() int { return 100 }\n"), 0o644)
 	step("workspace host: `tracebridge up --root %s` (attaches to the hub above)", ws)
-	up := exec.Command(self, "--data", m.data, "--log-level", "warn", "up", "--root", ws)
+	up := exec.Command(self, "--data", m.data, "--log-level", "warn", "up", "--root", ws, "--ui", "off")
 	up.Stderr = io.Discard
 	if err := up.Start(); err != nil {
 		return sessionID, failed, err
@@ -159,4 +160,57 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 		sessionID = evs[0].SessionID
 	}
 	return sessionID, failed, nil
+}
+
+// demoKeep leaves the demo's data to look at: the workspace host and the
+// operator UI run until ctx ends (Ctrl-C), with one more edit proposal
+// waiting for a decision beside the demo's runs and review.
+func demoKeep(ctx context.Context, m *Main) error {
+	ws := filepath.Join(filepath.Dir(m.data), "workspace")
+	dir := hub.DataDir(m.data)
+	os.Remove(uiInfoPath(dir)) // a stale one would be printed before ours exists
+	go func() {
+		for ctx.Err() == nil {
+			if info, err := readUIInfo(dir); err == nil {
+				if _, err := os.Stat(m.pipePath(dir)); err == nil {
+					if err := demoPropose(ctx, m); err != nil {
+						fmt.Fprintf(m.Stderr, "demo: the pending proposal could not be made: %v\n", err)
+					}
+					fmt.Fprintf(m.Stdout, "\n== operator UI: open %s\n"+
+						"runs of the demo, the failed run's verdict and diagram, an edit proposal waiting at /approvals,\n"+
+						"the review at /reviews and the workspace at /workspace. Ctrl-C stops it (`tracebridge --data %s ui` prints the URL again).\n", info.URL, m.data)
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return m.serveHost(ctx, ws, "demo", nil, web.DefaultAddr)
+}
+
+// demoPropose has an MCP client propose one more edit, left pending.
+func demoPropose(ctx context.Context, m *Main) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "--data", m.data, "--log-level", "warn", "mcp")
+	cmd.Stderr = io.Discard
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "tracebridge-demo", Version: Version}, nil)
+	session, err := client.Connect(cctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	res, err := session.CallTool(cctx, &sdk.CallToolParams{Name: "propose_text_edit",
+		Arguments: map[string]any{"path": "svc/price.go", "original": "return 120", "replacement": "return 150"}})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("propose_text_edit failed: %v", res.Content)
+	}
+	return nil
 }

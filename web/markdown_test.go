@@ -1,0 +1,90 @@
+package web
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var hostile = []string{
+	"<script>alert(1)</script>",
+	"<img src=x onerror=alert(1)>",
+	"[x](javascript:alert(1))",
+	"[x](JaVaScRiPt:alert(1))",
+	"[x](vbscript:msgbox)",
+	"![x](javascript:alert(1))",
+	"<a href=\"javascript:alert(1)\">x</a>",
+	"<iframe src=//evil.example></iframe>",
+	"<svg onload=alert(1)>",
+	"[a.go:1][]\n\n[a.go:1]: javascript:alert(1)",
+	"`<script>` stays code",
+}
+
+var (
+	tagRE     = regexp.MustCompile(`<[^>]*>`)
+	badTagRE  = regexp.MustCompile(`^</?(script|iframe|svg|object|embed|style|link|meta|form|input|base)\b`)
+	handlerRE = regexp.MustCompile(`\son[a-z]+\s*=`)
+	schemeRE  = regexp.MustCompile(`(href|src)\s*=\s*"\s*((javascript|vbscript)\s*:|data:text)`)
+)
+
+// unsafeHTML reports markup a review must never carry to the page: a
+// script-capable tag, an event handler or a script URL in any tag.
+func unsafeHTML(out string) string {
+	for _, tag := range tagRE.FindAllString(strings.ToLower(out), -1) {
+		if badTagRE.MatchString(tag) || handlerRE.MatchString(tag) || schemeRE.MatchString(tag) {
+			return tag
+		}
+	}
+	return ""
+}
+
+func TestReviewHTMLIsSanitized(t *testing.T) {
+	for _, src := range hostile {
+		if bad := unsafeHTML(string(renderReview(src))); bad != "" {
+			t.Errorf("%q rendered with %s:\n%s", src, bad, renderReview(src))
+		}
+	}
+	if out := string(renderReview("`<script>` stays code")); !strings.Contains(out, "<code>&lt;script&gt;</code>") {
+		t.Errorf("inline code: %s", out)
+	}
+}
+
+func TestReviewReferencesLinkToTheLine(t *testing.T) {
+	out := string(renderReview("# R\n\nSee [svc/a b.go:12][] and [svc/c.go:3:7][], twice [svc/a b.go:12][]; not [x.go:y][]."))
+	for _, want := range []string{
+		`<a href="/workspace?file=svc%2Fa+b.go#L12">svc/a b.go:12</a>`,
+		`<a href="/workspace?file=svc%2Fc.go#L3">svc/c.go:3:7</a>`,
+		"[x.go:y][]",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in\n%s", want, out)
+		}
+	}
+}
+
+func TestCommitMessage(t *testing.T) {
+	got := commitMessage("# Price change\n\nThe price moves to **120** in [svc/price.go:4][].\n\n\n\n## Risks\n\n- `Tax` is unchanged\n")
+	want := "Price change\n\nThe price moves to 120 in svc/price.go:4.\n\nRisks:\n\n- Tax is unchanged\n"
+	if got != want {
+		t.Errorf("commit message:\n%q\nwant\n%q", got, want)
+	}
+	if got := commitMessage("just a line"); got != "just a line\n" {
+		t.Errorf("one line: %q", got)
+	}
+}
+
+// FuzzRenderReview: whatever a review says, the page gets no script, no
+// event handler and no javascript: link.
+func FuzzRenderReview(f *testing.F) {
+	for _, s := range hostile {
+		f.Add(s)
+	}
+	f.Add("# T\n\n[a.go:1][] [b.go:2:3][]\n\n| a | b |\n|---|---|\n| <b>x</b> | y |\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		out := string(renderReview(src))
+		if bad := unsafeHTML(out); bad != "" {
+			t.Fatalf("%q rendered with %s:\n%s", src, bad, out)
+		}
+		commitMessage(src)
+	})
+}
