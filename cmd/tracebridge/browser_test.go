@@ -69,6 +69,29 @@ func await(expr string, out any) chromedp.Action {
 	return chromedp.Evaluate(expr, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })
 }
 
+// flashFor waits for the page the decision on proposal id redirects to,
+// and reads what it says happened.
+func flashFor(id string, out *string) chromedp.Action {
+	return waitJS(fmt.Sprintf(`(() => { const f = document.getElementById("flash"); return f && f.textContent.startsWith(%q) ? f.textContent : "" })()`, id+":"), out)
+}
+
+// waitJS evaluates expr until it gives a non-empty string, across page
+// loads (chromedp.Poll fails when the page navigates under it).
+func waitJS(expr string, out *string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		for {
+			if err := chromedp.Evaluate(expr, out).Do(ctx); err == nil && *out != "" {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+}
+
 // screenshotDir is where the browser test saves pictures of the main pages
 // (out/screenshots in the repository; TB_SCREENSHOTS overrides).
 func screenshotDir(t *testing.T) string {
@@ -213,7 +236,7 @@ func TestOperatorUIInBrowser(t *testing.T) {
 	var flash string
 	run(t, ctx, "approve",
 		chromedp.Click(fmt.Sprintf(`article[data-proposal="%s"] button[value="approve"]`, approveID), chromedp.ByQuery),
-		chromedp.WaitVisible("#flash", chromedp.ByQuery), chromedp.Text("#flash", &flash, chromedp.ByQuery))
+		flashFor(approveID, &flash))
 	if !strings.Contains(flash, approveID+": applied") {
 		t.Errorf("after approve: %q", flash)
 	}
@@ -222,7 +245,7 @@ func TestOperatorUIInBrowser(t *testing.T) {
 	}
 	run(t, ctx, "reject",
 		chromedp.Click(fmt.Sprintf(`article[data-proposal="%s"] button[value="reject"]`, rejectID), chromedp.ByQuery),
-		chromedp.WaitVisible("#flash", chromedp.ByQuery), chromedp.Text("#flash", &flash, chromedp.ByQuery))
+		flashFor(rejectID, &flash))
 	if !strings.Contains(flash, rejectID+": rejected") {
 		t.Errorf("after reject: %q", flash)
 	}
