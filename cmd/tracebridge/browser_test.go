@@ -115,7 +115,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 // uiURL waits for `tracebridge ui` to print the running UI's URL.
-func uiURL(t *testing.T, data string) string {
+func uiURL(t testing.TB, data string) string {
 	t.Helper()
 	var url string
 	eventually(t, 15*time.Second, "tracebridge ui", func() bool {

@@ -73,7 +73,7 @@ type proc struct {
 
 // start runs the binary bin with args on data dir data, collecting stdout
 // lines. The process is killed when the test ends if it still runs.
-func start(t *testing.T, bin, data string, args ...string) *proc {
+func start(t testing.TB, bin, data string, args ...string) *proc {
 	t.Helper()
 	p := &proc{stderr: &bytes.Buffer{}, first: make(chan struct{}), eof: make(chan struct{})}
 	p.cmd = exec.Command(bin, append([]string{"--data", data, "--log-level", "warn"}, args...)...)
@@ -202,7 +202,7 @@ func verifyStore(t *testing.T, data string) string {
 }
 
 // eventually polls cond every 10ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
