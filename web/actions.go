@@ -115,4 +115,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func back(w http.ResponseWriter, r *http.Request, msg string) {
 	http.Redirect(w, r, "/approvals?done="+url.QueryEscape(msg), http.StatusSeeOther)
 }
-

@@ -1,0 +1,95 @@
+package web
+
+import (
+	"archive/zip"
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+func get(t *testing.T, c *http.Client, url string) (int, string, http.Header) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// TestRunPagesAndTriad: a failed run is listed under its filters, its page
+// names the verdict, and its triad downloads as a zip of three files.
+func TestRunPagesAndTriad(t *testing.T) {
+	f := newFixture(t)
+	c, _ := f.login()
+	ok, bad := f.em.NewID(), f.em.NewID()
+	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: ok, Attrs: map[string]string{"method": "tools/call", "tool": "alpha"}})
+	f.em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: ok, Outcome: events.OK})
+	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: bad, Attrs: map[string]string{"method": "tools/call", "tool": "beta"}})
+	f.em.Emit(events.Event{Kind: events.KindPolicyDecided, RequestID: bad, Outcome: events.Denied, Code: events.CodePolicyDenied,
+		Attrs: map[string]string{"reason": "<b>not granted</b>"}})
+	f.em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: bad, Outcome: events.Denied, Code: events.CodePolicyDenied})
+	if err := f.em.FlushAll(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		query     string
+		has, lack []string
+	}{
+		{"", []string{ok.String(), bad.String()}, nil},
+		{"?status=denied", []string{bad.String()}, []string{ok.String()}},
+		{"?tool=alpha", []string{ok.String()}, []string{bad.String()}},
+		{"?q=policydenied", []string{bad.String()}, []string{ok.String()}},
+		{"?q=" + strings.ToLower(ok.String()[20:]), []string{ok.String()}, []string{bad.String()}},
+	} {
+		for _, path := range []string{"/runs", "/runs/rows"} {
+			code, body, _ := get(t, c, f.url+path+tc.query)
+			if code != http.StatusOK {
+				t.Fatalf("%s%s: %d", path, tc.query, code)
+			}
+			for _, s := range tc.has {
+				if !strings.Contains(body, `data-request="`+s+`"`) {
+					t.Errorf("%s%s lacks %s", path, tc.query, s)
+				}
+			}
+			for _, s := range tc.lack {
+				if strings.Contains(body, `data-request="`+s+`"`) {
+					t.Errorf("%s%s lists %s", path, tc.query, s)
+				}
+			}
+		}
+	}
+	if code, body, _ := get(t, c, f.url+"/runs?status=bogus"); code != http.StatusOK || !strings.Contains(body, "want ok, failed, denied or incomplete") {
+		t.Errorf("a bad status filter: %d", code)
+	}
+	code, body, _ := get(t, c, f.url+"/runs/"+bad.String())
+	if code != http.StatusOK || !strings.Contains(body, `data-code="PolicyDenied"`) || !strings.Contains(body, `data-boundary="policy"`) ||
+		!strings.Contains(body, "What to do: grant the capability") || strings.Contains(body, "<b>not granted</b>") {
+		t.Errorf("run page: %d\n%s", code, body)
+	}
+	if code, _, _ := get(t, c, f.url+"/runs/"+f.em.NewID().String()); code != http.StatusNotFound {
+		t.Errorf("unknown run: %d", code)
+	}
+	code, body, h := get(t, c, f.url+"/runs/"+bad.String()+"/triad.zip")
+	if code != http.StatusOK || h.Get("Content-Type") != "application/zip" {
+		t.Fatalf("triad: %d %s", code, h.Get("Content-Type"))
+	}
+	zr, err := zip.NewReader(bytes.NewReader([]byte(body)), int64(len(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, zf := range zr.File {
+		names = append(names, zf.Name)
+	}
+	slug := "beta-denied-" + strings.ToLower(bad.String())
+	want := []string{"artifacts/logs/" + slug + ".log", "artifacts/logs/" + slug + ".metadata.json", "docs/diagrams/" + slug + ".mmd"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("triad files: %v, want %v", names, want)
+	}
+}
