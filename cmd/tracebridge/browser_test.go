@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // chromiumPath is Debian's Chromium, which .ci/run installs; TB_CHROMIUM
@@ -333,4 +335,97 @@ func TestOperatorUIInBrowser(t *testing.T) {
 		t.Errorf("session diagram: %q, %d svg", mermaidState, svgs)
 	}
 	screenshot(t, ctx, "session")
+}
+
+// TestToolApprovalInBrowser: a tool call waiting for approval is approved
+// on the approvals page, bound to the arguments it shows, and then runs.
+func TestToolApprovalInBrowser(t *testing.T) {
+	base := t.TempDir()
+	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
+	os.MkdirAll(ws, 0o755)
+	start(t, tbBin, data, "up", "--root", ws, "--ui", "127.0.0.1:0")
+	url := uiURL(t, data)
+	b := startBridge(t, tbTestBin, data, "2025-06-18", writeConfig(t, "[approval]\nmode = \"prompt\"\ntimeout = \"60s\"\n[policy]\ngrant = [\"workspace.write\"]\n"))
+	marker := filepath.Join(base, "ran")
+	type result struct {
+		code events.Code
+		text string
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, _, code := b.call(t, "test_write", map[string]any{"marker": marker})
+		done <- result{code, textOf(res)}
+	}()
+	ctx := newBrowser(t)
+	root := strings.SplitN(url, "/?", 2)[0]
+	var args string
+	run(t, ctx, "open the UI", chromedp.Navigate(url), chromedp.WaitVisible("#runs-body", chromedp.ByQuery))
+	run(t, ctx, "the call waits on the approvals page", chromedp.ActionFunc(func(ctx context.Context) error {
+		for {
+			if err := chromedp.Run(ctx, chromedp.Navigate(root+"/approvals")); err != nil {
+				return err
+			}
+			var n int
+			if err := chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll("article.approval").length`, &n)); err != nil {
+				return err
+			}
+			if n == 1 {
+				return chromedp.Run(ctx, chromedp.Text("article.approval pre.args", &args, chromedp.ByQuery))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}))
+	if !strings.Contains(args, marker) {
+		t.Errorf("the approval shows arguments %q", args)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the tool ran before it was approved")
+	}
+	var flash string
+	run(t, ctx, "approve", chromedp.SendKeys(`article.approval input[name="reason"]`, "checked the path", chromedp.ByQuery),
+		chromedp.Click(`article.approval button[value="approve"]`, chromedp.ByQuery),
+		waitJS(`(() => { const f = document.getElementById("flash"); return f ? f.textContent : "" })()`, &flash))
+	if !strings.HasPrefix(flash, "approved test_write") {
+		t.Errorf("after approving: %q", flash)
+	}
+	select {
+	case r := <-done:
+		if r.code != "" {
+			t.Fatalf("the approved call: %s %s", r.code, r.text)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the approved call did not finish")
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the approved tool did not run")
+	}
+	var decided []events.Event
+	for _, e := range requestEventsOf(t, data, "test_write") {
+		if e.Kind == events.KindApprovalDecided {
+			decided = append(decided, e)
+		}
+	}
+	if len(decided) != 1 || decided[0].Attrs["decision"] != "approve" || !strings.HasSuffix(decided[0].Attrs["by"], "(ui)") ||
+		decided[0].Attrs["reason"] != "checked the path" {
+		t.Errorf("recorded decisions: %+v", decided)
+	}
+}
+
+// requestEventsOf returns the events of the one run of tool in data's log.
+func requestEventsOf(t *testing.T, data, tool string) []events.Event {
+	t.Helper()
+	out, err := exec.Command(tbBin, "--data", data, "runs", "--tool", tool, "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct{ RequestID events.ID }
+	if err := json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), &s); err != nil {
+		t.Fatalf("runs --json: %v %s", err, out)
+	}
+	out, err = exec.Command(tbBin, "--data", data, "replay", s.RequestID.String(), "--format", "json").Output()
+	var r struct{ Events []events.Event }
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("replay --format json: %v %s", err, out)
+	}
+	return r.Events
 }
