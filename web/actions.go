@@ -26,6 +26,7 @@ func (s *Server) actions() map[string]http.Handler {
 // the arguments hash the page showed; a call no longer waiting (decided,
 // timed out) or waiting with other arguments is refused.
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm() // the guard parsed it unless the CSRF token came as a header
 	id, hash, decision := r.PathValue("id"), r.PostForm.Get("argsHash"), r.PostForm.Get("decision")
 	if decision != executor.Approve && decision != executor.Deny {
 		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "decision must be approve or deny")
@@ -62,6 +63,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 // decideProposal approves (and so applies) or rejects an edit proposal,
 // bound to the content hash the page showed.
 func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
 	id, hash, decision := r.PathValue("id"), r.PostForm.Get("contentHash"), r.PostForm.Get("decision")
 	if decision != "approve" && decision != "reject" {
 		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "decision must be approve or reject")

@@ -194,14 +194,13 @@ func (s *Server) runsRows(w http.ResponseWriter, r *http.Request) {
 }
 
 type runData struct {
-	Run      replay.Run
-	Diagram  string
-	Audit    string // the executor.audit envelope, indented JSON
-	Bounds   []boundaryTime
-	Raw      string
-	Start    time.Time
-	Offsets  []float64
-	Approval []executor.Pending
+	Run     replay.Run
+	Diagram string
+	Audit   string // the executor.audit envelope, indented JSON
+	Bounds  []boundaryTime
+	Raw     string
+	Start   time.Time
+	Offsets []float64
 }
 
 type boundaryTime struct {
