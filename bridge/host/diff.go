@@ -8,7 +8,7 @@ import (
 // unifiedDiff is a compact line diff of a and b for a proposal's preview:
 // the changed region with up to three lines of context around it.
 func unifiedDiff(path, a, b string) string {
-	al, bl := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
+	al, bl := lines(a), lines(b)
 	pre := 0
 	for pre < len(al) && pre < len(bl) && al[pre] == bl[pre] {
 		pre++
@@ -41,4 +41,14 @@ func unifiedDiff(path, a, b string) string {
 		line(" ", s)
 	}
 	return out.String()
+}
+
+// lines splits s after each newline; a final newline ends the last line
+// instead of starting an empty one.
+func lines(s string) []string {
+	l := strings.SplitAfter(s, "\n")
+	if l[len(l)-1] == "" {
+		l = l[:len(l)-1]
+	}
+	return l
 }
