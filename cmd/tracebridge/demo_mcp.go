@@ -58,14 +58,11 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	fmt.Fprintln(m.Stdout, "operator: tracebridge focus svc/price.go:4:6-4:11")
 
 	step("MCP: an AI client launches `tracebridge mcp` (this binary, attached to the hub above) and calls tools")
-	cmd := exec.Command(self, "--data", m.data, "--log-level", "warn", "mcp", "--config", cfg)
-	cmd.Stderr = m.Stderr
-	client := sdk.NewClient(&sdk.Implementation{Name: "tracebridge-demo", Version: Version}, nil)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	session, err := client.Connect(cctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	session, err := demoClient(cctx, m, m.Stderr, "--config", cfg)
 	if err != nil {
-		return sessionID, failed, fmt.Errorf("start the MCP bridge: %w", err)
+		return sessionID, failed, err
 	}
 	defer session.Close()
 	list, err := session.ListTools(cctx, nil)
@@ -167,39 +164,38 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 // waiting for a decision beside the demo's runs and review.
 func demoKeep(ctx context.Context, m *Main) error {
 	ws := filepath.Join(filepath.Dir(m.data), "workspace")
-	dir := hub.DataDir(m.data)
-	os.Remove(uiInfoPath(dir)) // a stale one would be printed before ours exists
-	go func() {
-		for ctx.Err() == nil {
-			if info, err := readUIInfo(dir); err == nil {
-				if _, err := os.Stat(m.pipePath(dir)); err == nil {
-					if err := demoPropose(ctx, m); err != nil {
-						fmt.Fprintf(m.Stderr, "demo: the pending proposal could not be made: %v\n", err)
-					}
-					fmt.Fprintf(m.Stdout, "\n== operator UI: open %s\n"+
-						"runs of the demo, the failed run's verdict and diagram, an edit proposal waiting at /approvals,\n"+
-						"the review at /reviews and the workspace at /workspace. Ctrl-C stops it (`tracebridge --data %s ui` prints the URL again).\n", info.URL, m.data)
-					return
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
+	return m.serveHost(ctx, ws, "demo", nil, web.DefaultAddr, func(url string) {
+		if err := demoPropose(ctx, m); err != nil {
+			fmt.Fprintf(m.Stderr, "demo: the pending proposal could not be made: %v\n", err)
 		}
-	}()
-	return m.serveHost(ctx, ws, "demo", nil, web.DefaultAddr)
+		fmt.Fprintf(m.Stdout, "\n== operator UI: open %s\n"+
+			"runs of the demo, the failed run's verdict and diagram, an edit proposal waiting at /approvals,\n"+
+			"the review at /reviews and the workspace at /workspace. Ctrl-C stops it (`tracebridge --data %s ui` prints the URL again).\n", url, m.data)
+	})
+}
+
+// demoClient launches this binary's `mcp` on the demo's data dir (with
+// extra flags) and connects an MCP client to it.
+func demoClient(ctx context.Context, m *Main, stderr io.Writer, flags ...string) (*sdk.ClientSession, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, append([]string{"--data", m.data, "--log-level", "warn", "mcp"}, flags...)...)
+	cmd.Stderr = stderr
+	client := sdk.NewClient(&sdk.Implementation{Name: "tracebridge-demo", Version: Version}, nil)
+	session, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err != nil {
+		return nil, fmt.Errorf("start the MCP bridge: %w", err)
+	}
+	return session, nil
 }
 
 // demoPropose has an MCP client propose one more edit, left pending.
 func demoPropose(ctx context.Context, m *Main) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(self, "--data", m.data, "--log-level", "warn", "mcp")
-	cmd.Stderr = io.Discard
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	client := sdk.NewClient(&sdk.Implementation{Name: "tracebridge-demo", Version: Version}, nil)
-	session, err := client.Connect(cctx, &sdk.CommandTransport{Command: cmd}, nil)
+	session, err := demoClient(cctx, m, io.Discard)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func runHost(ctx context.Context, m *Main, args []string) error {
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "host", diagRunner(*diag, *refresh), "off")
+	return m.serveHost(ctx, *root, "host", diagRunner(*diag, *refresh), "off", nil)
 }
 
 func diagRunner(command string, refresh time.Duration) *host.DiagnosticsRunner {
@@ -68,12 +68,14 @@ func runUp(ctx context.Context, m *Main, args []string) error {
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "up", diagRunner(*diag, *refresh), *ui)
+	return m.serveHost(ctx, *root, "up", diagRunner(*diag, *refresh), *ui, nil)
 }
 
 // serveHost runs the workspace host for root (and, when this process wins
-// the election, the hub) until ctx ends.
-func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.DiagnosticsRunner, ui string) error {
+// the election, the hub) and the UI on addr ui until ctx ends. ready, if
+// set, runs on its own goroutine once the host's pipe and the UI listen,
+// with the UI's URL.
+func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.DiagnosticsRunner, ui string, ready func(uiURL string)) error {
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
@@ -112,8 +114,12 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	}
 	uiCtx, stopUI := context.WithCancel(ctx)
 	defer stopUI()
-	if _, err := m.startUI(uiCtx, ui, node, em, dir, log); err != nil {
+	url, err := m.startUI(uiCtx, ui, node, em, dir, log)
+	if err != nil {
 		return err
+	}
+	if ready != nil {
+		go ready(url)
 	}
 	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), m.pipePath(dir), role)
 	return pipe.NewServer(pipe.ServerOptions{Handlers: h.Handlers(), Recorder: em, Logger: log}).Serve(ctx, l)

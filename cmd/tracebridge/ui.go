@@ -36,7 +36,8 @@ type uiInfo struct {
 func uiInfoPath(dir hub.DataDir) string { return filepath.Join(string(dir), "run", "ui.json") }
 
 // startUI serves the operator UI on addr until ctx ends, printing its URL
-// to stderr. It returns at once; the UI stops with ctx.
+// to stderr, and returns the URL ("" for off). It returns at once; the UI
+// stops with ctx.
 func (m *Main) startUI(ctx context.Context, addr string, node *hub.Node, em *events.Emitter, dir hub.DataDir, log *slog.Logger) (string, error) {
 	if addr == "off" {
 		return "", nil
