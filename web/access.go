@@ -41,9 +41,23 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "same-origin") // no-referrer would make Chromium send Origin: null on form posts
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if !s.loopbackHost(r.Host) {
+		switch s.hostOf(r.Host) {
+		case ownHost:
+		case loopbackLiteral:
+			// 127.0.0.1:PORT and friends: no credential is read or set
+			// here (their cookies would reach every port); a page read
+			// is sent to the UI's own name, token and all.
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				w.Header().Set("Cache-Control", "no-store")
+				http.Redirect(w, r, s.Origin()+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+				return
+			}
 			s.reject(w, r, http.StatusMisdirectedRequest, events.CodeForeignHost,
-				"this UI answers only to http://127.0.0.1:"+s.port+" or http://localhost:"+s.port)
+				"this UI answers only at "+s.Origin()+" (`tracebridge ui` prints its URL)")
+			return
+		default:
+			s.reject(w, r, http.StatusMisdirectedRequest, events.CodeForeignHost,
+				"this UI answers only at "+s.Origin()+" (`tracebridge ui` prints its URL)")
 			return
 		}
 		if t, ok := r.URL.Query()["token"]; ok {
@@ -76,18 +90,26 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// loopbackHost reports whether host is a loopback name of this UI's port:
-// a page on another name (DNS rebinding) is refused.
-func (s *Server) loopbackHost(host string) bool {
+// Host header classes.
+const (
+	foreignHost     = iota // another name or port (DNS rebinding): refused
+	ownHost                // the UI's own name and port
+	loopbackLiteral        // 127.0.0.1, localhost or ::1 with the UI's port
+)
+
+// hostOf classifies a Host header.
+func (s *Server) hostOf(host string) int {
 	name, port, err := net.SplitHostPort(host)
 	if err != nil || port != s.port {
-		return false
+		return foreignHost
 	}
-	switch strings.ToLower(name) {
+	switch name = strings.ToLower(name); name {
+	case s.name:
+		return ownHost
 	case "127.0.0.1", "localhost", "::1":
-		return true
+		return loopbackLiteral
 	}
-	return false
+	return foreignHost
 }
 
 // exchange trades a valid launch token for a session cookie and sends the

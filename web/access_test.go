@@ -28,7 +28,7 @@ func lastCode(t *testing.T, f *fixture, before int) events.Code {
 func TestForeignHostRefused(t *testing.T) {
 	f := newFixture(t)
 	c, _ := f.login()
-	port := strings.TrimPrefix(f.url, "http://127.0.0.1:")
+	port := f.srv.port
 	u, _ := url.Parse(f.url)
 	for _, h := range []string{
 		"evil.example:" + port,
@@ -38,8 +38,11 @@ func TestForeignHostRefused(t *testing.T) {
 		"0x7f000001:" + port,
 		"2130706433:" + port,
 		"[::ffff:127.0.0.1]:" + port,
-		"127.0.0.1:1" + port, // another port
-		"127.0.0.1",          // no port
+		"127.0.0.1:1" + port,           // another port
+		"127.0.0.1",                    // no port
+		"tb-0000000000000000.localhost:" + port, // another UI's name
+		f.srv.name + ":1" + port,               // this name, another port
+		f.srv.name,                             // no port
 	} {
 		for _, path := range []string{"/runs", "/assets/app.js", "/events", "/?token=" + f.srv.token} {
 			before := len(f.rejections())
@@ -73,11 +76,11 @@ func TestForeignHostRefused(t *testing.T) {
 	if rec.Code != http.StatusMisdirectedRequest {
 		t.Errorf("no Host: %d", rec.Code)
 	}
-	// The loopback spellings of this port pass.
-	for _, h := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port} {
+	// The UI's own name passes, in either case.
+	for _, h := range []string{f.srv.name + ":" + port, strings.ToUpper(f.srv.name) + ":" + port} {
 		req, _ := http.NewRequest(http.MethodGet, f.url+"/runs", nil)
 		req.Host = h
-		for _, ck := range c.Jar.Cookies(u) { // the client sends the jar's cookies only for its URL's own host
+		for _, ck := range c.Jar.Cookies(u) {
 			req.AddCookie(ck)
 		}
 		resp, err := c.Do(req)
@@ -87,6 +90,45 @@ func TestForeignHostRefused(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("Host %q: status %d, want 200", h, resp.StatusCode)
+		}
+	}
+	// The loopback spellings of this port read no credential and set
+	// none (a cookie for 127.0.0.1 reaches every port): they send the
+	// browser to the UI's own name, the launch token included.
+	for _, h := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port} {
+		for _, path := range []string{"/runs", "/?token=" + f.srv.token} {
+			req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
+			req.Host = h
+			for _, ck := range c.Jar.Cookies(u) {
+				req.AddCookie(ck)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != f.srv.Origin()+path {
+				t.Errorf("Host %q %s: %d to %q, want 307 to %s", h, path, resp.StatusCode, resp.Header.Get("Location"), f.srv.Origin()+path)
+			}
+			if resp.Header.Get("Set-Cookie") != "" || strings.Contains(string(body), "<html") && !strings.Contains(string(body), "Temporary Redirect") {
+				t.Errorf("Host %q %s: set a cookie or served a page", h, path)
+			}
+		}
+		before := len(f.rejections())
+		req, _ := http.NewRequest(http.MethodPost, f.url+"/do/proposal/x", strings.NewReader(""))
+		req.Host = h
+		req.Header.Set("Origin", "http://"+h)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMisdirectedRequest {
+			t.Errorf("POST on Host %q: %d, want 421", h, resp.StatusCode)
+		}
+		if code := lastCode(t, f, before); code != events.CodeForeignHost {
+			t.Errorf("POST on Host %q: recorded %s", h, code)
 		}
 	}
 }

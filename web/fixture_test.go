@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -21,6 +22,19 @@ import (
 	"github.com/tracebridge/tracebridge/events/hub"
 )
 
+// Browsers resolve *.localhost to loopback themselves; Go's resolver asks
+// DNS. The tests' HTTP clients dial such names at 127.0.0.1, as a browser
+// would.
+func init() {
+	d := &net.Dialer{}
+	http.DefaultTransport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, ".localhost") {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
 // fixture is a real hub on a temp data dir, a real workspace host behind a
 // real pipe, and the UI on a loopback port.
 type fixture struct {
@@ -29,7 +43,7 @@ type fixture struct {
 	node   *hub.Node
 	em     *events.Emitter
 	srv    *Server
-	url    string // http://127.0.0.1:PORT
+	url    string // the UI's origin, http://tb-<random>.localhost:PORT
 	ws     string // the workspace directory
 	client *pipe.Client
 }
@@ -77,7 +91,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	go srv.Serve(ctx, l)
-	f := &fixture{t: t, ctx: ctx, node: node, em: em, srv: srv, url: "http://" + l.Addr().String(), ws: wsDir, client: client}
+	f := &fixture{t: t, ctx: ctx, node: node, em: em, srv: srv, url: srv.Origin(), ws: wsDir, client: client}
 	t.Cleanup(func() {
 		cancel()
 		client.Close()

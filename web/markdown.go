@@ -18,7 +18,8 @@ import (
 // the source is dropped (goldmark's default: it is never passed through)
 // and links with dangerous schemes (javascript:, vbscript:, data: other
 // than images) lose their href, so a review cannot carry script.
-var md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
+// Links to other local services lose their href (links.go).
+var md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough), goldmark.WithParserOptions(localLinkPolicy))
 
 // renderReview renders a review document. Its [file:line][] references
 // become links to the workspace view at that line.

@@ -88,3 +88,29 @@ func FuzzRenderReview(f *testing.F) {
 		commitMessage(src)
 	})
 }
+
+// A review's links to other services on this machine are text: the
+// operator's browser is never sent to another local listener by a click.
+func TestReviewLinksToLocalServicesAreInert(t *testing.T) {
+	for _, dest := range []string{
+		"http://127.0.0.1:9999/log", "http://localhost:9999/", "http://LOCALHOST./x", "http://tb-0011.localhost:1/",
+		"http://[::1]:8080/", "http://0.0.0.0:80/", "http://2130706433:80/", "http://0x7f000001/", "http://127.1:9/",
+		"//127.0.0.1:9999/log", "https://127.9.9.9/",
+	} {
+		for _, src := range []string{"see [the log](" + dest + ") now", "<" + dest + ">", "![img](" + dest + ")", "[r][]\n\n[r]: " + dest} {
+			out := string(renderReview(src))
+			if strings.Contains(out, "href=") || strings.Contains(out, "src=") {
+				t.Errorf("%q rendered a live link:\n%s", src, out)
+			}
+			if !strings.Contains(out, "link to a local service removed") && !strings.HasPrefix(src, "<//") { // <//x> is not an autolink
+				t.Errorf("%q: no marker:\n%s", src, out)
+			}
+		}
+	}
+	// Other links and the workspace references stay links.
+	for _, src := range []string{"[docs](https://go.dev/doc/)", "[a.go:1][]", "[rel](/runs)"} {
+		if out := string(renderReview(src)); !strings.Contains(out, "<a href=") {
+			t.Errorf("%q lost its link:\n%s", src, out)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,9 +55,14 @@ type Recorder interface {
 
 // Options configure a Server.
 type Options struct {
-	// Addr is the address the UI is reached at, 127.0.0.1:PORT: the Host
-	// header must name this port.
-	Addr    string
+	// Addr is the address the UI listens on, 127.0.0.1:PORT.
+	Addr string
+	// Name is the host name the UI answers to, under .localhost (which
+	// browsers resolve to loopback). Empty: a fresh tb-<random>.localhost.
+	// Browsers keep cookies per host name, not per port, so a session
+	// cookie set for 127.0.0.1 would reach every other listener on
+	// 127.0.0.1; one set for an unguessable name reaches only this UI.
+	Name    string
 	Log     Log
 	Host    Host // nil: the workspace pages say no host is reachable
 	Rec     Recorder
@@ -73,6 +79,7 @@ type Options struct {
 type Server struct {
 	opts  Options
 	port  string
+	name  string // the host name the UI answers to
 	token string
 	key   []byte // signs CSRF tokens
 
@@ -100,7 +107,14 @@ func New(opts Options) (*Server, error) {
 	if opts.Operator == "" {
 		opts.Operator = "operator"
 	}
-	s := &Server{opts: opts, port: port, token: opts.Token, key: randomBytes(32), sessions: map[string]bool{}}
+	name := strings.ToLower(opts.Name)
+	if name == "" {
+		name = "tb-" + hex.EncodeToString(randomBytes(8)) + ".localhost"
+	}
+	if !strings.HasSuffix(name, ".localhost") || strings.ContainsAny(name, ":/[]@ ") {
+		return nil, fmt.Errorf("ui name %q: want a name under .localhost", opts.Name)
+	}
+	s := &Server{opts: opts, port: port, name: name, token: opts.Token, key: randomBytes(32), sessions: map[string]bool{}}
 	if s.token == "" {
 		s.token = hex.EncodeToString(randomBytes(24))
 	}
@@ -119,8 +133,11 @@ func randomBytes(n int) []byte {
 // URL is the address to open: it carries the launch token, which the first
 // request exchanges for a session cookie.
 func (s *Server) URL() string {
-	return "http://" + s.opts.Addr + "/?token=" + s.token
+	return s.Origin() + "/?token=" + s.token
 }
+
+// Origin is the UI's own origin, http://NAME:PORT.
+func (s *Server) Origin() string { return "http://" + net.JoinHostPort(s.name, s.port) }
 
 // Listen listens on addr, which must be a loopback address: the UI never
 // answers another interface.

@@ -29,7 +29,7 @@ func TestDemoKeepServesTheUI(t *testing.T) {
 		return false
 	})
 	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: localhostTransport}
 	get := func(path string) string {
 		t.Helper()
 		resp, err := c.Get(path)
