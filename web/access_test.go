@@ -38,11 +38,11 @@ func TestForeignHostRefused(t *testing.T) {
 		"0x7f000001:" + port,
 		"2130706433:" + port,
 		"[::ffff:127.0.0.1]:" + port,
-		"127.0.0.1:1" + port,           // another port
-		"127.0.0.1",                    // no port
+		"127.0.0.1:1" + port,                    // another port
+		"127.0.0.1",                             // no port
 		"tb-0000000000000000.localhost:" + port, // another UI's name
-		f.srv.name + ":1" + port,               // this name, another port
-		f.srv.name,                             // no port
+		f.srv.name + ":1" + port,                // this name, another port
+		f.srv.name,                              // no port
 	} {
 		for _, path := range []string{"/runs", "/assets/app.js", "/events", "/?token=" + f.srv.token} {
 			before := len(f.rejections())
