@@ -35,6 +35,11 @@ type BridgeEnv struct {
 	Stdout   io.WriteCloser
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// Getenv and ReadFile are the only way the bridge may resolve secrets:
+	// they answer from the recording and never touch the environment or
+	// the disk.
+	Getenv   func(string) string
+	ReadFile func(string) ([]byte, error)
 }
 
 // Log is the re-drive's own, fresh event log (a hub on a temporary data
@@ -116,6 +121,8 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 			return nil, err
 		}
 	}
+	cfg = cassetteConfig(cfg)
+	secrets := &recordedSecrets{}
 	now := Clock(s)
 	node := opts.Log
 	seed := sha256.Sum256([]byte("tracebridge session " + s.Header.Name))
@@ -138,7 +145,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	served := make(chan error, 1)
 	go func() {
 		served <- opts.Bridge(bctx, BridgeEnv{Emitter: em, Config: cfg, PipePath: opts.PipePath,
-			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger})
+			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger, Getenv: secrets.Getenv, ReadFile: secrets.ReadFile})
 		outW.Close()
 	}()
 	answers := readAnswers(outR)
@@ -152,6 +159,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		st := &s.Steps[i]
 		switch st.Step {
 		case StepClient:
+			secrets.step.Store(st)
 			nextID++
 			if err := writeMessage(inW, nextID, st); err != nil {
 				return nil, fmt.Errorf("step %d: the bridge stopped reading: %w", i+1, err)

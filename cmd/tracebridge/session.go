@@ -304,8 +304,8 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 }
 
 // sessionBridge is the bridge `tracebridge mcp` runs, on a re-drive's
-// stdio and evidence, with an empty environment (so secrets resolve the
-// same way on every machine).
+// stdio and evidence, with the recording standing in for the environment
+// and the disk (secrets resolve as recorded, on every machine).
 func (m *Main) sessionBridge(ctx context.Context, env replay.BridgeEnv, node *hub.Node) error {
 	hostClient := pipe.NewClient(pipe.ClientOptions{Path: env.PipePath, Recorder: env.Emitter, Timeout: env.Config.PipeTimeout(), Logger: env.Logger})
 	defer hostClient.Close()
@@ -313,9 +313,8 @@ func (m *Main) sessionBridge(ctx context.Context, env replay.BridgeEnv, node *hu
 	if err != nil {
 		return err
 	}
-	noEnv := func(string) string { return "" }
 	x := executor.New(executor.Options{Catalog: catalog, Emitter: env.Emitter, Log: node, Config: env.Config,
-		Getenv: noEnv, Now: env.Now, Logger: env.Logger})
+		Getenv: env.Getenv, ReadFile: env.ReadFile, Now: env.Now, Logger: env.Logger})
 	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: env.Emitter, Version: "session-replay", Now: env.Now, Logger: env.Logger, Resources: traceResources(node)})
 	err = srv.Serve(ctx, env.Stdin, env.Stdout)
 	if errors.Is(err, io.EOF) {

@@ -1,0 +1,64 @@
+package replay
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// A session file is data, never code: whoever wrote it may be hostile. A
+// re-drive starts no process, resolves no secret and reads no file other
+// than the recording; the recording stands in for all of them.
+
+// cassetteConfig is the recording's configuration with everything that
+// would reach outside the re-drive removed: discovered tools (manifests
+// on disk, run as processes) are not loaded, so a call of one is an
+// UnknownTool and shows as drift.
+func cassetteConfig(c *config.Config) *config.Config {
+	out := *c
+	out.Discovery = config.Discovery{}
+	return &out
+}
+
+// recordedSecrets answers secret look-ups from the recording: a reference
+// resolves to a stand-in value when the step being re-driven recorded a
+// successful secrets.resolved, and fails otherwise. The environment and
+// the files a reference names are never consulted.
+type recordedSecrets struct {
+	step atomic.Pointer[Step]
+}
+
+// errNotRecorded is what a file secret reads when the recording did not
+// resolve it.
+var errNotRecorded = errors.New("the recording did not resolve this secret (a re-drive reads no files)")
+
+func (r *recordedSecrets) resolved() bool {
+	st := r.step.Load()
+	if st == nil {
+		return false
+	}
+	for _, c := range st.Expect {
+		if c.Kind == events.KindSecretsResolved {
+			return c.Outcome == events.OK
+		}
+	}
+	return false
+}
+
+// Getenv stands in for os.Getenv in the executor's secret broker.
+func (r *recordedSecrets) Getenv(name string) string {
+	if r.resolved() {
+		return "recorded-secret-" + name
+	}
+	return ""
+}
+
+// ReadFile stands in for os.ReadFile in the executor's secret broker.
+func (r *recordedSecrets) ReadFile(string) ([]byte, error) {
+	if r.resolved() {
+		return []byte("recorded-secret"), nil
+	}
+	return nil, errNotRecorded
+}
