@@ -9,27 +9,29 @@ import (
 )
 
 // LoadKeyFile returns the size random bytes kept at path, creating the file
-// (0600, in a 0700 directory) when it does not exist. Two processes racing to
-// create it end up with the same key.
+// (0600, in a 0700 directory) when it does not exist. The key is written to
+// a synced temp file and linked into place, so path never holds a part of
+// a key (a full disk leaves no file behind), and two processes racing to
+// create it end up with the same key. An empty file, which older versions
+// left when the disk filled up while creating it, was never used and is
+// replaced.
 func LoadKeyFile(path string, size int) ([]byte, error) {
 	key, err := os.ReadFile(path)
+	if err == nil && len(key) == 0 {
+		if err := removeEmpty(path); err != nil {
+			return nil, fmt.Errorf("key %s is empty (left by a failed creation) and cannot be replaced: %w; remove it and start again", path, err)
+		}
+		err = os.ErrNotExist
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		key = make([]byte, size)
 		if _, err := rand.Read(key); err != nil {
 			return nil, fmt.Errorf("key %s: %w", path, err)
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("key %s: %w", path, err)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			return LoadKeyFile(path, size)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", path, err)
-		}
-		_, werr := f.Write(key)
-		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		switch err := createKey(path, key); {
+		case errors.Is(err, os.ErrExist):
+			return LoadKeyFile(path, size) // another process made it first
+		case err != nil:
 			return nil, fmt.Errorf("key %s: %w", path, err)
 		}
 		return key, nil
@@ -38,7 +40,51 @@ func LoadKeyFile(path string, size int) ([]byte, error) {
 		return nil, fmt.Errorf("key %s: %w", path, err)
 	}
 	if len(key) != size {
-		return nil, fmt.Errorf("key %s: %d bytes, want %d (move it away to make a new one)", path, len(key), size)
+		return nil, fmt.Errorf("key %s: %d bytes, want %d: it is damaged; everything it redacted or signed needs it, so restore it from a backup (or move it away to start a new one)", path, len(key), size)
 	}
 	return key, nil
+}
+
+// createKey writes key to a temp file beside path, syncs it, and links it
+// to path, which fails with os.ErrExist when path exists.
+func createKey(path string, key []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(key)
+	if err := errors.Join(werr, tmp.Chmod(0o600), tmp.Sync(), tmp.Close()); err != nil {
+		return err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// removeEmpty removes path if it is still an empty regular file.
+func removeEmpty(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != 0 {
+		return nil // someone replaced it meanwhile: read it again
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
