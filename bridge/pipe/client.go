@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -21,6 +22,10 @@ type ClientOptions struct {
 	// Timeout bounds one call. Zero: 5s.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// CheckPeer accepts or refuses the uid serving the socket, before
+	// anything is sent. Nil: only this process's own uid (a socket another
+	// user serves gets no proposal, review or selection).
+	CheckPeer func(uid int) error
 }
 
 // CallError is a call that got no answer from the host: PipeUnavailable
@@ -51,6 +56,9 @@ func NewClient(opts ClientOptions) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.CheckPeer == nil {
+		opts.CheckPeer = ownUID("host")
+	}
 	return &Client{opts: opts, pending: map[string]chan Response{}}
 }
 
@@ -73,6 +81,12 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 		return Response{}, err
 	}
 	conn, fresh, err := c.connect()
+	if foreign := (*foreignPeerError)(nil); errors.As(err, &foreign) {
+		a := attrs()
+		a["error"], a["uid"] = foreign.Error(), strconv.Itoa(foreign.uid)
+		emit(events.KindPipeUnavailable, events.Denied, events.CodeForeignPeer, time.Time{}, a)
+		return Response{}, &CallError{Code: events.CodeForeignPeer, Msg: fmt.Sprintf("%s; nothing was sent. Stop whatever serves %s, or point TRACEBRIDGE_HOST at your own host's socket", foreign.Error(), c.opts.Path)}
+	}
 	if err != nil {
 		a := attrs()
 		a["error"] = err.Error()
@@ -140,9 +154,36 @@ func (c *Client) connect() (net.Conn, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	uid, err := peerUID(nc)
+	if err == nil {
+		err = c.opts.CheckPeer(uid)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, false, &foreignPeerError{uid: uid, err: err}
+	}
 	c.conn = nc
 	go c.read(c.conn)
 	return c.conn, true, nil
+}
+
+// foreignPeerError is a socket served by a process the check refused.
+type foreignPeerError struct {
+	uid int
+	err error
+}
+
+func (e *foreignPeerError) Error() string { return e.err.Error() }
+
+// ownUID accepts only this process's uid.
+func ownUID(what string) func(int) error {
+	me := os.Getuid()
+	return func(uid int) error {
+		if uid != me {
+			return fmt.Errorf("the %s socket is served by uid %d, not by you (uid %d)", what, uid, me)
+		}
+		return nil
+	}
 }
 
 // read delivers responses to their callers until the connection ends.

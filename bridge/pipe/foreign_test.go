@@ -5,6 +5,7 @@ package pipe
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,10 @@ import (
 func TestMain(m *testing.M) {
 	if path := os.Getenv("TB_FOREIGN_PIPE_CLIENT"); path != "" {
 		foreignClient(path) // re-executed under another uid by TestForeignUIDIsRefused
+		return
+	}
+	if path := os.Getenv("TB_FOREIGN_PIPE_SERVER"); path != "" {
+		foreignServer(path) // re-executed under another uid by TestClientRefusesAForeignHost
 		return
 	}
 	os.Exit(m.Run())
@@ -43,6 +48,93 @@ func foreignClient(path string) {
 		fmt.Println("reply:", strings.TrimSpace(line))
 	}
 	os.Exit(0)
+}
+
+// foreignServer is another user's fake host: a world-writable socket that
+// prints whatever a client sends it.
+func foreignServer(path string) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		fmt.Println("listen:", err)
+		os.Exit(1)
+	}
+	os.Chmod(path, 0o777)
+	fmt.Println("listening")
+	l.(*net.UnixListener).SetDeadline(time.Now().Add(10 * time.Second))
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(0)
+		}
+		go func() {
+			c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			if line, _ := bufio.NewReader(c).ReadString('\n'); line != "" {
+				fmt.Printf("got: %s", line)
+			}
+		}()
+	}
+}
+
+// TestClientRefusesAForeignHost: TRACEBRIDGE_HOST names a socket another
+// user serves (0777 in a 0755 directory). The client checks who serves it
+// and refuses with ForeignPeer before it sends anything.
+func TestClientRefusesAForeignHost(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a server under another uid (CI runs as root)")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed: %v", err)
+	}
+	r := newRig(t, nil)
+	dir := t.TempDir()
+	for d := dir; d != "/tmp" && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o777)
+	}
+	self, _ := os.Executable()
+	bin := filepath.Join(dir, "server")
+	src, _ := os.Open(self)
+	dst, _ := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+	io.Copy(dst, src)
+	src.Close()
+	dst.Close()
+	path := filepath.Join(dir, "host.sock")
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin)
+	cmd.Env = append(os.Environ(), "TB_FOREIGN_PIPE_SERVER="+path)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "listening" {
+		t.Fatalf("foreign server: %q", lines.Text())
+	}
+	c := NewClient(ClientOptions{Path: path, Recorder: r.em, Logger: quiet})
+	defer c.Close()
+	_, err = c.Call(context.Background(), Request{Command: "propose_text_edits", RequestID: r.em.NewID().String(),
+		OperationID: r.em.NewID().String(), Payload: []byte(`{"files":[{"path":"a.go"}]}`)})
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Code != events.CodeForeignPeer || !strings.Contains(ce.Msg, "uid 65534") {
+		t.Fatalf("a call to another user's socket: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	var got []string
+	for lines.Scan() {
+		got = append(got, lines.Text())
+	}
+	if len(got) > 0 {
+		t.Errorf("the foreign host received: %v", got)
+	}
+	r.em.FlushAll(context.Background())
+	all, _ := r.st.Range(1, 1000)
+	for _, e := range all {
+		if e.Kind == events.KindPipeUnavailable && e.Code == events.CodeForeignPeer && e.Attrs["uid"] == "65534" {
+			return
+		}
+	}
+	t.Fatal("no pipe.unavailable ForeignPeer event naming uid 65534")
 }
 
 // A client running as another user: shut out by the 0700 directory, and,
