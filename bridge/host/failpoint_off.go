@@ -4,3 +4,6 @@ package host
 
 // afterWrite is a failpoint of test builds only (see failpoint_on.go).
 func afterWrite(int) {}
+
+// beforeRename is a failpoint of test builds only (see failpoint_on.go).
+func beforeRename(int) {}

@@ -16,3 +16,12 @@ func afterWrite(n int) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 }
+
+// beforeRename kills this process with SIGKILL when file n of a proposal
+// is written and synced to its temporary file but not yet renamed, when
+// TB_FAILPOINT_KILL_BEFORE_RENAME=n.
+func beforeRename(n int) {
+	if k, err := strconv.Atoi(os.Getenv("TB_FAILPOINT_KILL_BEFORE_RENAME")); err == nil && k == n {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+}

@@ -268,13 +268,18 @@ func (p *Proposals) finishLocked(j journal) error {
 		case hashBytes(cur) != e.BaseHash:
 			problems = append(problems, e.Path+" was changed by someone else during the apply")
 		default:
-			if err := p.ws.WriteFile(e.Path, e.New); err != nil {
+			if err := p.ws.WriteFileVia(e.Path, e.New, e.tempName(), func() { beforeRename(written + 1) }); err != nil {
 				problems = append(problems, e.Path+": "+err.Error())
 				continue
 			}
 			written++
 			afterWrite(written)
 		}
+	}
+	// A crash between a temporary file's sync and its rename left it
+	// behind; the journal knows its name.
+	for _, e := range j.Files {
+		p.ws.RemoveTemp(e.Path, e.tempName())
 	}
 	if pr != nil {
 		if len(problems) > 0 {
@@ -290,6 +295,10 @@ func (p *Proposals) finishLocked(j journal) error {
 	}
 	return os.Remove(p.journalPath())
 }
+
+// tempName is the temporary file a journal entry is written through: known
+// from the journal, so recovery can remove it after a crash.
+func (e journalEntry) tempName() string { return ".tb-" + e.NewHash[:min(16, len(e.NewHash))] + ".tmp" }
 
 func (p *Proposals) recover() error {
 	b, err := os.ReadFile(p.journalPath())

@@ -121,11 +121,25 @@ func (w *Workspace) ReadFile(p string) ([]byte, error) {
 	return b, err
 }
 
-// WriteFile replaces (or creates) a regular file of the workspace: the data
+// WriteFile replaces the file at p (relative to the root) with data: it
 // goes to a temporary file in the same directory, is synced, and is renamed
 // over the target, so a reader sees the old or the new content, never a
 // mix, and a crash leaves at most a stray temporary file.
 func (w *Workspace) WriteFile(p string, data []byte) error {
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	return w.WriteFileVia(p, data, ".tb-"+hex.EncodeToString(rnd[:])+".tmp", nil)
+}
+
+// TempPath is where WriteFileVia puts the temporary file named tmp while it
+// replaces p: in p's directory.
+func TempPath(p, tmp string) string { return path.Join(path.Dir(p), tmp) }
+
+// WriteFileVia is WriteFile through a temporary file of a name the caller
+// chose (and can remove after a crash: RemoveTemp). A stale temporary file
+// of that name is replaced. beforeRename, when set, runs between the sync
+// and the rename (a failpoint of test builds).
+func (w *Workspace) WriteFileVia(p string, data []byte, tmpName string, beforeRename func()) error {
 	rel, err := Clean(p)
 	if err != nil {
 		return err
@@ -141,21 +155,36 @@ func (w *Workspace) WriteFile(p string, data []byte) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(path.Dir(rel), ".tb-"+hex.EncodeToString(rnd[:])+".tmp")
-	f, err := w.root.OpenFile(filepath.FromSlash(tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, mode)
+	tmp := filepath.FromSlash(TempPath(rel, tmpName))
+	w.root.Remove(tmp) // a stale one from a crash; never follows a symlink
+	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, mode)
 	if err != nil {
 		return refuse(rel, err)
 	}
 	_, werr := f.Write(data)
 	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		w.root.Remove(filepath.FromSlash(tmp))
+		w.root.Remove(tmp)
 		return err
 	}
-	if err := w.root.Rename(filepath.FromSlash(tmp), filepath.FromSlash(rel)); err != nil {
-		w.root.Remove(filepath.FromSlash(tmp))
+	if beforeRename != nil {
+		beforeRename()
+	}
+	if err := w.root.Rename(tmp, filepath.FromSlash(rel)); err != nil {
+		w.root.Remove(tmp)
 		return refuse(rel, err)
+	}
+	return nil
+}
+
+// RemoveTemp removes the temporary file WriteFileVia would use for p, if a
+// crash left it.
+func (w *Workspace) RemoveTemp(p, tmpName string) error {
+	rel, err := Clean(p)
+	if err != nil {
+		return err
+	}
+	if err := w.root.Remove(filepath.FromSlash(TempPath(rel, tmpName))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }

@@ -144,9 +144,17 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 }
 
 // The host is killed (SIGKILL) after the first of two files of an approved
-// set; on restart it finishes the set from its journal, and the state it
-// reports is honest: applied, both files new.
+// set — once between the files, once with the second file's temporary
+// copy synced but not renamed; on restart it finishes the set from its
+// journal, the state it reports is honest (applied, both files new), and
+// no temporary file is left in the workspace.
 func TestHostKilledMidApplyIsReconciled(t *testing.T) {
+	for _, failpoint := range []string{"TB_FAILPOINT_KILL_AFTER_FILES=1", "TB_FAILPOINT_KILL_BEFORE_RENAME=2"} {
+		t.Run(strings.SplitN(failpoint, "=", 2)[0], func(t *testing.T) { hostKilledMidApply(t, failpoint) })
+	}
+}
+
+func hostKilledMidApply(t *testing.T, failpoint string) {
 	base := t.TempDir()
 	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
 	os.MkdirAll(ws, 0o755)
@@ -159,7 +167,7 @@ func TestHostKilledMidApplyIsReconciled(t *testing.T) {
 		})
 	}
 	cmd := exec.Command(tbTestBin, "--data", data, "up", "--root", ws)
-	cmd.Env = append(os.Environ(), "TB_FAILPOINT_KILL_AFTER_FILES=1")
+	cmd.Env = append(os.Environ(), failpoint)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +191,10 @@ func TestHostKilledMidApplyIsReconciled(t *testing.T) {
 	if read("a.txt") != "ALPHA\n" || read("b.txt") != "beta\n" {
 		t.Fatalf("the crash did not land between the files: a=%q b=%q", read("a.txt"), read("b.txt"))
 	}
+	temps := func() []string { m, _ := filepath.Glob(filepath.Join(ws, ".tb-*.tmp")); return m }
+	if strings.Contains(failpoint, "BEFORE_RENAME") && len(temps()) != 1 {
+		t.Fatalf("the crash did not land before the rename: temporary files %v", temps())
+	}
 	restart := start(t, tbBin, data, "up", "--root", ws)
 	defer restart.cmd.Process.Signal(syscall.SIGTERM)
 	waitSocket()
@@ -192,6 +204,9 @@ func TestHostKilledMidApplyIsReconciled(t *testing.T) {
 	out, err = exec.Command(tbBin, "--data", data, "proposals", "show", p.ProposalID).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"state": "applied"`) {
 		t.Fatalf("state after restart: %v %s", err, out)
+	}
+	if left := temps(); len(left) > 0 {
+		t.Errorf("recovery left temporary files in the workspace: %v", left)
 	}
 	b.close(t)
 }
