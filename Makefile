@@ -27,6 +27,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./bridge/config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bridge/tools
 	$(GO) test -run '^$$' -fuzz '^FuzzTagResult$$' -fuzztime $(FUZZTIME) ./bridge/mcp
+	$(GO) test -run '^$$' -fuzz '^FuzzLineGuard$$' -fuzztime $(FUZZTIME) ./bridge/mcp
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./bridge/pipe
 	$(GO) test -run '^$$' -fuzz '^FuzzClean$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRefs$$' -fuzztime $(FUZZTIME) ./bridge/host

@@ -35,6 +35,7 @@ const (
 	CodeToolTimeout      Code = "ToolTimeout"      // the tool ran past its timeout
 	CodeCancelled        Code = "Cancelled"        // the client cancelled the call
 	CodeMalformedFrame   Code = "MalformedFrame"   // a JSON-RPC line could not be parsed
+	CodeInvalidRequest   Code = "InvalidRequest"   // a JSON-RPC request refused as sent: its id is in flight, null or not exactly representable
 	CodeInvalidManifest  Code = "InvalidManifest"  // a discovered tool's manifest is unusable
 	CodeDirMissing       Code = "DirMissing"       // a discovery directory does not exist
 	CodeForeignPeer      Code = "ForeignPeer"      // a pipe peer runs as another user

@@ -55,6 +55,7 @@ var actions = map[events.Code]string{
 	events.CodeAmbiguous:        "the original text occurs more than once; propose with more context",
 	events.CodePathRefused:      "the path leaves the workspace or is not a regular file",
 	events.CodeMalformedFrame:   "the client sent a line that is not JSON-RPC; check the client",
+	events.CodeInvalidRequest:   "the client reused an id still in flight or sent one that cannot be echoed exactly; check the client",
 	events.CodeTooLarge:         "a frame exceeded the size limit",
 	events.CodeMissingStep:      "a boundary answered without recording the end of its step: report it with this request id",
 }

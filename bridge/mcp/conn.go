@@ -84,17 +84,70 @@ func (c *connState) SessionID() string { return c.inner.SessionID() }
 
 func (c *connState) Close() error { return c.inner.Close() }
 
-// Read records what arrives and tags requests with their request id.
+// Read records what arrives and tags requests with their request id. A
+// request whose id is already in flight is refused here: answering both
+// under one id would give one caller the other's result.
 func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.inner.Read(ctx)
-	if err != nil {
-		c.endSession(err)
-		return nil, err
+	for {
+		msg, err := c.inner.Read(ctx)
+		if err != nil {
+			c.endSession(err)
+			return nil, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			return msg, nil // a response to a server→client request
+		}
+		if req.ID.IsValid() {
+			c.mu.Lock()
+			dup := c.inflight[idKey(req.ID)] != nil
+			c.mu.Unlock()
+			if dup {
+				c.refuse(ctx, req, fmt.Sprintf("request id %v is already in flight: wait for its answer or use another id", req.ID.Raw()))
+				continue
+			}
+		}
+		return c.received(req), nil
 	}
-	req, ok := msg.(*jsonrpc.Request)
-	if !ok {
-		return msg, nil // a response to a server→client request
+}
+
+// refuse answers req with an Invalid Request error and records both sides.
+func (c *connState) refuse(ctx context.Context, req *jsonrpc.Request, msg string) {
+	id, _ := json.Marshal(req.ID.Raw())
+	reqID := c.record(id, req.Method, msg)
+	c.inner.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg}})
+	c.flushed(reqID)
+}
+
+// refuseRaw answers a request the SDK never saw, echoing its id exactly.
+func (c *connState) refuseRaw(w io.Writer, id json.RawMessage, method, msg string) {
+	reqID := c.record(id, method, msg)
+	m, _ := json.Marshal(msg)
+	c.flushed(reqID)
+	w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32600,"message":` + string(m) + "}}\n"))
+}
+
+// record emits a refused request's two events.
+func (c *connState) record(id json.RawMessage, method, msg string) events.ID {
+	reqID := c.rec.NewID()
+	attrs := map[string]string{"method": method, "jsonrpcId": truncate(string(id), 64)}
+	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Outcome: events.Error,
+		Code: events.CodeInvalidRequest, Attrs: attrs})
+	c.rec.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: reqID, SessionID: c.session, Outcome: events.Error,
+		Code: events.CodeInvalidRequest, Attrs: map[string]string{"method": method, "jsonrpcId": attrs["jsonrpcId"], "error": msg}})
+	return reqID
+}
+
+func (c *connState) flushed(req events.ID) {
+	fctx, cancel := context.WithTimeout(context.Background(), c.flushTimeout)
+	defer cancel()
+	if err := c.rec.Flush(fctx, req); err != nil {
+		c.log.Error("a refused request's events are not durable", "request", req, "err", err)
 	}
+}
+
+// received records a request and tags it with its request id.
+func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 	var p struct {
 		Meta struct {
 			Traceparent string `json:"traceparent"`
@@ -126,7 +179,7 @@ func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		}
 		c.rec.Emit(e)
-		return req, nil
+		return req
 	}
 	reqID := c.rec.NewID()
 	attrs["jsonrpcId"] = fmt.Sprint(req.ID.Raw())
@@ -145,7 +198,7 @@ func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
 	req.Extra = &sdk.RequestExtra{Header: http.Header{
 		hdrRequestID: {reqID.String()}, hdrSessionID: {c.session.String()}, hdrTraceparent: {tp},
 	}}
-	return req, nil
+	return req
 }
 
 // endSession records why reading stopped: the client closed stdin, or a

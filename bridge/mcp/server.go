@@ -112,7 +112,9 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	c := &connState{rec: s.opts.Emitter, log: s.opts.Logger, session: s.opts.Emitter.NewID(),
 		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}}
 	s.opts.Emitter.Emit(events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK})
-	t := &evidenceTransport{inner: &sdk.IOTransport{Reader: r, Writer: w, MaxLineLength: s.opts.MaxLineLength}, c: c}
+	out := &lockedWriter{w: w}
+	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
+	t := &evidenceTransport{inner: &sdk.IOTransport{Reader: readCloser{in, r}, Writer: out, MaxLineLength: s.opts.MaxLineLength}, c: c}
 	err := s.sdk.Run(ctx, t)
 	c.endSession(io.EOF) // a no-op when Read already recorded why it stopped
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.FlushTimeout)
