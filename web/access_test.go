@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
@@ -329,5 +331,40 @@ func TestProposalDriftShownAndNotApplied(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(file); !strings.Contains(string(now), "// edited") || strings.Contains(string(now), "return 3") {
 		t.Errorf("file: %q", now)
+	}
+}
+
+// Ten concurrent decisions on one approval (five approve, five deny, each
+// with its own reason): the log keeps exactly one, exactly one decider is
+// told it decided, and the rest get NotPending.
+func TestConcurrentApprovalDecisionsOneWins(t *testing.T) {
+	f := newFixture(t)
+	c, csrf := f.login()
+	p := f.askApproval(`{"x":1}`)
+	var wg sync.WaitGroup
+	codes := make([]int, 10)
+	for i := range codes {
+		decision := "approve"
+		if i%2 == 1 {
+			decision = "deny"
+		}
+		wg.Go(func() {
+			resp := post(c, f.url, "/do/approval/"+p.ID, f.url, url.Values{"csrf": {csrf}, "argsHash": {p.ArgsHash},
+				"decision": {decision}, "reason": {fmt.Sprint("reason ", i)}})
+			codes[i] = resp.StatusCode
+		})
+	}
+	wg.Wait()
+	won, lost := 0, 0
+	for _, code := range codes {
+		switch code {
+		case http.StatusSeeOther:
+			won++
+		case http.StatusConflict:
+			lost++
+		}
+	}
+	if n := f.decisions(p); n != 1 || won != 1 || lost != 9 {
+		t.Fatalf("%d approval.decided recorded, %d told they decided, %d NotPending; want 1, 1, 9 (statuses %v)", n, won, lost, codes)
 	}
 }

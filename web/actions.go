@@ -57,7 +57,17 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the decision was not recorded: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	back(w, r, decision+"d "+p.Tool+" ("+p.ID+")")
+	// The log keeps one decision per approval: say whose it kept.
+	evs, err := s.opts.Log.ByRequest(r.Context(), p.RequestID)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if held, ok := executor.Decided(evs, p.ID); !ok || !executor.Won(held, ev) {
+		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs[executor.AttrDecision]+" by "+held.Attrs["by"]+")")
+		return
+	}
+	back(w, r, executor.PastTense(decision)+" "+p.Tool+" ("+p.ID+")")
 }
 
 // decideProposal approves (and so applies) or rejects an edit proposal,

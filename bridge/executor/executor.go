@@ -122,11 +122,16 @@ type call struct {
 
 // emit records one step of the call.
 func (c *call) emit(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
+	c.emitID(events.ID{}, kind, outcome, code, since, attrs)
+}
+
+// emitID is emit with a chosen event id (zero: a fresh one).
+func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
 	if attrs == nil {
 		attrs = map[string]string{}
 	}
 	attrs[AttrTool] = c.inv.Tool
-	e := events.Event{Kind: kind, RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID,
+	e := events.Event{ID: id, Kind: kind, RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID,
 		Traceparent: c.inv.Traceparent, Outcome: outcome, Code: code, Attrs: attrs}
 	if !since.IsZero() {
 		e.DurationMs = float64(c.x.opts.Now().Sub(since).Microseconds()) / 1000
@@ -245,7 +250,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	c.env.Approval = rec
 	decided := func(outcome events.Outcome, code events.Code, decision, by, reason string, t0 time.Time) {
 		rec.Decision, rec.By, rec.Reason = decision, by, reason
-		c.emit(events.KindApprovalDecided, outcome, code, t0, map[string]string{
+		c.emitID(DecisionID(c.op), events.KindApprovalDecided, outcome, code, t0, map[string]string{
 			AttrApprovalID: c.op.String(), AttrDecision: decision, AttrArgsHash: hash, "by": by, AttrReason: reason})
 	}
 	switch mode {
@@ -275,14 +280,34 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		return fail(events.CodeCancelled, "cancelled while waiting for approval", "")
 	case !ok:
 		decided(events.Timeout, events.CodeApprovalTimeout, Deny, "timeout", "no decision before "+deadline.UTC().Format(time.RFC3339), t0)
+		// An operator's decision may have landed first: the log keeps one
+		// decision per approval, and the call follows the one it kept.
+		if c.flush(ctx) == nil {
+			if evs, err := c.x.opts.Log.ByRequest(ctx, c.inv.RequestID); err == nil {
+				if held, found := Decided(evs, c.op.String()); found && held.Attrs["by"] != "timeout" {
+					return c.follow(held, hash, rec)
+				}
+			}
+		}
 		return fail(events.CodeApprovalTimeout, "no operator decided within "+c.x.opts.Config.Approval.Timeout,
 			"run `tracebridge approvals list` while the call waits, or raise approval.timeout")
+	}
+	return c.follow(e, hash, rec)
+}
+
+// follow applies an operator's decision e to the call.
+func (c *call) follow(e events.Event, hash string, rec *approvalRecord) (Result, bool) {
+	switch {
 	case e.Attrs[AttrArgsHash] != hash:
 		rec.Decision, rec.By, rec.Reason = Deny, "bridge", "the decision names other arguments"
 		return fail(events.CodeApprovalDenied, "the operator's decision was bound to different arguments", "approve the call that is waiting")
 	case e.Attrs[AttrDecision] != Approve:
 		rec.Decision, rec.By, rec.Reason = Deny, e.Attrs["by"], e.Attrs[AttrReason]
-		return fail(events.CodeApprovalDenied, "an operator denied the call: "+e.Attrs[AttrReason], "")
+		msg := "an operator denied the call"
+		if r := e.Attrs[AttrReason]; r != "" {
+			msg += ": " + r
+		}
+		return fail(events.CodeApprovalDenied, msg, "")
 	}
 	rec.Decision, rec.By, rec.Reason = Approve, e.Attrs["by"], e.Attrs[AttrReason]
 	return Result{}, false

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"crypto/sha256"
 	"context"
 	"time"
 
@@ -60,9 +61,47 @@ func PendingApprovals(ctx context.Context, log Ranger, now time.Time) ([]Pending
 }
 
 // Decision is the event that answers p: decision is Approve or Deny, bound
-// to the arguments hash p was shown with.
+// to the arguments hash p was shown with. Its id is DecisionID(p.ID), so
+// the log (which keeps one event per id) holds at most one decision per
+// approval, whoever decides and however many try at once.
 func Decision(p Pending, decision, by, reason string) events.Event {
-	return events.Event{Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
+	id, _ := events.ParseID(p.ID)
+	return events.Event{ID: DecisionID(id), Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
 		Attrs: map[string]string{AttrApprovalID: p.ID, AttrDecision: decision,
 			AttrArgsHash: p.ArgsHash, "by": by, AttrReason: reason, AttrTool: p.Tool}}
+}
+
+// DecisionID is the event id of approval's decision: the approval id's
+// time and entropy derived from it.
+func DecisionID(approval events.ID) events.ID {
+	sum := sha256.Sum256(append([]byte("tracebridge approval decision "), approval[:]...))
+	var id events.ID
+	copy(id[:6], approval[:6])
+	copy(id[6:], sum[:10])
+	return id
+}
+
+// Decided returns the decision the log holds for approval, if any.
+func Decided(evs []events.Event, approval string) (events.Event, bool) {
+	for _, e := range evs {
+		if e.Kind == events.KindApprovalDecided && e.Attrs[AttrApprovalID] == approval {
+			return e, true
+		}
+	}
+	return events.Event{}, false
+}
+
+// Won reports whether the decision the log holds is ev (the one the
+// caller emitted), not another decider's.
+func Won(held, ev events.Event) bool {
+	return held.ID == ev.ID && held.Attrs[AttrDecision] == ev.Attrs[AttrDecision] &&
+		held.Attrs["by"] == ev.Attrs["by"] && held.Attrs[AttrReason] == ev.Attrs[AttrReason]
+}
+
+// PastTense names a decision once taken: approved, denied.
+func PastTense(decision string) string {
+	if decision == Deny {
+		return "denied"
+	}
+	return decision + "d"
 }

@@ -85,10 +85,19 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pen
 		by = "operator:" + u.Username
 	}
 	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger(), Now: m.Now})
-	em.Emit(executor.Decision(*p, decision, by, reason))
+	ev := executor.Decision(*p, decision, by, reason)
+	em.Emit(ev)
 	if err := em.Close(ctx); err != nil {
 		return fmt.Errorf("the decision was not recorded: %w", err)
 	}
-	fmt.Fprintf(m.Stdout, "%sd %s (%s, arguments %s…)\n", decision, p.ID, p.Tool, p.ArgsHash[:12])
+	// The log keeps one decision per approval: say whose it kept.
+	evs, err := node.ByRequest(ctx, p.RequestID)
+	if err != nil {
+		return err
+	}
+	if held, ok := executor.Decided(evs, p.ID); !ok || !executor.Won(held, ev) {
+		return fmt.Errorf("%s: approval %s was decided already (%s by %s)", events.CodeNotPending, p.ID, held.Attrs[executor.AttrDecision], held.Attrs["by"])
+	}
+	fmt.Fprintf(m.Stdout, "%s %s (%s, arguments %s…)\n", executor.PastTense(decision), p.ID, p.Tool, p.ArgsHash[:12])
 	return nil
 }
