@@ -1,8 +1,8 @@
 package executor
 
 import (
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
