@@ -91,7 +91,16 @@ func assetHandler() http.Handler {
 	if err != nil {
 		panic(err)
 	}
-	return http.StripPrefix("/assets/", http.FileServerFS(sub))
+	files := http.StripPrefix("/assets/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Files only: a directory would be answered with a listing.
+		name := strings.TrimPrefix(r.URL.Path, "/assets/")
+		if fi, err := fs.Stat(sub, strings.TrimSuffix(name, "/")); name == "" || err != nil || fi.IsDir() {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 }
 
 // page is what every template gets.

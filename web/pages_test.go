@@ -93,3 +93,17 @@ func TestRunPagesAndTriad(t *testing.T) {
 		t.Errorf("triad files: %v, want %v", names, want)
 	}
 }
+
+// /assets/ serves files, never a listing of a directory.
+func TestAssetsListNoDirectory(t *testing.T) {
+	f := newFixture(t)
+	c, _ := f.login()
+	for _, path := range []string{"/assets/", "/assets/vendor/", "/assets/vendor", "/assets/vendor/mermaid/"} {
+		if code, body, _ := get(t, c, f.url+path); code != http.StatusNotFound || strings.Contains(body, "<a href") {
+			t.Errorf("%s: %d %.80q", path, code, body)
+		}
+	}
+	if code, _, _ := get(t, c, f.url+"/assets/app.js"); code != http.StatusOK {
+		t.Errorf("/assets/app.js: %d", code)
+	}
+}
