@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // Limits of the text tools. Go's regexp is RE2 (linear time, no
@@ -15,6 +17,12 @@ import (
 const (
 	MaxTextBytes    = 8 << 20
 	MaxPatternBytes = 4 << 10
+	// MaxRegexCost bounds a search's worst case: the compiled program's
+	// instructions times the bytes searched. RE2 matching is linear in
+	// both, at ~1.5e8 instruction-bytes a second on a 2-core machine, so
+	// this is a few seconds at most; over it the search is refused before
+	// it starts.
+	MaxRegexCost = 1 << 30
 	DefaultMax      = 100
 	MaxResultsCap   = 10_000
 )
@@ -109,6 +117,11 @@ func RegexSearch(ctx context.Context, a RegexArgs) (RegexResult, error) {
 	if err := checkSize(entries); err != nil {
 		return res, err
 	}
+	if err := checkCost(expr, entries); err != nil {
+		return res, err
+	}
+	// One entry's scan cannot be interrupted (regexp has no context), but
+	// checkCost bounds it; the context is checked between entries.
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -126,6 +139,28 @@ func RegexSearch(ctx context.Context, a RegexArgs) (RegexResult, error) {
 	res.MatchCount = len(res.Matches)
 	res.Limited = res.TotalCount > res.MatchCount
 	return res, nil
+}
+
+// checkCost refuses a search whose compiled program times the text it
+// would scan exceeds MaxRegexCost.
+func checkCost(expr string, entries []Entry) error {
+	parsed, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil // Compile reported it already
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return nil
+	}
+	total := 0
+	for _, e := range entries {
+		total += len(e.Text)
+	}
+	if cost := int64(len(prog.Inst)) * int64(total); cost > MaxRegexCost {
+		return &executor.CodedError{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf(
+			"the pattern compiles to %d instructions; over %d bytes of text that is %d instruction-bytes, more than the limit of %d: simplify the pattern (fewer or smaller repetitions) or search less text", len(prog.Inst), total, cost, MaxRegexCost)}
+	}
+	return nil
 }
 
 func maxResults(n int) (int, error) {

@@ -2,10 +2,14 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/events"
 )
 
 func TestRegexSearch(t *testing.T) {
@@ -81,5 +85,28 @@ func TestBM25MatchesHandComputedScores(t *testing.T) {
 	}
 	if _, err := BM25Rank(context.Background(), BM25Args{Query: "!!", Entries: entries}); err == nil {
 		t.Fatal("a query without words was accepted")
+	}
+}
+
+// A pattern whose program is huge over a large text is refused before any
+// work, with InvalidArguments; the same pattern over a little text runs.
+func TestRegexCostIsBoundedUpFront(t *testing.T) {
+	big := strings.Repeat("a", 1<<20)
+	_, err := RegexSearch(context.Background(), RegexArgs{Pattern: `(?:a?){1000}a{1000}`, Text: big, CaseSensitive: true})
+	var ce *executor.CodedError
+	if !errors.As(err, &ce) || ce.Code != events.CodeInvalidArguments || !strings.Contains(ce.Msg, "instruction-bytes") {
+		t.Fatalf("the costly search: %v", err)
+	}
+	if _, err := RegexSearch(context.Background(), RegexArgs{Pattern: `(?:a?){1000}a{1000}`, Text: strings.Repeat("a", 2000), CaseSensitive: true}); err != nil {
+		t.Fatalf("the same pattern over 2000 bytes: %v", err)
+	}
+	if _, err := RegexSearch(context.Background(), RegexArgs{Pattern: `func \w+\(`, Text: strings.Repeat("func a(\n", 1<<20)}); err != nil {
+		t.Fatalf("an ordinary pattern over 8 MB: %v", err)
+	}
+	// A call that already ended does no work.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := RegexSearch(ctx, RegexArgs{Pattern: "a", Text: big}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled search: %v", err)
 	}
 }
