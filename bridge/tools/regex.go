@@ -22,9 +22,9 @@ const (
 	// both, at ~1.5e8 instruction-bytes a second on a 2-core machine, so
 	// this is a few seconds at most; over it the search is refused before
 	// it starts.
-	MaxRegexCost = 1 << 30
-	DefaultMax      = 100
-	MaxResultsCap   = 10_000
+	MaxRegexCost  = 1 << 30
+	DefaultMax    = 100
+	MaxResultsCap = 10_000
 )
 
 // Entry is one named text to search or rank.
