@@ -368,3 +368,33 @@ func TestConcurrentApprovalDecisionsOneWins(t *testing.T) {
 		t.Fatalf("%d approval.decided recorded, %d told they decided, %d NotPending; want 1, 1, 9 (statuses %v)", n, won, lost, codes)
 	}
 }
+
+// 4,000 cookie-less requests with 4 KB paths: the first refusals are each
+// recorded (truncated), the rest are counted into one event; the log grows
+// by a bounded number of small events.
+func TestRejectionFloodIsAggregated(t *testing.T) {
+	f := newFixture(t)
+	before := len(f.rejections())
+	anon := &http.Client{}
+	for i := range 4000 {
+		resp, err := anon.Get(fmt.Sprintf("%s/%04d%s", f.url, i, strings.Repeat("x", 4096)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	f.srv.rejects.flush()
+	rs := f.rejections()[before:]
+	if len(rs) != rejectPerCode+1 {
+		t.Fatalf("%d ui.request.rejected events for 4000 refusals; want %d", len(rs), rejectPerCode+1)
+	}
+	if rs[0].Code != events.CodeUnauthenticated || !strings.HasPrefix(rs[0].Attrs["path"], "/0000xxx") || len(rs[0].Attrs["path"]) > maxAttrLen+32 {
+		t.Errorf("the first refusal: %s %.100q (%d bytes)", rs[0].Code, rs[0].Attrs["path"], len(rs[0].Attrs["path"]))
+	}
+	if last := rs[len(rs)-1]; last.Attrs["count"] != fmt.Sprint(4000-rejectPerCode) {
+		t.Errorf("the aggregate: count %q, want %d", last.Attrs["count"], 4000-rejectPerCode)
+	}
+}

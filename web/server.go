@@ -86,7 +86,8 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]bool
 
-	feed *feed
+	feed    *feed
+	rejects *rejectLog
 }
 
 // New returns a server for opts.
@@ -119,6 +120,7 @@ func New(opts Options) (*Server, error) {
 		s.token = hex.EncodeToString(randomBytes(24))
 	}
 	s.feed = newFeed(opts.Log, opts.Logger)
+	s.rejects = newRejectLog(opts.Now, opts.Rec.Emit)
 	return s, nil
 }
 
@@ -165,6 +167,19 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		Attrs: map[string]string{"addr": s.opts.Addr}})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
+	defer s.rejects.flush() // what was counted is recorded before the UI stops
+	go func() {
+		t := time.NewTicker(rejectWindow)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.rejects.flush()
+			}
+		}
+	}()
 	select {
 	case err := <-errc:
 		return err
