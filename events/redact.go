@@ -40,6 +40,51 @@ type Redactor struct {
 	mu       sync.RWMutex
 	secrets  map[string]bool
 	replacer *strings.Replacer
+	shared   *SecretCache // nil: this process's secrets only
+}
+
+// Share makes r register, before it redacts, every secret another process
+// of the data dir put in c, and put every secret it registers there.
+func (r *Redactor) Share(c *SecretCache) error {
+	r.mu.Lock()
+	r.shared = c
+	mine := make([]string, 0, len(r.secrets))
+	for s := range r.secrets {
+		mine = append(mine, s)
+	}
+	r.mu.Unlock()
+	if err := r.pull(); err != nil {
+		return err
+	}
+	for _, s := range mine {
+		if err := c.Add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pull registers what the shared cache gained since the last look.
+func (r *Redactor) pull() error {
+	r.mu.RLock()
+	c := r.shared
+	r.mu.RUnlock()
+	if c == nil {
+		return nil
+	}
+	vals, err := c.New()
+	for _, v := range vals {
+		r.register(v, false)
+	}
+	return err
+}
+
+// Secrets reports how many values r redacts.
+func (r *Redactor) Secrets() int {
+	r.pull()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.secrets)
 }
 
 // NewRedactor returns a redactor with the given HMAC key.
@@ -57,6 +102,24 @@ func LoadRedactor(path string) (*Redactor, error) {
 	return NewRedactor(key), nil
 }
 
+// LoadSharedRedactor is LoadRedactor sharing secrets with the other
+// processes of the data dir through the sealed cache at cachePath.
+func LoadSharedRedactor(keyPath, cachePath string) (*Redactor, error) {
+	key, err := LoadKeyFile(keyPath, 32)
+	if err != nil {
+		return nil, fmt.Errorf("redaction: %w", err)
+	}
+	c, err := OpenSecretCache(cachePath, key)
+	if err != nil {
+		return nil, err
+	}
+	r := NewRedactor(key)
+	if err := r.Share(c); err != nil {
+		return nil, fmt.Errorf("redaction: %w", err)
+	}
+	return r, nil
+}
+
 // Fingerprint returns the 8-hex-digit keyed HMAC of v.
 func (r *Redactor) Fingerprint(v string) string {
 	m := hmac.New(sha256.New, r.key)
@@ -72,6 +135,10 @@ func (r *Redactor) mark(why, v string) string {
 // and its base64 (any alignment, standard and URL alphabets), hex, URL and
 // JSON-escaped forms, are redacted wherever they appear.
 func (r *Redactor) Register(secret string) error {
+	return r.register(secret, true)
+}
+
+func (r *Redactor) register(secret string, share bool) error {
 	if len(secret) < MinSecretLen {
 		return fmt.Errorf("redact: a secret must be at least %d bytes to be redacted safely", MinSecretLen)
 	}
@@ -81,6 +148,13 @@ func (r *Redactor) Register(secret string) error {
 		return nil
 	}
 	r.secrets[secret] = true
+	if share && r.shared != nil {
+		// Before anything can carry it to another process: the bridge
+		// registers a secret before it runs the tool that gets it.
+		if err := r.shared.Add(secret); err != nil {
+			return fmt.Errorf("redact: share with the data dir's other processes: %w", err)
+		}
+	}
 	// Longest needles first: strings.Replacer prefers earlier pairs at the
 	// same position, so a longer encoding wins over a shorter one inside it.
 	type pair struct{ old, new string }
@@ -117,21 +191,27 @@ func encodedForms(s string) []string {
 		url.QueryEscape(s), url.PathEscape(s),
 	}
 	// JSON-escaped, both with Go's HTML escaping (& → \u0026) and without
-	// it, as most other encoders write.
-	if j, err := json.Marshal(s); err == nil {
-		forms = append(forms, string(j[1:len(j)-1]))
-	}
-	var plain bytes.Buffer
-	enc := json.NewEncoder(&plain)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(s) == nil {
-		j := bytes.TrimSpace(plain.Bytes())
-		forms = append(forms, string(j[1:len(j)-1]))
+	// it, as most other encoders write, once and twice (a JSON string
+	// inside a JSON string, as tool arguments in a log line are).
+	for _, once := range []string{jsonEscape(s, true), jsonEscape(s, false)} {
+		forms = append(forms, once, jsonEscape(once, true), jsonEscape(once, false))
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 		forms = append(forms, base64Cores(enc, []byte(s))...)
 	}
 	return forms
+}
+
+// jsonEscape is s as it appears inside a JSON string.
+func jsonEscape(s string, html bool) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	if enc.Encode(s) != nil {
+		return s
+	}
+	j := bytes.TrimSpace(b.Bytes())
+	return string(j[1 : len(j)-1])
 }
 
 // base64Cores returns, for each of the three alignments s can have inside a
@@ -216,21 +296,38 @@ func (r *Redactor) Redact(e *Event) {
 	if len(e.Attrs) == 0 {
 		return
 	}
+	r.pull()
 	out := make(map[string]string, len(e.Attrs))
 	for k, v := range e.Attrs {
-		out[k] = r.Value(k, v)
+		out[k] = r.value(k, v)
 	}
 	e.Attrs = out
 }
 
 // Value returns v as it may be stored under key k.
 func (r *Redactor) Value(k, v string) string {
+	r.pull()
+	return r.value(k, v)
+}
+
+func (r *Redactor) value(k, v string) string {
 	if v == "" {
 		return v
 	}
 	if isSecretKey(k) {
 		return r.mark("key", v)
 	}
+	return Truncate(r.scrub(v))
+}
+
+// Scrub removes registered secrets and known secret shapes from a document
+// kept whole (a review, a diff): Value without the truncation.
+func (r *Redactor) Scrub(v string) string {
+	r.pull()
+	return r.scrub(v)
+}
+
+func (r *Redactor) scrub(v string) string {
 	r.mu.RLock()
 	rep := r.replacer
 	r.mu.RUnlock()
@@ -242,7 +339,7 @@ func (r *Redactor) Value(k, v string) string {
 			v = f.re.ReplaceAllStringFunc(v, func(m string) string { return r.mark(f.why, m) })
 		}
 	}
-	return Truncate(v)
+	return v
 }
 
 // Truncate shortens a value longer than MaxAttrLen, keeping its first

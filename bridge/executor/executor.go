@@ -75,11 +75,17 @@ func New(opts Options) *Executor {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Executor{
+	x := &Executor{
 		opts:   opts,
 		policy: newPolicy(opts.Config, opts.ConfigErr),
 		broker: &broker{refs: opts.Config.Secrets, getenv: opts.Getenv, readFile: opts.ReadFile, redactor: opts.Emitter.Redactor()},
 	}
+	// Every configured secret is redacted from the start, not only after a
+	// tool first asked for it: the first call may carry the value itself.
+	for _, v := range ConfiguredSecrets(opts.Config.Secrets, opts.Getenv, opts.ReadFile) {
+		opts.Emitter.Redactor().Register(v)
+	}
+	return x
 }
 
 // Catalog returns the executor's catalog.

@@ -73,3 +73,16 @@ func (b *broker) resolve(names []string) (map[string]string, []secretOutcome, er
 	}
 	return values, outcomes, nil
 }
+
+// ConfiguredSecrets returns the values of the references in refs that
+// resolve here; the rest are skipped (a call that needs one reports it).
+func ConfiguredSecrets(refs map[string]config.Secret, getenv func(string) string, readFile func(string) ([]byte, error)) []string {
+	b := &broker{refs: refs, getenv: getenv, readFile: readFile, redactor: events.NewRedactor(nil)}
+	var out []string
+	for name := range refs {
+		if vals, _, err := b.resolve([]string{name}); err == nil {
+			out = append(out, vals[name])
+		}
+	}
+	return out
+}

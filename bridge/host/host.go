@@ -40,6 +40,15 @@ type Host struct {
 	version int
 }
 
+// scrub removes every secret rec's redactor knows from a document kept
+// whole; without a redactor it returns v.
+func scrub(rec any, v string) string {
+	if r, ok := rec.(interface{ Redactor() *events.Redactor }); ok && r.Redactor() != nil {
+		return r.Redactor().Scrub(v)
+	}
+	return v
+}
+
 // Handlers are the pipe commands the host serves.
 func (h *Host) Handlers() map[string]pipe.Handler {
 	return map[string]pipe.Handler{
@@ -205,12 +214,30 @@ func (h *Host) propose(_ context.Context, req pipe.Request) (any, error) {
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
+	// A configured secret never travels through a proposal: not into the
+	// host's state, the operator's diff, nor a workspace file. It is
+	// replaced by its redaction marker, which the diff shows.
+	scrubbed := 0
+	for i := range a.Files {
+		for j := range a.Files[i].Edits {
+			e := &a.Files[i].Edits[j]
+			o, r := scrub(h.Rec, e.Original), scrub(h.Rec, e.Replacement)
+			if o != e.Original || r != e.Replacement {
+				scrubbed++
+			}
+			e.Original, e.Replacement = o, r
+		}
+	}
 	pr, err := h.Proposals.Create(req.RequestID, a.Files)
 	if err != nil {
 		return nil, coded(err)
 	}
-	return map[string]any{"proposalId": pr.ID, "state": pr.State, "contentHash": pr.ContentHash, "approvalRequired": true,
-		"message": "Nothing is written until an operator approves: tracebridge proposals approve " + pr.ID}, nil
+	out := map[string]any{"proposalId": pr.ID, "state": pr.State, "contentHash": pr.ContentHash, "approvalRequired": true,
+		"message": "Nothing is written until an operator approves: tracebridge proposals approve " + pr.ID}
+	if scrubbed > 0 {
+		out["redacted"] = fmt.Sprintf("%d edit(s) contained a configured secret; the proposal carries its redaction marker instead", scrubbed)
+	}
+	return out, nil
 }
 
 // DecideArgs is the payload of proposals.decide.
@@ -253,7 +280,8 @@ func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
-	v, err := h.Reviews.Present(a.Content, a.BaseURI, a.Mode, a.Section)
+	// Kept and shown redacted: the review is evidence, on disk and in the UI.
+	v, err := h.Reviews.Present(scrub(h.Rec, a.Content), a.BaseURI, a.Mode, a.Section)
 	if err == nil && h.Rec != nil {
 		broken := 0
 		for _, r := range v.Refs {

@@ -16,6 +16,7 @@ func (p *Proposals) WithPreviews(list []*Proposal) []*Proposal {
 			continue
 		}
 		pr.Preview, pr.Code, pr.Message = p.preview(pr)
+		pr.Preview = scrub(p.rec, pr.Preview)
 	}
 	return list
 }

@@ -234,7 +234,7 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 		preview.WriteString(unifiedDiff(f.Path, string(cur), string(next)))
 		j.Files = append(j.Files, journalEntry{Path: f.Path, BaseHash: f.BaseHash, NewHash: hashBytes(next), New: next})
 	}
-	pr.Preview = preview.String()
+	pr.Preview = scrub(p.rec, preview.String())
 	// Evidence first: the intent, durable, then the journal.
 	p.emit(pr, events.KindProposalApplying, "", map[string]string{"files": fmt.Sprint(len(j.Files))})
 	req, _ := events.ParseID(pr.RequestID)

@@ -84,7 +84,14 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pen
 	if u, err := user.Current(); err == nil {
 		by = "operator:" + u.Username
 	}
-	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger(), Now: m.Now})
+	dir, err := m.dataDir()
+	if err != nil {
+		return err
+	}
+	em, err := m.emitter(dir, node, m.logger())
+	if err != nil {
+		return err
+	}
 	ev := executor.Decision(*p, decision, by, reason)
 	em.Emit(ev)
 	if err := em.Close(ctx); err != nil {

@@ -139,7 +139,10 @@ func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.
 		return pipe.Response{}, err
 	}
 	defer node.Close()
-	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger(), Now: m.Now})
+	em, err := m.emitter(dir, node, m.logger())
+	if err != nil {
+		return pipe.Response{}, err
+	}
 	defer em.Close(context.Background())
 	c := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Logger: m.logger()})
 	defer c.Close()

@@ -167,12 +167,11 @@ func (m *Main) evidence(ctx context.Context, dir hub.DataDir, name string, logge
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	red, err := events.LoadRedactor(dir.RedactionKey())
+	em, err := m.emitter(dir, node, logger)
 	if err != nil {
 		node.Close()
 		return nil, nil, nil, err
 	}
-	em := events.NewEmitter(node, events.EmitterOptions{Redactor: red, Logger: logger, Now: m.Now})
 	return node, em, func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
@@ -181,6 +180,25 @@ func (m *Main) evidence(ctx context.Context, dir hub.DataDir, name string, logge
 		}
 		node.Close()
 	}, nil
+}
+
+// emitter is the one way a process builds its emitter: it redacts with the
+// data dir's key (equal secrets get equal fingerprints in every process),
+// every secret the data dir's other processes resolved (the sealed cache),
+// and every secret of the default configuration this process can resolve
+// itself — so a host, an operator command or the UI redacts a secret it
+// never asked for.
+func (m *Main) emitter(dir hub.DataDir, node events.Appender, logger *slog.Logger) (*events.Emitter, error) {
+	red, err := events.LoadSharedRedactor(dir.RedactionKey(), dir.SecretCache())
+	if err != nil {
+		return nil, err
+	}
+	if cfg, err := m.loadConfig(""); err == nil {
+		for _, v := range executor.ConfiguredSecrets(cfg.Secrets, m.Getenv, os.ReadFile) {
+			red.Register(v)
+		}
+	}
+	return events.NewEmitter(node, events.EmitterOptions{Redactor: red, Logger: logger, Now: m.Now}), nil
 }
 
 // traceResources serves trace://runs/{requestId}: a run's replay as JSON.

@@ -19,8 +19,12 @@ func (d DataDir) Store() string        { return filepath.Join(string(d), "events
 func (d DataDir) HubFile() string      { return filepath.Join(string(d), "hub.json") }
 func (d DataDir) Checkpoint() string   { return filepath.Join(string(d), "checkpoint.json") }
 func (d DataDir) RedactionKey() string { return filepath.Join(string(d), "keys", "redact.key") }
-func (d DataDir) SigningKey() string   { return filepath.Join(string(d), "keys", "checkpoint.key") }
-func (d DataDir) LogDir() string       { return filepath.Join(string(d), "logs") }
+
+// SecretCache is where the data dir's processes share the secrets they
+// resolved, sealed (events.SecretCache).
+func (d DataDir) SecretCache() string { return filepath.Join(string(d), "keys", "secrets.sealed") }
+func (d DataDir) SigningKey() string  { return filepath.Join(string(d), "keys", "checkpoint.key") }
+func (d DataDir) LogDir() string      { return filepath.Join(string(d), "logs") }
 
 // Ensure creates the data dir with mode 0700, and refuses one that others
 // can read or write.

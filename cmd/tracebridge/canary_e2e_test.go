@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html"
+	"html/template"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSecretCanaryAcrossProcesses: a secret only the bridge can resolve
+// (its environment) never reaches the data dir, stderr or the UI in any
+// form, from any process of the data dir:
+//   - (a) the first call carries the value before any tool resolved it;
+//   - (b) the host (a review, a proposal's preview, its state files), the
+//     operator CLI (what the host answered it) and the UI (pages) never
+//     resolved it themselves;
+//   - (c) the value double-JSON-escaped.
+func TestSecretCanaryAcrossProcesses(t *testing.T) {
+	canary := fmt.Sprintf(`cnry"\%016x`, rand.Uint64())
+	t.Logf("canary %q", canary)
+	base := t.TempDir()
+	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha\n"), 0o644)
+	up := start(t, tbBin, data, "up", "--root", ws, "--ui", "127.0.0.1:0") // no TB_CANARY: it cannot resolve the secret
+	url := uiURL(t, data)
+	b := startBridge(t, tbBin, data, "2025-06-18",
+		writeConfig(t, "[approval]\nmode = \"allow\"\n[policy]\ngrant = [\"text.search\", \"workspace.read\", \"workspace.write\"]\n[secrets.API]\nenv = \"TB_CANARY\"\n[tools.regex_text_search]\nsecrets = [\"API\"]\n"),
+		"TB_CANARY="+canary)
+
+	once, _ := json.Marshal(canary)
+	twice, _ := json.Marshal(string(once))
+	// (a) the first call carries it: no tool has resolved it yet.
+	b.call(t, "bm25_text_search", map[string]any{"query": canary, "entries": []any{map[string]string{"id": "x", "text": "y"}}})
+	// (c) double-JSON-escaped inside an argument.
+	b.call(t, "bm25_text_search", map[string]any{"query": string(twice), "entries": []any{map[string]string{"id": "x", "text": "y"}}})
+	// (b) the host: a review, a proposal applied by the operator CLI.
+	if _, _, code := b.call(t, "present_review", map[string]any{"content": "# Review\n\nkey " + canary + " and " + string(twice), "mode": "replace"}); code != "" {
+		t.Fatalf("present_review: %s", code)
+	}
+	res, _, code := b.call(t, "propose_text_edit", map[string]any{"path": "a.txt", "original": "alpha", "replacement": "alpha " + canary})
+	if code != "" {
+		t.Fatalf("propose: %s %s", code, textOf(res))
+	}
+	var p struct{ ProposalID string }
+	json.Unmarshal([]byte(textOf(res)), &p)
+	cli := func(args ...string) string {
+		out, err := exec.Command(tbBin, append([]string{"--data", data}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tracebridge %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	listed := cli("proposals", "list", "--json")
+	cli("proposals", "approve", p.ProposalID)
+
+	// The UI, signed in, shows the review and the runs.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Transport: localhostTransport}
+	page := func(path string) string {
+		resp, err := c.Get(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	root := strings.SplitN(url, "/?", 2)[0]
+	page(url)
+	ui := page(root+"/reviews") + page(root+"/runs") + page(root+"/approvals")
+	b.close(t)
+
+	haystacks := map[string]string{"bridge stderr": b.stderr.String(), "up stderr": up.stderrText(), "UI pages": ui, "proposals list": listed}
+	filepath.Walk(data, func(path string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			body, _ := os.ReadFile(path)
+			haystacks[path] = string(body)
+		}
+		return nil
+	})
+	needles := []string{canary, string(once[1 : len(once)-1]), string(twice[1 : len(twice)-1]),
+		hex.EncodeToString([]byte(canary)), base64.StdEncoding.EncodeToString([]byte(canary))[:12],
+		html.EscapeString(canary), template.HTMLEscapeString(canary)}
+	for where, hay := range haystacks {
+		for _, n := range needles {
+			if strings.Contains(hay, n) {
+				t.Errorf("canary form %q found in %s", n, where)
+			}
+		}
+	}
+	if !strings.Contains(haystacks[filepath.Join(data, "events.db")], "[REDACTED:secret:") {
+		t.Error("no redaction marker in the store: nothing was recorded")
+	}
+	if !strings.Contains(ui, "[REDACTED:secret:") {
+		t.Error("the UI's review page shows no redaction marker: the review did not arrive")
+	}
+}
