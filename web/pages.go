@@ -365,6 +365,10 @@ type approvalsData struct {
 	Flash     string
 }
 
+// recentDone is how many decided proposals the approvals page shows with
+// their diff.
+const recentDone = 20
+
 func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "Approvals", Nav: "approvals"}
 	d := approvalsData{Flash: r.URL.Query().Get("done")}
@@ -378,11 +382,20 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		d.HostError = err.Error()
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Created.After(list[j].Created) })
+	// The list carries summaries; each diff comes on its own (one frame
+	// each), for every pending proposal and the latest decided ones.
 	for _, pr := range list {
+		full := pr
+		if pr.State == host.Pending || len(d.Done) < recentDone {
+			var shown host.Proposal
+			if err := s.hostCall(r.Context(), "proposals.show", host.ShowArgs{ID: pr.ID}, &shown); err == nil {
+				full = &shown
+			}
+		}
 		if pr.State == host.Pending {
-			d.Pending = append(d.Pending, pr)
+			d.Pending = append(d.Pending, full)
 		} else {
-			d.Done = append(d.Done, pr)
+			d.Done = append(d.Done, full)
 		}
 	}
 	p.Data = d

@@ -60,8 +60,13 @@ func (h *Host) Handlers() map[string]pipe.Handler {
 		"propose_text_edits":  h.propose,
 		"present_review":      h.present,
 		"proposals.list": func(context.Context, pipe.Request) (any, error) {
-			return h.Proposals.WithPreviews(h.Proposals.List()), nil
+			list := h.Proposals.List()
+			for i, pr := range list {
+				list[i] = Summary(pr)
+			}
+			return list, nil
 		},
+		"proposals.show":   h.show,
 		"reviews.list":     func(context.Context, pipe.Request) (any, error) { return h.Reviews.Versions(), nil },
 		"workspace.tree":   func(context.Context, pipe.Request) (any, error) { t, err := h.WS.Tree(); return t, coded(err) },
 		"workspace.file":   h.file,
@@ -238,6 +243,30 @@ func (h *Host) propose(_ context.Context, req pipe.Request) (any, error) {
 		out["redacted"] = fmt.Sprintf("%d edit(s) contained a configured secret; the proposal carries its redaction marker instead", scrubbed)
 	}
 	return out, nil
+}
+
+// ShowArgs is the payload of proposals.show.
+type ShowArgs struct {
+	ID string `json:"id"`
+}
+
+// show returns one proposal whole: its edits and its diff (for a pending
+// one, the diff approving it would apply now, or the code it would fail
+// with), the diff cut at MaxPreviewBytes.
+func (h *Host) show(_ context.Context, req pipe.Request) (any, error) {
+	var a ShowArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	pr, ok := h.Proposals.Get(a.ID)
+	if !ok {
+		return nil, &pipe.CodedError{Code: CodeNoProposal, Msg: "no proposal " + a.ID + " (see `tracebridge proposals list`)"}
+	}
+	pr = h.Proposals.WithPreviews([]*Proposal{pr})[0]
+	if len(pr.Preview) > MaxPreviewBytes {
+		pr.Preview = pr.Preview[:MaxPreviewBytes] + fmt.Sprintf("\n… the diff is %d bytes; cut at %d\n", len(pr.Preview), MaxPreviewBytes)
+	}
+	return pr, nil
 }
 
 // DecideArgs is the payload of proposals.decide.

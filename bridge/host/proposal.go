@@ -52,6 +52,27 @@ type Proposal struct {
 	Preview string      `json:"preview,omitempty"`
 }
 
+// MaxProposalBytes bounds the edits of one proposal (originals and
+// replacements together), so that a proposal and its diff always fit in one
+// pipe frame and an operator can always list, show and decide. A larger one
+// is refused at creation with TooLarge.
+const MaxProposalBytes = 192 << 10
+
+// MaxPreviewBytes bounds the diff `proposals.show` carries.
+const MaxPreviewBytes = 512 << 10
+
+// Summary is pr as lists carry it: no edits, no diff (show has them), so a
+// list stays small however large the proposals are.
+func Summary(pr *Proposal) *Proposal {
+	s := *pr
+	s.Files = make([]FileChange, len(pr.Files))
+	for i, f := range pr.Files {
+		s.Files[i] = FileChange{Path: f.Path, BaseHash: f.BaseHash, Edits: []Edit{}}
+	}
+	s.Preview = ""
+	return &s
+}
+
 // contentHash is the SHA-256 of the canonical JSON of files.
 func contentHash(files []FileChange) string {
 	b, _ := json.Marshal(files)

@@ -129,6 +129,15 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 	if len(files) == 0 {
 		return nil, &ProposalError{events.CodeInvalidArguments, "a proposal needs at least one file"}
 	}
+	size := 0
+	for _, f := range files {
+		for _, e := range f.Edits {
+			size += len(e.Original) + len(e.Replacement)
+		}
+	}
+	if size > MaxProposalBytes {
+		return nil, &ProposalError{events.CodeTooLarge, fmt.Sprintf("the edits add up to %d bytes; a proposal holds at most %d: split it into several proposals", size, MaxProposalBytes)}
+	}
 	seen := map[string]bool{}
 	for i := range files {
 		rel, err := Clean(files[i].Path)

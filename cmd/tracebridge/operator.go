@@ -122,13 +122,20 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 		}
 		return tw.Flush()
 	case rest[0] == "show" && len(rest) == 2:
-		p, err := find(rest[1])
+		if _, err := find(rest[1]); err != nil {
+			return err
+		}
+		resp, err := m.hostCall(ctx, "proposals.show", host.ShowArgs{ID: rest[1]})
 		if err != nil {
+			return err
+		}
+		var p host.Proposal
+		if err := json.Unmarshal(resp.Payload, &p); err != nil {
 			return err
 		}
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+		return enc.Encode(&p)
 	case (rest[0] == "approve" || rest[0] == "reject") && len(rest) == 2:
 		p, err := find(rest[1])
 		if err != nil {
