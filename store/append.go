@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
+	"syscall"
+	"time"
 
 	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
@@ -124,6 +127,24 @@ func (s *Store) commit(batch []*appendReq) {
 			tx.Rollback()
 		}
 	}
+	if err != nil && errors.Is(err, syscall.ENOSPC) {
+		// Out of space: bbolt wrote no meta page, so the log is as it was
+		// and this batch is not on record. Answer it unavailable (never
+		// acknowledged) and let the next batch try again.
+		s.mu.Lock()
+		if s.full == nil {
+			s.full = &diskFull{since: time.Now()}
+			s.opts.Logger.Error("store commit failed: disk full; appends are refused until space is freed", "path", s.path, "err", err)
+		}
+		s.full.tries++
+		s.full.err = err
+		s.mu.Unlock()
+		rej := &events.RejectedError{Code: events.CodeLogUnavailable, Message: "the disk is full: " + err.Error() + "; free space and the log resumes"}
+		for _, r := range batch {
+			r.seqs, r.err = nil, rej
+		}
+		return
+	}
 	if err != nil {
 		// The disk state after a failed commit is unknown (bbolt may have
 		// written pages but not the meta page). Never retry-then-ack:
@@ -138,6 +159,10 @@ func (s *Store) commit(batch []*appendReq) {
 	}
 	s.mu.Lock()
 	s.head, s.hash = head, hash
+	if s.full != nil {
+		s.opts.Logger.Info("store: space is back; appends resumed", "path", s.path, "failedCommits", s.full.tries)
+		s.full = nil
+	}
 	s.mu.Unlock()
 }
 

@@ -67,6 +67,7 @@ type Store struct {
 	head    uint64
 	hash    events.Hash
 	refusal *events.RejectedError // set when the store must not be appended to
+	full    *diskFull             // set while commits fail for want of space
 }
 
 // Open opens or creates the log at path.
@@ -196,6 +197,29 @@ func (s *Store) Refuse(err *events.RejectedError) {
 	if s.refusal == nil {
 		s.refusal = err
 	}
+}
+
+// diskFull is a commit that failed with ENOSPC: nothing of it is on
+// record (bbolt's meta page was never written), so the next batch simply
+// tries again, and succeeds once space has been freed.
+type diskFull struct {
+	since time.Time
+	err   error
+	tries int
+}
+
+// AppendStatus says why appends are refused now, or "" when they are taken.
+func (s *Store) AppendStatus() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	switch {
+	case s.refusal != nil:
+		return string(s.refusal.Code) + ": " + s.refusal.Message
+	case s.full != nil:
+		return fmt.Sprintf("%s: the disk is full since %s (%d failed commit(s), last: %v); appends resume by themselves once space is freed",
+			events.CodeLogUnavailable, s.full.since.UTC().Format(time.RFC3339), s.full.tries, s.full.err)
+	}
+	return ""
 }
 
 // Refusal returns why appends are refused, or nil.

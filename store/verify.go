@@ -20,6 +20,9 @@ type Report struct {
 	Problem  string `json:"problem,omitempty"`
 	// Checkpoints is how many checkpoints were checked against the log.
 	Checkpoints int `json:"checkpoints"`
+	// Appends says why the store refuses appends now ("" when it takes
+	// them): an intact log that cannot grow is not a healthy one.
+	Appends string `json:"appends,omitempty"`
 }
 
 // OK reports whether the log verified.
@@ -31,10 +34,16 @@ func (r Report) String() string {
 		if r.Checkpoints > 0 {
 			s += fmt.Sprintf(", %d signed checkpoint(s) match", r.Checkpoints)
 		}
+		if r.Appends != "" {
+			s += "\nbut appends are refused: " + r.Appends
+		}
 		return s
 	}
 	return fmt.Sprintf("broken at seq %d: %s", r.FirstBad, r.Problem)
 }
+
+// Healthy reports whether the log verified and takes appends.
+func (r Report) Healthy() bool { return r.OK() && r.Appends == "" }
 
 // Verify reads the whole log in one read transaction and checks that seqs
 // run 1, 2, 3… without gaps, that each record's own seq matches its key,
@@ -117,5 +126,6 @@ func (s *Store) Verify(cps ...Checkpoint) (Report, error) {
 		r.Checkpoints = len(cps)
 		return nil
 	})
+	r.Appends = s.AppendStatus()
 	return r, err
 }
