@@ -10,14 +10,14 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 )
 
-// Attributes of approval events, shared with `tracebridge approvals`.
+// Attributes of approval events (events/approval.go).
 const (
-	AttrApprovalID = "approvalId" // the operation id of the call waiting
-	AttrArgsHash   = "argsHash"   // SHA-256 of the canonical arguments
-	AttrDecision   = "decision"   // approve | deny
-	AttrDeadline   = "deadline"   // RFC 3339; no decision by then is a denial
-	AttrTool       = "tool"
-	AttrReason     = "reason"
+	AttrApprovalID = events.AttrApprovalID
+	AttrArgsHash   = events.AttrArgsHash
+	AttrDecision   = events.AttrDecision
+	AttrDeadline   = events.AttrDeadline
+	AttrTool       = events.AttrTool
+	AttrReason     = events.AttrReason
 )
 
 // Decisions.
@@ -45,10 +45,28 @@ func ArgsHash(args json.RawMessage) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// awaitDecision polls the request's events for an approval.decided naming
-// approvalID until deadline. It returns the decision event, or ok=false on
-// timeout.
+// notifier wakes a waiting call when its decision is committed (a
+// hub.Node); without one, or when it fails, the call polls.
+type notifier interface {
+	Notify(ctx context.Context, req events.ID, kind string) (<-chan struct{}, func(), error)
+}
+
+// safetyPoll is how often a call woken by subscription still looks, in
+// case a notice was lost (a hub changed hands).
+const safetyPoll = 2 * time.Second
+
+// awaitDecision waits for an approval.decided naming approvalID until
+// deadline: woken by the hub when one is committed for the request, and
+// looking every `every` (safetyPoll when woken by subscription). It returns
+// the decision event, or ok=false on timeout.
 func awaitDecision(ctx context.Context, log RequestReader, req, approvalID events.ID, deadline time.Time, every time.Duration) (events.Event, bool, error) {
+	var wake <-chan struct{}
+	if n, ok := log.(notifier); ok {
+		if ch, stop, err := n.Notify(ctx, req, events.KindApprovalDecided); err == nil {
+			defer stop()
+			wake, every = ch, max(every, safetyPoll)
+		}
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -67,6 +85,7 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 		select {
 		case <-ctx.Done():
 			return events.Event{}, false, ctx.Err()
+		case <-wake:
 		case <-t.C:
 		case <-time.After(wait):
 		}

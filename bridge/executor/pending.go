@@ -3,9 +3,11 @@ package executor
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 // Pending is a tool call waiting for an operator's decision.
@@ -18,43 +20,29 @@ type Pending struct {
 	Deadline  time.Time `json:"deadline"`
 }
 
-// Ranger reads the log in order from a sequence number.
-type Ranger interface {
-	Range(ctx context.Context, from uint64, limit int) ([]events.Event, uint64, error)
+// Viewer answers queries from the hub's projections (a hub.Node).
+type Viewer interface {
+	View(ctx context.Context, q projections.Query) ([]json.RawMessage, error)
 }
 
-// PendingApprovals scans the log for approval requests with no decision
-// whose deadline has not passed, oldest first.
-// TODO(projections): read this from an approvals projection instead of a scan.
-func PendingApprovals(ctx context.Context, log Ranger, now time.Time) ([]Pending, error) {
-	open := map[string]Pending{}
-	var order []string
-	for from := uint64(1); ; {
-		evs, next, err := log.Range(ctx, from, 2048)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evs {
-			switch e.Kind {
-			case events.KindApprovalRequested:
-				deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs[AttrDeadline])
-				id := e.Attrs[AttrApprovalID]
-				open[id] = Pending{ID: id, Tool: e.Attrs[AttrTool], RequestID: e.RequestID,
-					ArgsHash: e.Attrs[AttrArgsHash], Args: e.Attrs["args"], Deadline: deadline}
-				order = append(order, id)
-			case events.KindApprovalDecided:
-				delete(open, e.Attrs[AttrApprovalID])
-			}
-		}
-		if len(evs) == 0 {
-			break
-		}
-		from = next
+// MaxPending is how many waiting calls PendingApprovals lists at most.
+const MaxPending = 1000
+
+// PendingApprovals lists the tool calls waiting for a decision whose
+// deadline has not passed, oldest first, from the approvals projection.
+func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Pending, error) {
+	rows, err := log.View(ctx, projections.Query{View: "approvals", Status: projections.ApprovalPending, Limit: MaxPending})
+	if err != nil {
+		return nil, err
 	}
 	out := []Pending{}
-	for _, id := range order {
-		if p, ok := open[id]; ok && p.Deadline.After(now) {
-			out = append(out, p)
+	for i := len(rows) - 1; i >= 0; i-- { // the view lists newest first
+		var a projections.Approval
+		if err := json.Unmarshal(rows[i], &a); err != nil {
+			return nil, err
+		}
+		if a.Deadline.After(now) {
+			out = append(out, Pending{ID: a.ID, Tool: a.Tool, RequestID: a.RequestID, ArgsHash: a.ArgsHash, Args: a.Args, Deadline: a.Deadline})
 		}
 	}
 	return out, nil

@@ -128,3 +128,34 @@ func (n *Node) catchUp(ctx context.Context, b backend, next *uint64, fn func(eve
 		}
 	}
 }
+
+// Notify signals on the returned channel whenever an event of request req
+// and kind is committed (a signal may stand for several), until stop is
+// called. It needs a live hub: a read-only node returns ErrNoHub. A caller
+// still reads the log for what the signal stands for; the signal only says
+// when to look.
+func (n *Node) Notify(ctx context.Context, req events.ID, kind string) (<-chan struct{}, func(), error) {
+	b, err := n.link(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc := b.conn()
+	if nc == nil {
+		return nil, nil, ErrNoHub
+	}
+	ch := make(chan struct{}, 1)
+	sub, err := nc.Subscribe(SubjEvents+"."+req.String()+"."+kind, func(*nats.Msg) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := nc.Flush(); err != nil { // subscribed before the caller's first look
+		sub.Unsubscribe()
+		return nil, nil, err
+	}
+	return ch, func() { sub.Unsubscribe() }, nil
+}

@@ -1,0 +1,12 @@
+package events
+
+// Attributes of approval events (approval.requested, approval.decided),
+// read by the executor, the approvals projection, the CLI and the UI.
+const (
+	AttrApprovalID = "approvalId" // the operation id of the call waiting
+	AttrArgsHash   = "argsHash"   // SHA-256 of the canonical arguments
+	AttrDecision   = "decision"   // approve | deny
+	AttrDeadline   = "deadline"   // RFC 3339; no decision by then is a denial
+	AttrTool       = "tool"
+	AttrReason     = "reason"
+)

@@ -1,0 +1,75 @@
+package projections
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Approval is one tool call's approval as the log tells it: asked, then
+// decided (by an operator, the configuration, a timeout or a cancel).
+type Approval struct {
+	ID        string    `json:"id"`
+	Tool      string    `json:"tool"`
+	RequestID events.ID `json:"requestId"`
+	ArgsHash  string    `json:"argsHash"`
+	Args      string    `json:"args"`
+	Deadline  time.Time `json:"deadline"`
+	Requested time.Time `json:"requested"`
+	State     string    `json:"state"` // pending | decided
+	Decision  string    `json:"decision,omitempty"`
+	By        string    `json:"by,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Decided   time.Time `json:"decided,omitzero"`
+}
+
+// Approval states.
+const (
+	ApprovalPending = "pending"
+	ApprovalDecided = "decided"
+)
+
+type approvals struct{}
+
+func (approvals) Name() string { return "approvals" }
+func (approvals) Version() int { return 1 }
+
+func (approvals) Apply(kv KV, e *events.Event) error {
+	id := e.Attrs[events.AttrApprovalID]
+	if id == "" {
+		return nil
+	}
+	key, err := idKey(id)
+	if err != nil {
+		return nil // not an id this view can key
+	}
+	switch e.Kind {
+	case events.KindApprovalRequested:
+		deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs[events.AttrDeadline])
+		return putJSON(kv, key, &Approval{ID: id, Tool: e.Attrs[events.AttrTool], RequestID: e.RequestID,
+			ArgsHash: e.Attrs[events.AttrArgsHash], Args: e.Attrs["args"], Deadline: deadline, Requested: e.Time, State: ApprovalPending})
+	case events.KindApprovalDecided:
+		var a Approval
+		ok, err := getJSON(kv, key, &a)
+		if err != nil || !ok || a.State == ApprovalDecided {
+			return err // decided without asking (allow/deny mode), or decided already: the first stands
+		}
+		a.State, a.Decision, a.By, a.Reason, a.Decided = ApprovalDecided, e.Attrs[events.AttrDecision], e.Attrs["by"], e.Attrs[events.AttrReason], e.Time
+		return putJSON(kv, key, &a)
+	}
+	return nil
+}
+
+func (approvals) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
+	if q.Status == "" && q.Request.IsZero() {
+		return copyJSON(v), true, nil
+	}
+	var a Approval
+	if err := json.Unmarshal(v, &a); err != nil {
+		return nil, false, err
+	}
+	return copyJSON(v), (q.Status == "" || a.State == q.Status) && (q.Request.IsZero() || a.RequestID == q.Request), nil
+}
+
+func (approvals) Key(s string) ([]byte, error) { return idKey(s) }
