@@ -22,21 +22,31 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("demo")
 	keep := fs.Bool("keep", false, "keep the data dir and, at the end, serve the workspace host and the operator UI (its URL is printed) until Ctrl-C")
 	artifacts := fs.String("artifacts", "", "write the failed run's triad under `ROOT` (default: a new directory in the temp dir, kept)")
-	if err := m.parse(fs, "demo [--data DIR] [--keep] [--artifacts ROOT]\n\nStarts a hub on a fresh data dir (a temporary one unless --data is given),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, shows verify catching a byte edited in a copy\nof the store, and ends as an operator would: the session's runs, the replay\nof the run that failed (verdict and diagram) and the triad it wrote.\n\nWith --keep it then prints the operator UI's URL and serves it, with the\nworkspace host, until Ctrl-C: the demo's runs, an edit proposal waiting for\na decision and the review are there to look at.", args); err != nil {
+	if err := m.parse(fs, "demo [--data DIR] [--keep] [--artifacts ROOT]\n\nStarts a hub on a fresh data dir (a temporary one, or --data DIR, which must\nnot exist yet or be empty; the demo writes nowhere else),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, shows verify catching a byte edited in a copy\nof the store, and ends as an operator would: the session's runs, the replay\nof the run that failed (verdict and diagram) and the triad it wrote.\n\nWith --keep it then prints the operator UI's URL and serves it, with the\nworkspace host, until Ctrl-C: the demo's runs, an edit proposal waiting for\na decision and the review are there to look at.", args); err != nil {
 		return err
 	}
+	// The demo writes only inside directories it creates: a temporary one,
+	// or --data DIR, which must not exist yet or be empty.
+	var root string
 	if m.data == "" {
 		tmp, err := os.MkdirTemp("", "tracebridge-demo-")
 		if err != nil {
 			return err
 		}
-		m.data = filepath.Join(tmp, "data")
+		root, m.data = tmp, filepath.Join(tmp, "data")
 		if !*keep {
 			defer os.RemoveAll(tmp)
 		}
+	} else {
+		if err := freshDir(m.data); err != nil {
+			return err
+		}
+		root = m.data
 	}
+	ws := filepath.Join(root, "workspace")
 	out := m.Stdout
 	step := func(format string, args ...any) { fmt.Fprintf(out, "\n== "+format+"\n", args...) }
+	fmt.Fprintf(out, "tracebridge demo: writes only under %s (data %s, workspace %s)\n", root, m.data, ws)
 
 	node, err := m.open(ctx, hub.Elect, "demo")
 	if err != nil {
@@ -55,7 +65,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		followed <- node.Follow(fctx, 1, func(e events.Event) error { seen.Store(e.Seq); return nil })
 	}()
 
-	session, failed, err := demoMCP(ctx, m, node, step)
+	session, failed, err := demoMCP(ctx, m, node, ws, step)
 	if err != nil {
 		return err
 	}
@@ -134,7 +144,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	fmt.Fprintln(out, "\ndemo ok")
 	if *keep {
 		step("kept: %s (tracebridge --data %s runs); starting the workspace host and the operator UI", m.data, m.data)
-		return demoKeep(ctx, m)
+		return demoKeep(ctx, m, ws)
 	}
 	return nil
 }
@@ -198,4 +208,19 @@ func demoRuns(ctx context.Context, m *Main, step func(string, ...any), session, 
 	step("triad written (tracebridge replay %s --artifacts %s)", failed, root)
 	fmt.Fprintf(m.Stdout, "%s\n%s\n%s\n", t.Log, t.Metadata, t.Diagram)
 	return nil
+}
+
+// freshDir makes dir, which must not exist yet or be an empty directory:
+// the demo never writes among a user's files or into an existing log.
+func freshDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return os.MkdirAll(dir, 0o700)
+	case err != nil:
+		return fmt.Errorf("demo --data %s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("demo --data %s: the directory is not empty (%d entries); the demo needs a fresh one: name a new path, or leave --data out for a temporary one", dir, len(entries))
+	}
+	return os.Chmod(dir, 0o700)
 }

@@ -23,7 +23,7 @@ import (
 // client would launch it, and prints the evidence of each call.
 // It returns the session's id and the request that failed because the host
 // had stopped.
-func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...any)) (sessionID, failed events.ID, err error) {
+func demoMCP(ctx context.Context, m *Main, node *hub.Node, ws string, step func(string, ...any)) (sessionID, failed events.ID, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return sessionID, failed, err
@@ -32,7 +32,6 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 	if err := os.WriteFile(cfg, []byte("# demo: deny bm25 to show a policy denial\n[policy]\ndeny = [\"bm25_text_search\"]\n"), 0o600); err != nil {
 		return sessionID, failed, err
 	}
-	ws := filepath.Join(filepath.Dir(m.data), "workspace")
 	if err := os.MkdirAll(filepath.Join(ws, "svc"), 0o755); err != nil {
 		return sessionID, failed, err
 	}
@@ -162,8 +161,7 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, step func(string, ...
 // demoKeep leaves the demo's data to look at: the workspace host and the
 // operator UI run until ctx ends (Ctrl-C), with one more edit proposal
 // waiting for a decision beside the demo's runs and review.
-func demoKeep(ctx context.Context, m *Main) error {
-	ws := filepath.Join(filepath.Dir(m.data), "workspace")
+func demoKeep(ctx context.Context, m *Main, ws string) error {
 	return m.serveHost(ctx, ws, "demo", nil, web.DefaultAddr, func(url string) {
 		if err := demoPropose(ctx, m); err != nil {
 			fmt.Fprintf(m.Stderr, "demo: the pending proposal could not be made: %v\n", err)

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `demo --data DIR` writes only inside DIR, which it creates: a user's
+// workspace beside DIR is untouched, and a DIR that holds anything (an
+// existing log, a user's files) is refused before anything is written.
+func TestDemoWritesOnlyWhereItSays(t *testing.T) {
+	base := t.TempDir()
+	user := filepath.Join(base, "workspace", "svc", "price.go")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	mine := "package svc\n\n// the user's own file\nfunc Price() int { return 7 }\n"
+	os.WriteFile(user, []byte(mine), 0o644)
+	data := filepath.Join(base, "data")
+	out, err := exec.Command(tbBin, "--data", data, "demo", "--artifacts", filepath.Join(base, "data", "triads")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "writes only under "+data) {
+		t.Errorf("the demo does not say where it writes:\n%.600s", out)
+	}
+	if got, _ := os.ReadFile(user); string(got) != mine {
+		t.Errorf("the demo changed the user's file beside its data dir:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(base, "workspace", "go.mod")); err == nil {
+		t.Error("the demo wrote go.mod into the user's workspace")
+	}
+	entries, _ := os.ReadDir(base)
+	if len(entries) != 2 {
+		t.Errorf("the demo wrote beside its data dir: %v", entries)
+	}
+	// Again on the same, now non-empty, data dir: refused, nothing appended.
+	before, _ := os.ReadFile(filepath.Join(data, "events.db"))
+	out, err = exec.Command(tbBin, "--data", data, "demo").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not empty") {
+		t.Fatalf("demo on a used data dir: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadFile(filepath.Join(data, "events.db")); len(after) != len(before) {
+		t.Error("the refused demo still touched the log")
+	}
+}
