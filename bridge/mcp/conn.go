@@ -91,6 +91,9 @@ func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.inner.Read(ctx)
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				c.drain(ctx)
+			}
 			c.endSession(err)
 			return nil, err
 		}
@@ -108,6 +111,26 @@ func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		}
 		return c.received(req), nil
+	}
+}
+
+// drainLimit bounds how long a closed stdin waits for the answers of the
+// requests read before it.
+const drainLimit = 5 * time.Minute
+
+// drain waits until every request read so far is answered: a client that
+// sends its requests and closes stdin still gets every answer (and each
+// answer's events are durable, as Write makes them).
+func (c *connState) drain(ctx context.Context) {
+	deadline := time.Now().Add(drainLimit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		c.mu.Lock()
+		n := len(c.inflight)
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

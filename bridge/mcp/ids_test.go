@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store"
 )
@@ -181,3 +183,44 @@ func FuzzLineGuard(f *testing.F) {
 		}
 	})
 }
+
+// A client that writes its requests and closes stdin at once still gets
+// every answer before the session ends.
+func TestClosedStdinStillAnswersWhatWasRead(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	em := events.NewEmitter(st, events.EmitterOptions{Logger: quiet})
+	defer em.Close(context.Background())
+	cat, _ := executor.NewCatalog(tools.Regex())
+	srv := New(Options{Executor: executor.New(executor.Options{Catalog: cat, Emitter: em, Log: readerOf{st}, Logger: quiet}), Emitter: em, Logger: quiet})
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"regex_text_search","arguments":{"query":"a","text":"aa"}}}` + "\n")
+	var out strings.Builder
+	if err := srv.Serve(context.Background(), io.NopCloser(in), nopWriteCloser{&out}); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("serve: %v", err)
+	}
+	for _, id := range []string{`"id":1,`, `"id":2,`, `"id":3,`} {
+		if !strings.Contains(out.String(), id) {
+			t.Errorf("no answer with %s after stdin closed:\n%s", id, out.String())
+		}
+	}
+	evs, _ := st.Range(1, 1000)
+	sent := 0
+	for _, e := range evs {
+		if e.Kind == events.KindMCPResponseSent {
+			sent++
+		}
+	}
+	if sent != 3 {
+		t.Errorf("%d mcp.response.sent events durable, want 3", sent)
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -45,3 +45,20 @@ func TestDemoWritesOnlyWhereItSays(t *testing.T) {
 		t.Error("the refused demo still touched the log")
 	}
 }
+
+// Requests piped into the real binary with stdin closed right after are
+// all answered before it exits 0.
+func TestMCPAnswersEverythingPipedBeforeEOF(t *testing.T) {
+	cmd := exec.Command(tbBin, "--data", filepath.Join(t.TempDir(), "data"), "mcp")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mcp: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"id":1,`) || !strings.Contains(lines[1], `"id":2,`) || !strings.Contains(lines[1], "regex_text_search") {
+		t.Fatalf("stdout after stdin closed:\n%s", out)
+	}
+}
