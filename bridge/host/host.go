@@ -124,7 +124,7 @@ func (h *Host) setFocus(_ context.Context, req pipe.Request) (any, error) {
 	if err := decode(req, &f); err != nil {
 		return nil, err
 	}
-	rel, err := Clean(f.Path)
+	rel, err := h.WS.Relative(f.Path) // editors send absolute paths
 	if err != nil {
 		return nil, coded(err)
 	}

@@ -99,3 +99,30 @@ func TestDiagnosticsRunParseAndRefreshRule(t *testing.T) {
 		t.Fatalf("the command ran %d times, want 2", n)
 	}
 }
+
+// Editors send absolute paths: one inside the root (also through a symlink
+// to the root) is accepted as the relative path; one outside, or through
+// a sibling with the root's name as a prefix, is refused.
+func TestFocusAcceptsAbsolutePathsInsideTheRoot(t *testing.T) {
+	h, r := newHost(t)
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(r.tr.root, link)
+	for _, p := range []string{filepath.Join(r.tr.root, "a.go"), filepath.Join(link, "a.go"), r.tr.root + "/./a.go"} {
+		if _, err := call(t, h, "set_focus", Focus{Path: p, StartLine: 3, StartCol: 6, EndLine: 3, EndCol: 7}); err != nil {
+			t.Fatalf("focus %s: %v", p, err)
+		}
+		if out, _ := call(t, h, "get_active_document", nil); !strings.Contains(string(out), `"path":"a.go"`) {
+			t.Fatalf("focus %s: document %s", p, out)
+		}
+	}
+	sibling := r.tr.root + "-sibling"
+	os.MkdirAll(sibling, 0o755)
+	os.WriteFile(filepath.Join(sibling, "a.go"), []byte("x\n"), 0o644)
+	for _, p := range []string{filepath.Join(sibling, "a.go"), "/etc/passwd", filepath.Join(r.tr.root, "..", filepath.Base(sibling), "a.go")} {
+		_, err := call(t, h, "set_focus", Focus{Path: p})
+		var ce *pipe.CodedError
+		if !errors.As(err, &ce) || ce.Code != events.CodePathRefused {
+			t.Errorf("focus %s: %v, want PathRefused", p, err)
+		}
+	}
+}

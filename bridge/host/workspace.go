@@ -70,6 +70,29 @@ func Clean(p string) (string, error) {
 	return clean, nil
 }
 
+// Relative is Clean for paths from an editor, which are absolute: an
+// absolute path that lies inside the root (after resolving symlinks on
+// both sides) becomes relative to it; one outside is refused.
+func (w *Workspace) Relative(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return Clean(p)
+	}
+	root, err := filepath.EvalSymlinks(w.dir)
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.EvalSymlinks(filepath.Dir(filepath.Clean(p)))
+	if err != nil {
+		return "", &PathError{p, "names a directory that does not exist"}
+	}
+	abs = filepath.Join(abs, filepath.Base(p))
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", &PathError{p, "is outside the workspace root " + w.dir}
+	}
+	return Clean(rel)
+}
+
 // regular checks that rel names a regular file with one link, or nothing.
 func (w *Workspace) regular(rel string) (fs.FileInfo, error) {
 	fi, err := w.root.Lstat(filepath.FromSlash(rel))

@@ -63,7 +63,7 @@ func parseFocus(s string) (host.Focus, error) {
 
 func runFocus(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("focus")
-	if err := m.parse(fs, "focus FILE[:LINE[:COL[-LINE:COL]]]\n\nTells the running workspace host which file is the active document and,\nwith a range, what is selected: what get_active_document and get_selection\nreturn to the AI client. FILE is relative to the host's --root.", args); err != nil {
+	if err := m.parse(fs, "focus FILE[:LINE[:COL[-LINE:COL]]]\n\nTells the running workspace host which file is the active document and,\nwith a range, what is selected: what get_active_document and get_selection\nreturn to the AI client. FILE is relative to the host's --root, or an absolute\npath inside it (as editors give it).", args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
