@@ -4,7 +4,7 @@ BIN      := bin/tracebridge
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit fuzz bench demo lint clean artifacts sessions
+.PHONY: all build test unit deps fuzz bench demo lint clean artifacts sessions
 
 all: build
 
@@ -14,10 +14,20 @@ build:
 # Every test, with the race detector, after vet (also for Windows, whose
 # named-pipe code CI cannot run). The crash loop, the multi-process tests
 # and the unsafe-build check are part of it.
-test:
+test: deps
 	$(GO) vet $(PKGS)
 	GOOS=windows $(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# What the tests need beyond Go (Chromium, util-linux): installed with
+# apt-get when run as root, else the one command to run is named.
+deps:
+	@bash .ci/deps
+
+# The fast inner loop: every package's short tests (the crash loop, the
+# browser, multi-process and recorded-session tests honour -short).
+unit:
+	$(GO) test -short -count=1 $(PKGS)
 
 # Short fuzz runs of every decoder (the seed corpora run in `make test`).
 FUZZTIME ?= 20s

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // View is one projection's key/value space in the store file (DESIGN §5:
@@ -48,7 +49,7 @@ func (t ViewTx) View(name string) (View, error) {
 // Drop deletes the named view.
 func (t ViewTx) Drop(name string) error {
 	err := t.tx.DeleteBucket([]byte("view:" + name))
-	if errors.Is(err, bolt.ErrBucketNotFound) {
+	if errors.Is(err, berrors.ErrBucketNotFound) {
 		return nil
 	}
 	return err
@@ -98,7 +99,7 @@ func stopped(err error) error {
 type emptyView struct{}
 
 func (emptyView) Get([]byte) []byte                     { return nil }
-func (emptyView) Put(_, _ []byte) error                 { return bolt.ErrTxNotWritable }
-func (emptyView) Delete([]byte) error                   { return bolt.ErrTxNotWritable }
+func (emptyView) Put(_, _ []byte) error                 { return berrors.ErrTxNotWritable }
+func (emptyView) Delete([]byte) error                   { return berrors.ErrTxNotWritable }
 func (emptyView) ForEach(func(k, v []byte) error) error { return nil }
 func (emptyView) Reverse(func(k, v []byte) error) error { return nil }

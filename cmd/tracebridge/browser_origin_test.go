@@ -22,6 +22,7 @@ import (
 // approve an edit. The listener must receive nothing that works against
 // the UI, and the review's link must be inert.
 func TestUICredentialsStayOnItsOrigin(t *testing.T) {
+	long(t)
 	base := t.TempDir()
 	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
 	os.MkdirAll(filepath.Join(ws, "svc"), 0o755)

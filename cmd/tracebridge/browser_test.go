@@ -131,6 +131,7 @@ func uiURL(t testing.TB, data string) string {
 // TestOperatorUIInBrowser drives the operator UI of a real `tracebridge up`
 // in Chromium while a real bridge serves an MCP client.
 func TestOperatorUIInBrowser(t *testing.T) {
+	long(t)
 	base := t.TempDir()
 	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
 	os.MkdirAll(filepath.Join(ws, "svc"), 0o755)
@@ -340,6 +341,7 @@ func TestOperatorUIInBrowser(t *testing.T) {
 // TestToolApprovalInBrowser: a tool call waiting for approval is approved
 // on the approvals page, bound to the arguments it shows, and then runs.
 func TestToolApprovalInBrowser(t *testing.T) {
+	long(t)
 	base := t.TempDir()
 	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
 	os.MkdirAll(ws, 0o755)
@@ -423,6 +425,9 @@ func requestEventsOf(t *testing.T, data, tool string) []events.Event {
 		t.Fatalf("runs --json: %v %s", err, out)
 	}
 	out, err = exec.Command(tbBin, "--data", data, "replay", s.RequestID.String(), "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("replay --format json: %v", err)
+	}
 	var r struct{ Events []events.Event }
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("replay --format json: %v %s", err, out)

@@ -59,6 +59,7 @@ func crashLoop(t *testing.T, bin string, iterations int, seed uint64) (lost []ev
 }
 
 func TestKillNineLosesNothingAcknowledged(t *testing.T) {
+	long(t)
 	seed := rand.Uint64()
 	n := crashIterations()
 	t.Logf("seed %d, %d iterations (rerun a failure with the seed in crashLoop)", seed, n)
@@ -73,6 +74,7 @@ func TestKillNineLosesNothingAcknowledged(t *testing.T) {
 // tb_nodurability tag (no fsync, acknowledge before commit) and expects the
 // same crash loop to find acknowledged events missing: the test can fail.
 func TestCrashLoopCatchesAStoreThatLies(t *testing.T) {
+	long(t)
 	unsafeBin := filepath.Join(t.TempDir(), "tracebridge-unsafe")
 	if err := buildBinary(unsafeBin, "tb_nodurability"); err != nil {
 		t.Fatal(err)

@@ -214,3 +214,12 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 	}
 }
+
+// long marks a test `make unit` (go test -short) leaves to `make test`:
+// the crash loops, the browser and the recorded sessions.
+func long(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long test: `make test` runs it")
+	}
+}

@@ -128,6 +128,7 @@ func sessionScenarios() []sessionScenario {
 // session replay`: a fresh recording must replay with no drift. With
 // -record the files replace artifacts/sessions/*.jsonl.
 func TestRecordedSessions(t *testing.T) {
+	long(t)
 	for _, sc := range sessionScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
 			base := t.TempDir()
