@@ -43,7 +43,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRefs$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDiagnostics$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzSequenceLabels$$' -fuzztime $(FUZZTIME) ./mermaid
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSession$$' -fuzztime $(FUZZTIME) ./replay
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSession$$' -fuzztime $(FUZZTIME) ./replay/sessions
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderReview$$' -fuzztime $(FUZZTIME) ./web
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat

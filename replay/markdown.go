@@ -18,7 +18,7 @@ func Markdown(run Run, timings bool) string {
 	fmt.Fprintf(&b, "# Run %s: %s\n\n", run.RequestID, mdEscape(label))
 	fmt.Fprintf(&b, "- status: **%s**\n- session: %s\n- events: %d\n", run.Status, run.SessionID, len(run.Events))
 	if v := run.Verdict; run.Status != StatusOK {
-		fmt.Fprintf(&b, "- verdict: `%s` at **%s** (%s): %s\n- action: %s\n", orNone(string(v.Code)), v.Boundary, v.Kind, mdEscape(v.Message), mdEscape(v.Action))
+		fmt.Fprintf(&b, "- verdict: `%s` at **%s** (%s): %s\n- action: %s\n", OrNone(string(v.Code)), v.Boundary, v.Kind, mdEscape(v.Message), mdEscape(v.Action))
 	} else {
 		b.WriteString("- verdict: every step succeeded\n")
 	}
@@ -39,4 +39,13 @@ func Markdown(run Run, timings bool) string {
 func mdEscape(s string) string {
 	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;", "`", "'")
 	return r.Replace(s)
+}
+
+// OrNone is s, or "-" when it is empty: how a missing value reads in a
+// table or a timeline.
+func OrNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tracebridge/tracebridge/replay"
+	"github.com/tracebridge/tracebridge/replay/sessions"
 )
 
 // triad downloads a run's triad (log, metadata.json, .mmd) as a zip, the
@@ -23,7 +23,7 @@ func (s *Server) triad(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer os.RemoveAll(dir)
-	t, err := replay.WriteTriad(dir, run, replay.TriadOptions{Version: s.opts.Version, Source: "ui"})
+	t, err := sessions.WriteTriad(dir, run, sessions.TriadOptions{Version: s.opts.Version, Source: "ui"})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
+	"github.com/tracebridge/tracebridge/replay/sessions"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -201,7 +202,7 @@ func demoRuns(ctx context.Context, m *Main, step func(string, ...any), session, 
 			return err
 		}
 	}
-	t, err := replay.WriteTriad(root, run, replay.TriadOptions{Version: Version, Source: "log " + m.data})
+	t, err := sessions.WriteTriad(root, run, sessions.TriadOptions{Version: Version, Source: "log " + m.data})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/replay"
+	"github.com/tracebridge/tracebridge/replay/sessions"
 )
 
 func runReplay(ctx context.Context, m *Main, args []string) error {
@@ -44,7 +45,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	}
 	run := replay.Judge(req, evs)
 	if *artifacts != "" {
-		t, err := replay.WriteTriad(*artifacts, run, replay.TriadOptions{Version: Version, Source: "log " + m.data})
+		t, err := sessions.WriteTriad(*artifacts, run, sessions.TriadOptions{Version: Version, Source: "log " + m.data})
 		if err != nil {
 			return fmt.Errorf("write triad: %w", err)
 		}

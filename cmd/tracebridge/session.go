@@ -18,14 +18,14 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/events/hub"
-	"github.com/tracebridge/tracebridge/replay"
+	"github.com/tracebridge/tracebridge/replay/sessions"
 	"github.com/tracebridge/tracebridge/store"
 )
 
 const sessionUsage = `session export SESSION_ID -o FILE.jsonl [--config FILE] [--name NAME]
        tracebridge session replay FILE... [--update] [--artifacts ROOT]
 
-export writes a portable, redacted, versioned file (` + replay.SessionSchema + `) with
+export writes a portable, redacted, versioned file (` + sessions.SessionSchema + `) with
 everything needed to re-drive an MCP session: the client's requests in
 order, the operators' proposal decisions between them, the host's pipe
 answers, the tracebridge.toml in force, and the crossings each request left.
@@ -92,7 +92,7 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	if in.Name == "" {
 		in.Name = strings.TrimSuffix(filepath.Base(*out), filepath.Ext(*out))
 	}
-	s, err := replay.Export(in)
+	s, err := sessions.Export(in)
 	if err != nil {
 		return err
 	}
@@ -109,8 +109,8 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 
 // sessionEvidence reads a session's runs, and the operator runs that
 // decided its proposals, from the log.
-func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (replay.ExportInput, error) {
-	in := replay.ExportInput{Session: sid}
+func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (sessions.ExportInput, error) {
+	in := sessions.ExportInput{Session: sid}
 	var reqs []events.ID
 	seen := map[events.ID]bool{}
 	for from := uint64(0); ; {
@@ -236,7 +236,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	if err != nil {
 		return 0, err
 	}
-	s, err := replay.DecodeSession(f)
+	s, err := sessions.DecodeSession(f)
 	f.Close()
 	if err != nil {
 		return 0, err
@@ -254,13 +254,13 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	if m.logLevel != "" || m.Getenv("TRACEBRIDGE_LOG") != "" {
 		log = m.logger()
 	}
-	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: log, Now: replay.Clock(s), Name: "session-replay"})
+	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: log, Now: sessions.Clock(s), Name: "session-replay"})
 	if err != nil {
 		return 0, err
 	}
 	defer node.Close()
-	res, err := replay.Redrive(ctx, s, replay.RedriveOptions{Log: node, PipePath: defaultPipePath(dir), Logger: log,
-		Bridge: func(ctx context.Context, env replay.BridgeEnv) error { return m.sessionBridge(ctx, env, node) }})
+	res, err := sessions.Redrive(ctx, s, sessions.RedriveOptions{Log: node, PipePath: defaultPipePath(dir), Logger: log,
+		Bridge: func(ctx context.Context, env sessions.BridgeEnv) error { return m.sessionBridge(ctx, env, node) }})
 	if err != nil {
 		return 0, err
 	}
@@ -270,8 +270,8 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 		for k, run := range res.Runs {
 			st := &s.Steps[res.Steps[k]]
 			label := st.Label()
-			_, err := replay.WriteTriad(artifacts, run, replay.TriadOptions{
-				Slug: replay.Slug(name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
+			_, err := sessions.WriteTriad(artifacts, run, sessions.TriadOptions{
+				Slug: sessions.Slug(name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
 				Source: "artifacts/sessions/" + filepath.Base(path), Scrub: scrub.Replace})
 			if err != nil {
 				return 0, err
@@ -284,7 +284,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	}
 	if update {
 		for k, run := range res.Runs {
-			s.Steps[res.Steps[k]].Expect = replay.Crossings(run.Events)
+			s.Steps[res.Steps[k]].Expect = sessions.Crossings(run.Events)
 		}
 		var buf bytes.Buffer
 		if err := s.Encode(&buf); err != nil {
@@ -306,7 +306,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 // sessionBridge is the bridge `tracebridge mcp` runs, on a re-drive's
 // stdio and evidence, with the recording standing in for the environment
 // and the disk (secrets resolve as recorded, on every machine).
-func (m *Main) sessionBridge(ctx context.Context, env replay.BridgeEnv, node *hub.Node) error {
+func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
 	hostClient := pipe.NewClient(pipe.ClientOptions{Path: env.PipePath, Recorder: env.Emitter, Timeout: env.Config.PipeTimeout(), Logger: env.Logger})
 	defer hostClient.Close()
 	catalog, err := m.catalog(env.Config, env.Emitter, hostClient, node)

@@ -1,4 +1,4 @@
-package replay
+package sessions
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
+	"github.com/tracebridge/tracebridge/replay"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -29,7 +30,7 @@ type Metadata struct {
 	Method          string             `json:"method,omitempty"`
 	Tool            string             `json:"tool,omitempty"`
 	Status          string             `json:"status"`
-	Verdict         Verdict            `json:"verdict"`
+	Verdict         replay.Verdict     `json:"verdict"`
 	Git             *Git               `json:"git,omitempty"`
 	Tracebridge     string             `json:"tracebridge"`
 	Input           string             `json:"input,omitempty"`  // the request's params, redacted, cut at 512 bytes
@@ -77,7 +78,7 @@ func Slug(parts ...string) string {
 // WriteTriad writes run's log, metadata and diagram under root:
 // artifacts/logs/<slug>.log, artifacts/logs/<slug>.metadata.json and
 // docs/diagrams/<slug>.mmd.
-func WriteTriad(root string, run Run, opts TriadOptions) (Triad, error) {
+func WriteTriad(root string, run replay.Run, opts TriadOptions) (Triad, error) {
 	if opts.Scrub == nil {
 		opts.Scrub = func(s string) string { return s }
 	} else {
@@ -116,7 +117,7 @@ func WriteTriad(root string, run Run, opts TriadOptions) (Triad, error) {
 }
 
 // scrubbed is run with scrub applied to every attribute and message.
-func scrubbed(run Run, scrub func(string) string) Run {
+func scrubbed(run replay.Run, scrub func(string) string) replay.Run {
 	evs := make([]events.Event, len(run.Events))
 	for i, e := range run.Events {
 		attrs := make(map[string]string, len(e.Attrs))
@@ -131,7 +132,7 @@ func scrubbed(run Run, scrub func(string) string) Run {
 	return run
 }
 
-func metadataOf(run Run, opts TriadOptions) Metadata {
+func metadataOf(run replay.Run, opts TriadOptions) Metadata {
 	md := Metadata{Slug: opts.Slug, RequestID: run.RequestID, OperationIDs: []events.ID{}, SessionID: run.SessionID, Method: run.Method,
 		Tool: run.Tool, Status: run.Status, Verdict: run.Verdict, Tracebridge: opts.Version, Events: len(run.Events),
 		ScopeExclusions: ScopeExclusions, Source: opts.Source}
@@ -154,7 +155,7 @@ func metadataOf(run Run, opts TriadOptions) Metadata {
 			}
 		}
 	}
-	if md.Result == "" && run.Status != StatusOK {
+	if md.Result == "" && run.Status != replay.StatusOK {
 		md.Result = run.Verdict.Message
 	}
 	if n := len(run.Events); n > 0 && !opts.Deterministic {
@@ -172,14 +173,14 @@ func cut(s string, n int) string {
 }
 
 // timeline is the triad's log: the verdict, then one line per event.
-func timeline(run Run, opts TriadOptions) string {
+func timeline(run replay.Run, opts TriadOptions) string {
 	var b strings.Builder
 	session := "-"
 	if !run.SessionID.IsZero() {
 		session = run.SessionID.String()
 	}
 	fmt.Fprintf(&b, "request %s  session %s  %s %s  status %s\n", run.RequestID, session, orNone(run.Method), run.Tool, run.Status)
-	if v := run.Verdict; run.Status != StatusOK {
+	if v := run.Verdict; run.Status != replay.StatusOK {
 		fmt.Fprintf(&b, "verdict: %s at %s (%s): %s\naction:  %s\n", orNone(string(v.Code)), v.Boundary, v.Kind, opts.Scrub(v.Message), v.Action)
 	} else {
 		b.WriteString("verdict: every step succeeded\n")
@@ -210,12 +211,7 @@ func timeline(run Run, opts TriadOptions) string {
 	return b.String()
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func orNone(s string) string { return replay.OrNone(s) }
 
 // gitState describes the repository at root, or nil when it is none (or
 // git is not installed).

@@ -1,4 +1,4 @@
-package replay
+package sessions
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/replay"
 )
 
 // Bridge runs the bridge under test on stdio until stdin closes, exactly
@@ -66,9 +67,9 @@ type RedriveOptions struct {
 
 // Redriven is the outcome of a re-drive.
 type Redriven struct {
-	Runs  []Run   // one per client and operator step, in step order
-	Steps []int   // the step index of each run
-	Drift []Drift // empty: the session behaves as recorded
+	Runs  []replay.Run // one per client and operator step, in step order
+	Steps []int        // the step index of each run
+	Drift []Drift      // empty: the session behaves as recorded
 }
 
 // Drift is one difference between the recording and the re-drive.
@@ -254,7 +255,7 @@ func collect(ctx context.Context, s *Session, node Log, stepOf []int, operatorRe
 		if err != nil {
 			return nil, err
 		}
-		run := Judge(req, evs)
+		run := replay.Judge(req, evs)
 		out.Runs = append(out.Runs, run)
 		out.Drift = append(out.Drift, compare(idx, st, evs)...)
 	}
