@@ -52,7 +52,7 @@ COUNT ?= 6
 BENCH ?= .
 bench:
 	@mkdir -p out
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) -timeout 60m ./events/... ./store/... ./bridge/... ./cmd/... | tee out/bench.txt
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) -timeout 60m ./events/... ./store/... ./projections/... ./replay/... ./mermaid/... ./bridge/... ./web/... ./cmd/... | tee out/bench.txt
 	$(GO) tool benchstat out/bench.txt
 
 # Regenerate the triads (artifacts/logs, docs/diagrams) of the recorded

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 // A call waiting for approval on a real hub is woken by the decision's

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=…".

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/events/hub"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/projections"
+	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/replay"
 	"github.com/tracebridge/tracebridge/replay/sessions"
 	"github.com/tracebridge/tracebridge/store"

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 func runLoadgen(ctx context.Context, m *Main, args []string) error {

@@ -17,7 +17,7 @@ import (
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/replay/sessions"
 	"github.com/tracebridge/tracebridge/store"
 )

@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 func runTail(ctx context.Context, m *Main, args []string) error {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/events/hub"
+	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/store"
 	"github.com/tracebridge/tracebridge/web"
 )

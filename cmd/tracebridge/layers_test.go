@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tracebridge/tracebridge/"
+
+// TestLayersReadBottomUp: every package of the module imports only
+// packages of its own layer or below, as docs/ARCHITECTURE.md's package
+// table says, and that table is true: it lists every package, and each
+// row's imports column is exactly what the package imports (go list).
+func TestLayersReadBottomUp(t *testing.T) {
+	root := filepath.Join("..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| (\\d+) [a-z]+ \\| `([a-z/]+)` \\| [^\\n]*\\| ([^|\\n]+) \\|$")
+	layer := map[string]int{}
+	documented := map[string][]string{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		n, _ := strconv.Atoi(m[1])
+		layer[m[2]] = n
+		documented[m[2]] = nil
+		for _, imp := range strings.Split(m[3], ",") {
+			if imp = strings.Trim(strings.TrimSpace(imp), "`"); imp != "—" && imp != "" {
+				documented[m[2]] = append(documented[m[2]], imp)
+			}
+		}
+	}
+	if len(layer) < 10 {
+		t.Fatalf("docs/ARCHITECTURE.md: found %d package rows; the table's shape changed", len(layer))
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		seen[pkg] = true
+		own, ok := layer[pkg]
+		if !ok {
+			t.Errorf("package %s is not in docs/ARCHITECTURE.md's package table: give it a layer", pkg)
+			continue
+		}
+		var imports []string
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			imp = strings.TrimPrefix(imp, module)
+			imports = append(imports, imp)
+			if l, ok := layer[imp]; ok && l > own {
+				t.Errorf("%s (layer %d) imports %s (layer %d): a lower layer must not import a higher one", pkg, own, imp, l)
+			}
+		}
+		slices.Sort(imports)
+		want := slices.Clone(documented[pkg])
+		slices.Sort(want)
+		if !slices.Equal(imports, want) {
+			t.Errorf("docs/ARCHITECTURE.md says %s imports %v; it imports %v", pkg, want, imports)
+		}
+	}
+	for pkg := range layer {
+		if !seen[pkg] {
+			t.Errorf("docs/ARCHITECTURE.md lists %s, which does not exist", pkg)
+		}
+	}
+}
