@@ -53,24 +53,88 @@ const (
 	CodeMethodRefused   Code = "MethodRefused"   // a state-changing route asked with GET (or the reverse)
 	CodeNotPending      Code = "NotPending"      // the decision is taken already: exactly one wins
 	CodeHashChanged     Code = "HashChanged"     // the decision names other content than is pending now
+	CodeNotApproved     Code = "NotApproved"     // a proposal applied before it was approved
+	CodeNoProposal      Code = "NoProposal"      // no proposal has that id
 )
+
+// codeInfo is what a failing step with a code means for its outcome and
+// what an operator can do about it. One table: the tool result, the audit
+// envelope, the verdict, the diagram and the UI all say these words.
+type codeInfo struct {
+	outcome Outcome
+	action  string
+}
+
+var codeTable = map[Code]codeInfo{
+	CodeMalformedAppend: {Error, "a process sent the hub an append it could not decode: check that every process of the data dir runs the same tracebridge version"},
+	CodeInvalidEvent:    {Error, "a process recorded an event the catalog does not know: check that every process of the data dir runs the same tracebridge version"},
+	CodeTooLarge:        {Error, "something exceeded its size limit (the message names it): send less in one request"},
+	CodeChainBroken:     {Denied, "the log's hash chain does not verify: run `tracebridge verify` to find the first bad seq, and keep a copy of the data dir before anything else"},
+	CodeLogUnavailable:  {Denied, "the event log refuses writes: run `tracebridge verify` (it says since when and why) and check the hub's stderr; free disk space if it is full"},
+	CodeHubUnavailable:  {Unavailable, "no hub answers for the data dir: start `tracebridge serve` or `tracebridge up`, or check that every process uses the same --data"},
+	CodeUnknownQuery:    {Error, "a process asked the hub a query it does not serve: check that every process of the data dir runs the same tracebridge version"},
+
+	CodeUnknownTool:       {Error, "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)"},
+	CodePolicyDenied:      {Denied, "grant the capability the tool needs in [policy] grant, or remove the tool from [policy] deny, in tracebridge.toml"},
+	CodeApprovalDenied:    {Denied, "an operator or [approval] mode denied the call: re-run it and approve it with `tracebridge approvals` if it was intended"},
+	CodeApprovalTimeout:   {Timeout, "nobody decided in time: answer with `tracebridge approvals list` / `approve` while the call waits, or raise [approval] timeout"},
+	CodeSecretUnresolved:  {Error, "set the environment variable or file that the tool's [secrets] reference names, then retry"},
+	CodePipeUnavailable:   {Unavailable, "start the workspace host: `tracebridge up --root <workspace>` (or `tracebridge host --root <workspace>`); set TRACEBRIDGE_HOST if it listens elsewhere"},
+	CodePipeTimeout:       {Timeout, "the workspace host did not answer in time: check it is responsive, or raise [pipe] timeout in tracebridge.toml"},
+	CodeUnknownCommand:    {Error, "the host does not serve that command: check that the bridge and the host run the same tracebridge version"},
+	CodeMalformedEnvelope: {Error, "a pipe frame was not a valid envelope: check that the bridge and the host run the same tracebridge version"},
+	CodeDrift:             {Error, "the file changed since the proposal was made: ask for a new proposal against the current file"},
+	CodeAmbiguous:         {Error, "the original text occurs more than once (or not at all): propose again with more surrounding context"},
+
+	CodeInvalidArguments: {Error, "the arguments do not fit the tool's input schema or limits (the message says which): fix them and call again"},
+	CodeConfigInvalid:    {Denied, "tracebridge.toml is broken, so every tool is denied: run `tracebridge config check --config <file>` and fix what it names"},
+	CodeToolError:        {Error, "the tool ran and failed: see the message"},
+	CodeToolPanic:        {Error, "the tool crashed and the bridge kept running: report it with this request id"},
+	CodeToolTimeout:      {Timeout, "raise [tools.<id>] timeout in tracebridge.toml, or narrow the call"},
+	CodeCancelled:        {Cancelled, "the client cancelled the call: nothing to do unless it was unexpected"},
+	CodeMalformedFrame:   {Error, "the client sent a line that is not JSON-RPC: check the client"},
+	CodeInvalidRequest:   {Error, "the client reused a request id still in flight, or sent an id that cannot be echoed exactly: check the client"},
+	CodeInvalidManifest:  {Error, "fix the discovered tool's *.tool.json manifest (the message names the problem)"},
+	CodeDirMissing:       {Error, "create the directory named in [discovery] dirs, or remove it from tracebridge.toml"},
+	CodeForeignPeer:      {Denied, "another user's process is on the other end of the socket: stop it, and point TRACEBRIDGE_HOST at your own host's socket"},
+	CodeUnsafePath:       {Denied, "the socket path is squatted or its directory is open to others: remove the stale file or fix the directory's owner and mode (0700)"},
+	CodePathRefused:      {Denied, "use a path inside the workspace root that names a regular file"},
+	CodeMissingStep:      {Error, "a boundary answered without recording the end of its step: report it with this request id"},
+
+	CodeForeignHost:     {Denied, "open the UI at the URL `tracebridge ui` prints"},
+	CodeUnauthenticated: {Denied, "open the URL `tracebridge ui` prints: its token signs the browser in"},
+	CodeForeignOrigin:   {Denied, "decide from the UI's own pages"},
+	CodeCSRFMismatch:    {Denied, "reload the page and decide again"},
+	CodeMethodRefused:   {Denied, "state changes are POSTs from the UI's own forms; pages are read with GET"},
+	CodeNotPending:      {Denied, "it was decided already (or timed out): reload to see what happened"},
+	CodeHashChanged:     {Denied, "what waits now differs from what was shown: reload, look again, and decide"},
+	CodeNotApproved:     {Denied, "approve the proposal before applying it"},
+	CodeNoProposal:      {Error, "list the proposals with `tracebridge proposals list` and use an id from it"},
+}
+
+// Codes lists every code, for tests and docs.
+func Codes() []Code {
+	out := make([]Code, 0, len(codeTable))
+	for c := range codeTable {
+		out = append(out, c)
+	}
+	return out
+}
 
 // OutcomeOf is the outcome a step ends with when it fails with code (OK for
 // no code): refusals are denied, deadlines time out, missing peers are
 // unavailable, everything else is an error.
 func OutcomeOf(c Code) Outcome {
-	switch c {
-	case "":
+	if c == "" {
 		return OK
-	case CodePolicyDenied, CodeApprovalDenied, CodeConfigInvalid, CodeLogUnavailable,
-		CodeForeignHost, CodeUnauthenticated, CodeForeignOrigin, CodeCSRFMismatch, CodeMethodRefused:
-		return Denied
-	case CodeApprovalTimeout, CodeToolTimeout, CodePipeTimeout:
-		return Timeout
-	case CodeCancelled:
-		return Cancelled
-	case CodePipeUnavailable, CodeHubUnavailable:
-		return Unavailable
+	}
+	if info, ok := codeTable[c]; ok {
+		return info.outcome
 	}
 	return Error
 }
+
+// ActionFor is what an operator can do about a step that failed with c.
+func ActionFor(c Code) string { return codeTable[c].action }
+
+

@@ -73,7 +73,7 @@ func (f *Fold) Add(e *events.Event) {
 		if msg == "" {
 			msg = e.Kind + " ended " + string(e.Outcome)
 		}
-		f.Failure = &Verdict{Boundary: e.Boundary, Kind: e.Kind, Code: e.Code, Outcome: e.Outcome, Message: msg, Action: actions[e.Code], Seq: e.Seq}
+		f.Failure = &Verdict{Boundary: e.Boundary, Kind: e.Kind, Code: e.Code, Outcome: e.Outcome, Message: msg, Action: events.ActionFor(e.Code), Seq: e.Seq}
 	}
 }
 
@@ -104,7 +104,7 @@ func (f *Fold) Judgement() (string, Verdict) {
 	info, _ := events.Lookup(step)
 	return StatusFailed, Verdict{Boundary: info.Boundary, Kind: step, Code: events.CodeMissingStep,
 		Message: "the request was answered but its " + string(info.Boundary) + " step (" + step + ") never closed; expected " + strings.Join(info.ClosedBy, " or "),
-		Action:  actions[events.CodeMissingStep]}
+		Action:  events.ActionFor(events.CodeMissingStep)}
 }
 
 // Summary is the run as the runs projection lists it.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 )
 
@@ -82,9 +81,9 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 	var done host.Proposal
 	err := s.hostCall(r.Context(), "proposals.decide", host.DecideArgs{ID: id, Approve: decision == "approve",
 		ContentHash: hash, By: s.opts.Operator + " (ui)"}, &done)
-	var ce *pipe.CallError
+	var ce *events.Err
 	switch {
-	case errors.As(err, &ce) && (ce.Code == events.CodeNotPending || ce.Code == events.CodeHashChanged || ce.Code == host.CodeNoProposal):
+	case errors.As(err, &ce) && (ce.Code == events.CodeNotPending || ce.Code == events.CodeHashChanged || ce.Code == events.CodeNoProposal):
 		s.reject(w, r, http.StatusConflict, ce.Code, ce.Msg)
 		return
 	case err != nil:

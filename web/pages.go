@@ -333,7 +333,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 // hostCall sends one operator command to the workspace host.
 func (s *Server) hostCall(ctx context.Context, command string, payload, out any) error {
 	if s.opts.Host == nil {
-		return &pipe.CallError{Code: events.CodePipeUnavailable, Msg: "no workspace host is running for this data dir: start one with tracebridge up --root DIR"}
+		return &events.Err{Code: events.CodePipeUnavailable, Msg: "no workspace host is running for this data dir: start one with tracebridge up --root DIR"}
 	}
 	var raw json.RawMessage
 	if payload != nil {
@@ -349,7 +349,7 @@ func (s *Server) hostCall(ctx context.Context, command string, payload, out any)
 		return err
 	}
 	if !resp.OK {
-		return &pipe.CallError{Code: resp.Code, Msg: resp.Message}
+		return &events.Err{Code: resp.Code, Msg: resp.Message}
 	}
 	if out != nil && len(resp.Payload) > 0 {
 		return json.Unmarshal(resp.Payload, out)

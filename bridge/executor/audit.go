@@ -26,6 +26,7 @@ type envelope struct {
 	Result         string          `json:"result,omitempty"`
 	Outcome        events.Outcome  `json:"outcome"`
 	Code           events.Code     `json:"code,omitempty"`
+	Action         string          `json:"action,omitempty"` // the code's, from events' one table
 	Classification classification  `json:"classification"`
 	DurationMs     float64         `json:"durationMs"`
 }
@@ -48,7 +49,7 @@ type classification struct {
 
 func (c *call) audit(res *Result) {
 	e := &c.env
-	e.Outcome, e.Code = events.OutcomeOf(res.Code), res.Code
+	e.Outcome, e.Code, e.Action = events.OutcomeOf(res.Code), res.Code, events.ActionFor(res.Code)
 	e.DurationMs = float64(time.Since(c.start).Microseconds()) / 1000
 	cl := classification{Category: "unknown", Severity: "info", Risk: "low", Outcome: e.Outcome}
 	if d := e.Descriptor; d != nil {

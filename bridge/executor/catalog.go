@@ -128,14 +128,3 @@ func SchemaFor[T any]() *jsonschema.Schema {
 	}
 	return s
 }
-
-// CodedError is a tool failure with its own code (a missing host is
-// PipeUnavailable, a changed file Drift…): the code reaches the client
-// unchanged instead of a generic ToolError.
-type CodedError struct {
-	Code   events.Code
-	Msg    string
-	Action string
-}
-
-func (e *CodedError) Error() string { return string(e.Code) + ": " + e.Msg }

@@ -181,22 +181,29 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 func (x *Executor) redact(key, v string) string { return x.opts.Emitter.Redactor().Value(key, v) }
 
 // fail ends the call at a step.
-func fail(code events.Code, msg, action string) (Result, bool) {
-	return Result{Code: code, Message: msg, Action: action}, true
+func fail(code events.Code, msg string) (Result, bool) {
+	return failed(code, msg), true
+}
+
+// failed is a result with code: its action is the code's, from the one
+// table (events.ActionFor), so the tool result, the audit envelope, the
+// verdict and the UI say the same words.
+func failed(code events.Code, msg string) Result {
+	return Result{Code: code, Message: msg, Action: events.ActionFor(code)}
 }
 
 func (c *call) resolve() (Result, bool) {
 	t, ok := c.x.opts.Catalog.Lookup(c.inv.Tool)
 	if !ok {
 		c.emit(events.KindExecutorCatalog, events.Error, events.CodeUnknownTool, time.Time{}, nil)
-		return fail(events.CodeUnknownTool, fmt.Sprintf("no tool %q in this bridge's catalog", c.inv.Tool), "call tools/list for the tools this bridge serves")
+		return fail(events.CodeUnknownTool, fmt.Sprintf("no tool %q in this bridge's catalog", c.inv.Tool))
 	}
 	c.tool = t
 	c.env.Descriptor = &t.Descriptor
 	if err := t.validate(c.inv.Args); err != nil {
 		msg := c.x.redact("error", err.Error())
 		c.emit(events.KindExecutorCatalog, events.Error, events.CodeInvalidArguments, time.Time{}, map[string]string{"error": msg})
-		return fail(events.CodeInvalidArguments, "invalid arguments: "+msg, "fix the arguments to match the tool's input schema")
+		return fail(events.CodeInvalidArguments, "invalid arguments: "+msg)
 	}
 	c.emit(events.KindExecutorCatalog, events.OK, "", time.Time{}, map[string]string{"source": t.Source, "category": t.Category})
 	return Result{}, false
@@ -207,12 +214,12 @@ func (c *call) authorize() (Result, bool) {
 	c.env.Policy = &d
 	attrs := map[string]string{AttrReason: d.Reason, "client": c.inv.Client, "session": c.inv.SessionID.String()}
 	if !d.Allowed {
-		code, action := events.CodePolicyDenied, "grant the capability or remove the tool from policy.deny in tracebridge.toml"
+		code := events.CodePolicyDenied
 		if c.x.policy.broken != nil {
-			code, action = events.CodeConfigInvalid, "run `tracebridge config check` and fix the file"
+			code = events.CodeConfigInvalid
 		}
 		c.emit(events.KindPolicyDecided, events.Denied, code, time.Time{}, attrs)
-		return fail(code, d.Reason, action)
+		return fail(code, d.Reason)
 	}
 	c.emit(events.KindPolicyDecided, events.OK, "", time.Time{}, attrs)
 	return Result{}, false
@@ -229,7 +236,7 @@ func (c *call) secrets() (map[string]string, Result, bool) {
 	b, _ := json.Marshal(outcomes)
 	if err != nil {
 		c.emit(events.KindSecretsResolved, events.Error, events.CodeSecretUnresolved, t0, map[string]string{"refs": string(b)})
-		r, _ := fail(events.CodeSecretUnresolved, err.Error(), "set the variable or file the [secrets] table names, then retry")
+		r, _ := fail(events.CodeSecretUnresolved, err.Error())
 		return nil, r, true
 	}
 	c.emit(events.KindSecretsResolved, events.OK, "", t0, map[string]string{"refs": string(b)})
@@ -265,7 +272,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		return Result{}, false
 	case config.ModeDeny:
 		decided(events.Denied, events.CodeApprovalDenied, Deny, "config", "approval.mode is deny", time.Time{})
-		return fail(events.CodeApprovalDenied, "approval required and approval.mode is deny", "set approval.mode = \"prompt\" (an operator decides) or tools."+c.tool.ID+".approval = \"never\"")
+		return fail(events.CodeApprovalDenied, "approval is required and [approval] mode is deny: set mode = \"prompt\" (an operator decides) or [tools."+c.tool.ID+"] approval = \"never\"")
 	}
 	// prompt: the request is durable before anyone is asked.
 	t0 := c.x.opts.Now()
@@ -275,7 +282,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		"args": summarize(c.x.redact("args", string(c.inv.Args)))})
 	if err := c.flush(ctx); err != nil {
 		decided(events.Denied, events.CodeLogUnavailable, Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)
-		return fail(events.CodeLogUnavailable, "the approval request could not be recorded in the event log", "check the hub: `tracebridge verify`")
+		return fail(events.CodeLogUnavailable, "the approval request could not be recorded in the event log")
 	}
 	c.x.opts.Logger.Info("approval needed", "tool", c.tool.ID, "approval", c.op.String(), "deadline", deadline.Format(time.RFC3339),
 		"run", "tracebridge approvals approve "+c.op.String())
@@ -283,7 +290,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	switch {
 	case err != nil:
 		decided(events.Cancelled, events.CodeCancelled, Deny, "client", "the call was cancelled while waiting for approval", t0)
-		return fail(events.CodeCancelled, "cancelled while waiting for approval", "")
+		return fail(events.CodeCancelled, "cancelled while waiting for approval")
 	case !ok:
 		decided(events.Timeout, events.CodeApprovalTimeout, Deny, "timeout", "no decision before "+deadline.UTC().Format(time.RFC3339), t0)
 		// An operator's decision may have landed first: the log keeps one
@@ -295,8 +302,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 				}
 			}
 		}
-		return fail(events.CodeApprovalTimeout, "no operator decided within "+c.x.opts.Config.Approval.Timeout,
-			"run `tracebridge approvals list` while the call waits, or raise approval.timeout")
+		return fail(events.CodeApprovalTimeout, "no operator decided within "+c.x.opts.Config.Approval.Timeout)
 	}
 	return c.follow(e, hash, rec)
 }
@@ -306,14 +312,14 @@ func (c *call) follow(e events.Event, hash string, rec *approvalRecord) (Result,
 	switch {
 	case e.Attrs[AttrArgsHash] != hash:
 		rec.Decision, rec.By, rec.Reason = Deny, "bridge", "the decision names other arguments"
-		return fail(events.CodeApprovalDenied, "the operator's decision was bound to different arguments", "approve the call that is waiting")
+		return fail(events.CodeApprovalDenied, "the operator's decision was bound to different arguments than this call's")
 	case e.Attrs[AttrDecision] != Approve:
 		rec.Decision, rec.By, rec.Reason = Deny, e.Attrs["by"], e.Attrs[AttrReason]
 		msg := "an operator denied the call"
 		if r := e.Attrs[AttrReason]; r != "" {
 			msg += ": " + r
 		}
-		return fail(events.CodeApprovalDenied, msg, "")
+		return fail(events.CodeApprovalDenied, msg)
 	}
 	rec.Decision, rec.By, rec.Reason = Approve, e.Attrs["by"], e.Attrs[AttrReason]
 	return Result{}, false
@@ -338,7 +344,7 @@ func (c *call) ensureLogged(ctx context.Context) (Result, bool) {
 	}
 	c.x.opts.Logger.Error("refusing a tool: its intent is not durable", "tool", c.tool.ID, "err", err)
 	c.emit(events.KindToolCompleted, events.Denied, events.CodeLogUnavailable, time.Time{}, map[string]string{"error": c.x.redact("error", err.Error())})
-	return fail(events.CodeLogUnavailable, "the event log cannot be written, and this tool may not run without evidence", "check the hub with `tracebridge verify`; see the bridge's stderr")
+	return fail(events.CodeLogUnavailable, "the event log cannot be written, and this tool may not run without evidence")
 }
 
 // run starts the tool on its own goroutine so a tool that ignores its
@@ -375,17 +381,14 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 	case o.panic != nil:
 		msg := c.x.redact("panic", fmt.Sprint(o.panic))
 		c.x.opts.Logger.Error("tool panicked", "tool", c.tool.ID, "panic", msg)
-		res = Result{Code: events.CodeToolPanic, Message: "the tool panicked: " + msg, Action: "report the tool's failure; the bridge keeps running"}
+		res = failed(events.CodeToolPanic, "the tool panicked: "+msg)
 	case errors.Is(o.err, context.DeadlineExceeded) && ctx.Err() == nil:
-		res = Result{Code: events.CodeToolTimeout, Message: "the tool did not finish within " + timeout.String(), Action: "raise tools." + c.tool.ID + ".timeout or narrow the call"}
+		res = failed(events.CodeToolTimeout, "the tool did not finish within "+timeout.String()+" ([tools."+c.tool.ID+"] timeout)")
 	case ctx.Err() != nil:
-		res = Result{Code: events.CodeCancelled, Message: "the call was cancelled"}
+		res = failed(events.CodeCancelled, "the call was cancelled")
 	case o.err != nil:
-		res = Result{Code: events.CodeToolError, Message: c.x.redact("error", o.err.Error())}
-		var ce *CodedError
-		if errors.As(o.err, &ce) {
-			res = Result{Code: ce.Code, Message: c.x.redact("error", ce.Msg), Action: ce.Action}
-		}
+		e := events.AsErr(o.err, events.CodeToolError)
+		res = failed(e.Code, c.x.redact("error", e.Msg))
 	default:
 		res = Result{Value: o.v}
 	}

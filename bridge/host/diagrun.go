@@ -36,7 +36,7 @@ type DiagnosticsResult struct {
 func (h *Host) diagnostics(ctx context.Context, req pipe.Request) (any, error) {
 	d := h.Diagnostics
 	if d == nil || len(d.Command) == 0 {
-		return nil, &pipe.CodedError{Code: events.CodeToolError, Msg: "no diagnostics command: start the host with --diagnostics \"go vet ./...\" (or your linter)"}
+		return nil, &events.Err{Code: events.CodeToolError, Msg: "no diagnostics command: start the host with --diagnostics \"go vet ./...\" (or your linter)"}
 	}
 	var a struct {
 		Refresh bool `json:"refresh"`
@@ -71,9 +71,9 @@ func (h *Host) diagnostics(ctx context.Context, req pipe.Request) (any, error) {
 	case errors.As(err, &ee):
 		res.ExitCode = ee.ExitCode() // linters exit non-zero when they find something
 	case rctx.Err() != nil:
-		return nil, &pipe.CodedError{Code: events.CodeToolTimeout, Msg: "the diagnostics command ran past " + timeout.String()}
+		return nil, &events.Err{Code: events.CodeToolTimeout, Msg: "the diagnostics command ran past " + timeout.String()}
 	case err != nil:
-		return nil, &pipe.CodedError{Code: events.CodeToolError, Msg: "diagnostics command: " + err.Error()}
+		return nil, &events.Err{Code: events.CodeToolError, Msg: "diagnostics command: " + err.Error()}
 	}
 	for i := range res.Diagnostics {
 		res.Diagnostics[i].File = strings.TrimPrefix(res.Diagnostics[i].File, "./")

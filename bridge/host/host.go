@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -78,22 +77,13 @@ func (h *Host) Handlers() map[string]pipe.Handler {
 	}
 }
 
-// coded turns the host's typed errors into pipe errors with their codes.
+// coded gives every error the host answers with a code (ToolError when it
+// carries none).
 func coded(err error) error {
-	var pe *PathError
-	var pre *ProposalError
-	var re *ReviewError
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.As(err, &pe):
-		return &pipe.CodedError{Code: events.CodePathRefused, Msg: pe.Error()}
-	case errors.As(err, &pre):
-		return &pipe.CodedError{Code: pre.Code, Msg: pre.Msg}
-	case errors.As(err, &re):
-		return &pipe.CodedError{Code: events.CodeInvalidArguments, Msg: re.Msg}
 	}
-	return err
+	return events.AsErr(err, events.CodeToolError)
 }
 
 func decode(req pipe.Request, v any) error {
@@ -103,7 +93,7 @@ func decode(req pipe.Request, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(req.Payload)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &pipe.CodedError{Code: events.CodeInvalidArguments, Msg: "payload: " + err.Error()}
+		return &events.Err{Code: events.CodeInvalidArguments, Msg: "payload: " + err.Error()}
 	}
 	return nil
 }
@@ -176,7 +166,7 @@ func (h *Host) selection(context.Context, pipe.Request) (any, error) {
 	}
 	text, err := sliceText(string(b), f.StartLine, f.StartCol, f.EndLine, f.EndCol)
 	if err != nil {
-		return nil, &pipe.CodedError{Code: events.CodeDrift, Msg: err.Error()}
+		return nil, &events.Err{Code: events.CodeDrift, Msg: err.Error()}
 	}
 	return map[string]any{"path": f.Path, "range": map[string]int{"startLine": f.StartLine, "startCol": f.StartCol,
 		"endLine": f.EndLine, "endCol": f.EndCol}, "text": text}, nil
@@ -260,7 +250,7 @@ func (h *Host) show(_ context.Context, req pipe.Request) (any, error) {
 	}
 	pr, ok := h.Proposals.Get(a.ID)
 	if !ok {
-		return nil, &pipe.CodedError{Code: CodeNoProposal, Msg: "no proposal " + a.ID + " (see `tracebridge proposals list`)"}
+		return nil, &events.Err{Code: events.CodeNoProposal, Msg: "no proposal " + a.ID + " (see `tracebridge proposals list`)"}
 	}
 	pr = h.Proposals.WithPreviews([]*Proposal{pr})[0]
 	if len(pr.Preview) > MaxPreviewBytes {

@@ -66,8 +66,8 @@ func TestProposeDecideOverHandlers(t *testing.T) {
 		t.Fatal("approval did not apply")
 	}
 	_, err = call(t, h, "proposals.decide", DecideArgs{ID: p.ProposalID, Approve: false, ContentHash: p.ContentHash})
-	var ce *pipe.CodedError
-	if !errors.As(err, &ce) || ce.Code != CodeNotPending {
+	var ce *events.Err
+	if !errors.As(err, &ce) || ce.Code != events.CodeNotPending {
 		t.Fatalf("second decision: %v", err)
 	}
 	_, err = call(t, h, "present_review", PresentArgs{Content: "x", Mode: ModeUpdateSection})
@@ -120,7 +120,7 @@ func TestFocusAcceptsAbsolutePathsInsideTheRoot(t *testing.T) {
 	os.WriteFile(filepath.Join(sibling, "a.go"), []byte("x\n"), 0o644)
 	for _, p := range []string{filepath.Join(sibling, "a.go"), "/etc/passwd", filepath.Join(r.tr.root, "..", filepath.Base(sibling), "a.go")} {
 		_, err := call(t, h, "set_focus", Focus{Path: p})
-		var ce *pipe.CodedError
+		var ce *events.Err
 		if !errors.As(err, &ce) || ce.Code != events.CodePathRefused {
 			t.Errorf("focus %s: %v, want PathRefused", p, err)
 		}

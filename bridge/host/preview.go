@@ -33,7 +33,7 @@ func (p *Proposals) preview(pr *Proposal) (string, events.Code, string) {
 		}
 		next, err := applyEdits(f.Path, cur, f.Edits)
 		if err != nil {
-			var pe *ProposalError
+			var pe *events.Err
 			if errors.As(err, &pe) {
 				return out, pe.Code, pe.Msg
 			}

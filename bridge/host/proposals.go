@@ -24,22 +24,6 @@ type Recorder interface {
 	NewID() events.ID
 }
 
-// ProposalError is a refused transition or a failed apply, with its code.
-type ProposalError struct {
-	Code events.Code
-	Msg  string
-}
-
-func (e *ProposalError) Error() string { return string(e.Code) + ": " + e.Msg }
-
-// Codes of proposal refusals beyond events' own.
-const (
-	CodeNotPending  events.Code = events.CodeNotPending // decided already: exactly one decision wins
-	CodeNotApproved events.Code = "NotApproved"         // apply before approval
-	CodeNoProposal  events.Code = "NoProposal"
-	CodeHashChanged events.Code = events.CodeHashChanged // the approval names other content
-)
-
 // Proposals holds the proposals of one workspace. State lives in a JSON file
 // (replaced atomically on every transition); an apply in progress leaves a
 // journal that Open finishes. All methods are safe for concurrent use and
@@ -127,7 +111,7 @@ func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs map[
 // hash as its base. Nothing is written to the workspace.
 func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, error) {
 	if len(files) == 0 {
-		return nil, &ProposalError{events.CodeInvalidArguments, "a proposal needs at least one file"}
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "a proposal needs at least one file"}
 	}
 	size := 0
 	for _, f := range files {
@@ -136,7 +120,7 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 		}
 	}
 	if size > MaxProposalBytes {
-		return nil, &ProposalError{events.CodeTooLarge, fmt.Sprintf("the edits add up to %d bytes; a proposal holds at most %d: split it into several proposals", size, MaxProposalBytes)}
+		return nil, &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("the edits add up to %d bytes; a proposal holds at most %d: split it into several proposals", size, MaxProposalBytes)}
 	}
 	seen := map[string]bool{}
 	for i := range files {
@@ -145,12 +129,12 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 			return nil, err
 		}
 		if seen[rel] {
-			return nil, &ProposalError{events.CodeInvalidArguments, rel + " appears twice; put all its edits in one entry"}
+			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: rel + " appears twice; put all its edits in one entry"}
 		}
 		seen[rel] = true
 		files[i].Path = rel
 		if len(files[i].Edits) == 0 {
-			return nil, &ProposalError{events.CodeInvalidArguments, rel + " has no edits"}
+			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: rel + " has no edits"}
 		}
 		cur, err := p.ws.ReadFile(rel)
 		if err != nil {
@@ -179,12 +163,12 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 func (p *Proposals) Decide(id string, approve bool, contentHash, by string) (*Proposal, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pr, err := p.inStateLocked(id, Pending, CodeNotPending)
+	pr, err := p.inStateLocked(id, Pending, events.CodeNotPending)
 	if err != nil {
 		return nil, err
 	}
 	if contentHash != pr.ContentHash {
-		return nil, &ProposalError{CodeHashChanged, "the decision names other content than the proposal holds"}
+		return nil, &events.Err{Code: events.CodeHashChanged, Msg: "the decision names other content than the proposal holds"}
 	}
 	pr.State, pr.Decided, pr.DecidedBy = Rejected, p.now().UTC(), by
 	kind := events.KindProposalRejected
@@ -205,9 +189,9 @@ func (p *Proposals) inStateLocked(id, want string, code events.Code) (*Proposal,
 	pr := p.byID[id]
 	switch {
 	case pr == nil:
-		return nil, &ProposalError{CodeNoProposal, "no proposal " + id}
+		return nil, &events.Err{Code: events.CodeNoProposal, Msg: "no proposal " + id}
 	case pr.State != want:
-		return nil, &ProposalError{code, fmt.Sprintf("proposal %s is %s, not %s", id, pr.State, want)}
+		return nil, &events.Err{Code: code, Msg: fmt.Sprintf("proposal %s is %s, not %s", id, pr.State, want)}
 	}
 	return pr, nil
 }
@@ -220,7 +204,7 @@ func (p *Proposals) inStateLocked(id, want string, code events.Code) (*Proposal,
 func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pr, err := p.inStateLocked(id, Approved, CodeNotApproved)
+	pr, err := p.inStateLocked(id, Approved, events.CodeNotApproved)
 	if err != nil {
 		return nil, err
 	}
@@ -229,14 +213,14 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 	for _, f := range pr.Files {
 		cur, err := p.ws.ReadFile(f.Path)
 		if err != nil {
-			return p.failLocked(pr, events.CodePathRefused, err.Error())
+			return p.failLocked(pr, events.CodePathRefused, events.AsErr(err, events.CodePathRefused).Msg)
 		}
 		if hashBytes(cur) != f.BaseHash {
 			return p.failLocked(pr, events.CodeDrift, f.Path+" changed since the proposal was made")
 		}
 		next, err := applyEdits(f.Path, cur, f.Edits)
 		if err != nil {
-			var pe *ProposalError
+			var pe *events.Err
 			errors.As(err, &pe)
 			return p.failLocked(pr, pe.Code, pe.Msg)
 		}
@@ -248,7 +232,7 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 	p.emit(pr, events.KindProposalApplying, "", map[string]string{"files": fmt.Sprint(len(j.Files))})
 	req, _ := events.ParseID(pr.RequestID)
 	if err := p.rec.Flush(ctx, req); err != nil {
-		return nil, &ProposalError{events.CodeLogUnavailable, "the intent to apply could not be recorded, so nothing was written: " + err.Error()}
+		return nil, &events.Err{Code: events.CodeLogUnavailable, Msg: "the intent to apply could not be recorded, so nothing was written: " + err.Error()}
 	}
 	jb, _ := json.Marshal(j)
 	if err := store.WriteFileAtomic(p.journalPath(), jb, 0o600); err != nil {
@@ -332,7 +316,7 @@ func (p *Proposals) failLocked(pr *Proposal, code events.Code, msg string) (*Pro
 		return nil, err
 	}
 	p.emit(pr, events.KindProposalFailed, code, map[string]string{"error": msg})
-	return clone(pr), &ProposalError{code, msg}
+	return clone(pr), &events.Err{Code: code, Msg: msg}
 }
 
 // Get returns one proposal.
@@ -378,15 +362,15 @@ func applyEdits(path string, content []byte, edits []Edit) ([]byte, error) {
 	s := string(content)
 	for i, e := range edits {
 		if e.Original == "" {
-			return nil, &ProposalError{events.CodeInvalidArguments, fmt.Sprintf("%s: edit %d has no original text", path, i+1)}
+			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("%s: edit %d has no original text", path, i+1)}
 		}
 		switch n := strings.Count(s, e.Original); n {
 		case 1:
 			s = strings.Replace(s, e.Original, e.Replacement, 1)
 		case 0:
-			return nil, &ProposalError{events.CodeDrift, fmt.Sprintf("%s: edit %d's original text is not in the file", path, i+1)}
+			return nil, &events.Err{Code: events.CodeDrift, Msg: fmt.Sprintf("%s: edit %d's original text is not in the file", path, i+1)}
 		default:
-			return nil, &ProposalError{events.CodeAmbiguous, fmt.Sprintf("%s: edit %d's original text occurs %d times; include more context so it matches once", path, i+1, n)}
+			return nil, &events.Err{Code: events.CodeAmbiguous, Msg: fmt.Sprintf("%s: edit %d's original text occurs %d times; include more context so it matches once", path, i+1, n)}
 		}
 	}
 	return []byte(s), nil

@@ -57,7 +57,7 @@ func (r *propRig) read(name string) string {
 }
 
 func codeOf(err error) events.Code {
-	var pe *ProposalError
+	var pe *events.Err
 	if errors.As(err, &pe) {
 		return pe.Code
 	}
@@ -81,10 +81,10 @@ func TestProposalLifecycle(t *testing.T) {
 	if pr.State != Pending || r.read("a.go") != "package a\n\nfunc A() int { return 1 }\n" {
 		t.Fatal("creating a proposal wrote something")
 	}
-	if _, err := r.props.Apply(context.Background(), pr.ID); codeOf(err) != CodeNotApproved {
+	if _, err := r.props.Apply(context.Background(), pr.ID); codeOf(err) != events.CodeNotApproved {
 		t.Fatalf("apply before approval: %v", err)
 	}
-	if _, err := r.props.Decide(pr.ID, true, "not-the-hash", "op"); codeOf(err) != CodeHashChanged {
+	if _, err := r.props.Decide(pr.ID, true, "not-the-hash", "op"); codeOf(err) != events.CodeHashChanged {
 		t.Fatalf("approval of other content: %v", err)
 	}
 	if _, err := r.props.Decide(pr.ID, true, pr.ContentHash, "op"); err != nil {
@@ -146,7 +146,7 @@ func TestExactlyOneDecisionWins(t *testing.T) {
 		wg.Go(func() {
 			if _, err := r.props.Decide(pr.ID, i%2 == 0, pr.ContentHash, "op"); err == nil {
 				wins.Add(1)
-			} else if codeOf(err) != CodeNotPending {
+			} else if codeOf(err) != events.CodeNotPending {
 				t.Error(err)
 			}
 		})

@@ -78,27 +78,21 @@ func OpenReviews(ws *Workspace, dir string, now func() time.Time) (*Reviews, err
 	return r, nil
 }
 
-// ReviewError is a refused presentation, with a message that says how to
-// call it right.
-type ReviewError struct{ Msg string }
-
-func (e *ReviewError) Error() string { return string(events.CodeInvalidArguments) + ": " + e.Msg }
-
 // Present applies content to the document in mode and keeps the result as a
 // new version. update-section replaces the body of the heading named
 // section, up to the next heading of the same or a higher level.
 func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion, error) {
 	switch {
 	case strings.TrimSpace(content) == "":
-		return ReviewVersion{}, &ReviewError{"Content parameter required: the review's markdown"}
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Content parameter required: the review's markdown"}
 	case len(content) > MaxReviewBytes:
-		return ReviewVersion{}, &ReviewError{fmt.Sprintf("content is %d bytes; the limit is %d", len(content), MaxReviewBytes)}
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("content is %d bytes; the limit is %d", len(content), MaxReviewBytes)}
 	case mode != ModeReplace && mode != ModeAppend && mode != ModeUpdateSection:
-		return ReviewVersion{}, &ReviewError{fmt.Sprintf("mode %q is not one of replace, append, update-section", mode)}
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("mode %q is not one of replace, append, update-section", mode)}
 	case mode == ModeUpdateSection && strings.TrimSpace(section) == "":
-		return ReviewVersion{}, &ReviewError{"Section parameter required for update-section mode"}
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Section parameter required for update-section mode"}
 	case mode != ModeUpdateSection && section != "":
-		return ReviewVersion{}, &ReviewError{"section is only used with mode update-section"}
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "section is only used with mode update-section"}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -166,7 +160,7 @@ func replaceSection(doc, section, body string) (string, error) {
 		}
 	}
 	if start < 0 {
-		return "", &ReviewError{fmt.Sprintf("no section %q in the review; its headings are: %s", section, strings.Join(headings, ", "))}
+		return "", &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("no section %q in the review; its headings are: %s", section, strings.Join(headings, ", "))}
 	}
 	return strings.Join(append(lines[:start+1], strings.TrimRight(body, "\n")), "\n") + "\n", nil
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"github.com/tracebridge/tracebridge/events"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func TestReviewValidationMessages(t *testing.T) {
 		{strings.Repeat("x", MaxReviewBytes+1), ModeReplace, "", "the limit is"},
 	} {
 		_, err := r.Present(tc.content, "", tc.mode, tc.section)
-		var re *ReviewError
+		var re *events.Err
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Present(%q, %q): %v, want %q", tc.mode, tc.section, err, tc.want)
 		}

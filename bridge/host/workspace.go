@@ -18,13 +18,9 @@ import (
 // MaxFileSize caps a file the host reads or writes.
 const MaxFileSize = 16 << 20
 
-// PathError is a path the workspace refuses (PathRefused).
-type PathError struct {
-	Path, Why string
-}
-
-func (e *PathError) Error() string {
-	return fmt.Sprintf("%s: %q %s", events.CodePathRefused, e.Path, e.Why)
+// pathRefused is a path the workspace refuses (PathRefused), and why.
+func pathRefused(path, why string) *events.Err {
+	return events.Errorf(events.CodePathRefused, "%q %s", path, why)
 }
 
 // Workspace is a directory tree every file operation is confined to.
@@ -57,15 +53,15 @@ func (w *Workspace) Close() error { return w.root.Close() }
 func Clean(p string) (string, error) {
 	switch {
 	case p == "":
-		return "", &PathError{p, "is empty"}
+		return "", pathRefused(p, "is empty")
 	case strings.ContainsRune(p, 0):
-		return "", &PathError{p, "contains NUL"}
+		return "", pathRefused(p, "contains NUL")
 	case strings.HasPrefix(p, "/") || filepath.IsAbs(p) || filepath.VolumeName(p) != "":
-		return "", &PathError{p, "is absolute; give a path relative to the workspace root"}
+		return "", pathRefused(p, "is absolute; give a path relative to the workspace root")
 	}
 	clean := path.Clean(filepath.ToSlash(p))
 	if !filepath.IsLocal(filepath.FromSlash(clean)) {
-		return "", &PathError{p, "leaves the workspace root"}
+		return "", pathRefused(p, "leaves the workspace root")
 	}
 	return clean, nil
 }
@@ -83,12 +79,12 @@ func (w *Workspace) Relative(p string) (string, error) {
 	}
 	abs, err := filepath.EvalSymlinks(filepath.Dir(filepath.Clean(p)))
 	if err != nil {
-		return "", &PathError{p, "names a directory that does not exist"}
+		return "", pathRefused(p, "names a directory that does not exist")
 	}
 	abs = filepath.Join(abs, filepath.Base(p))
 	rel, err := filepath.Rel(root, abs)
 	if err != nil || !filepath.IsLocal(rel) {
-		return "", &PathError{p, "is outside the workspace root " + w.dir}
+		return "", pathRefused(p, "is outside the workspace root "+w.dir)
 	}
 	return Clean(rel)
 }
@@ -104,13 +100,13 @@ func (w *Workspace) regular(rel string) (fs.FileInfo, error) {
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, &PathError{rel, "is a symlink; the host edits only regular files"}
+		return nil, pathRefused(rel, "is a symlink; the host edits only regular files")
 	case !fi.Mode().IsRegular():
-		return nil, &PathError{rel, fmt.Sprintf("is not a regular file (%v)", fi.Mode().Type())}
+		return nil, pathRefused(rel, fmt.Sprintf("is not a regular file (%v)", fi.Mode().Type()))
 	case linkCount(fi) > 1:
-		return nil, &PathError{rel, "has other hard links; editing it would change files elsewhere"}
+		return nil, pathRefused(rel, "has other hard links; editing it would change files elsewhere")
 	case fi.Size() > MaxFileSize:
-		return nil, &PathError{rel, fmt.Sprintf("is %d bytes; the host handles at most %d", fi.Size(), MaxFileSize)}
+		return nil, pathRefused(rel, fmt.Sprintf("is %d bytes; the host handles at most %d", fi.Size(), MaxFileSize))
 	}
 	return fi, nil
 }
@@ -118,7 +114,7 @@ func (w *Workspace) regular(rel string) (fs.FileInfo, error) {
 // refuse turns an os.Root escape into a PathError and passes others on.
 func refuse(rel string, err error) error {
 	if strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes") {
-		return &PathError{rel, "resolves outside the workspace root"}
+		return pathRefused(rel, "resolves outside the workspace root")
 	}
 	return err
 }
@@ -139,7 +135,7 @@ func (w *Workspace) ReadFile(p string) ([]byte, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err == nil && len(b) > MaxFileSize {
-		return nil, &PathError{rel, "grew past the size limit while being read"}
+		return nil, pathRefused(rel, "grew past the size limit while being read")
 	}
 	return b, err
 }
@@ -168,7 +164,7 @@ func (w *Workspace) WriteFileVia(p string, data []byte, tmpName string, beforeRe
 		return err
 	}
 	if len(data) > MaxFileSize {
-		return &PathError{rel, "would exceed the size limit"}
+		return pathRefused(rel, "would exceed the size limit")
 	}
 	mode := fs.FileMode(0o644)
 	fi, err := w.regular(rel)

@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"github.com/tracebridge/tracebridge/events"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -112,7 +113,7 @@ func TestEveryEscapeIsRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTree(t)
 			p := tc.setup(tr)
-			var pe *PathError
+			var pe *events.Err
 			if err := tr.ws.WriteFile(p, []byte("pwned")); !errors.As(err, &pe) {
 				t.Fatalf("WriteFile(%q) = %v, want a PathError", p, err)
 			}

@@ -28,15 +28,6 @@ type ClientOptions struct {
 	CheckPeer func(uid int) error
 }
 
-// CallError is a call that got no answer from the host: PipeUnavailable
-// (nothing listens, the connection broke) or PipeTimeout.
-type CallError struct {
-	Code events.Code
-	Msg  string
-}
-
-func (e *CallError) Error() string { return string(e.Code) + ": " + e.Msg }
-
 // Client is the bridge side: one connection, calls multiplexed by
 // operation id, reconnected on the next call after a failure.
 type Client struct {
@@ -85,13 +76,13 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 		a := attrs()
 		a["error"], a["uid"] = foreign.Error(), strconv.Itoa(foreign.uid)
 		emit(events.KindPipeUnavailable, events.Denied, events.CodeForeignPeer, time.Time{}, a)
-		return Response{}, &CallError{Code: events.CodeForeignPeer, Msg: fmt.Sprintf("%s; nothing was sent. Stop whatever serves %s, or point TRACEBRIDGE_HOST at your own host's socket", foreign.Error(), c.opts.Path)}
+		return Response{}, &events.Err{Code: events.CodeForeignPeer, Msg: fmt.Sprintf("%s; nothing was sent. Stop whatever serves %s, or point TRACEBRIDGE_HOST at your own host's socket", foreign.Error(), c.opts.Path)}
 	}
 	if err != nil {
 		a := attrs()
 		a["error"] = err.Error()
 		emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, time.Time{}, a)
-		return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: Activation(c.opts.Path)}
+		return Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: Activation(c.opts.Path)}
 	}
 	// Every attempt that has a connection says so, new or reused, so the
 	// step pipe.attempt opened is always closed.
@@ -120,7 +111,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		c.drop(conn, err)
 		emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, t0, attrs())
-		return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: "the host connection broke: " + err.Error() + ". " + Activation(c.opts.Path)}
+		return Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: "the host connection broke: " + err.Error() + ". " + Activation(c.opts.Path)}
 	}
 	timer := time.NewTimer(c.opts.Timeout)
 	defer timer.Stop()
@@ -128,7 +119,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	case resp, ok := <-ch:
 		if !ok {
 			emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, t0, attrs())
-			return Response{}, &CallError{Code: events.CodePipeUnavailable, Msg: "the host closed the connection before answering. " + Activation(c.opts.Path)}
+			return Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: "the host closed the connection before answering. " + Activation(c.opts.Path)}
 		}
 		got := attrs()
 		got["answer"] = answerAttr(resp)
@@ -136,7 +127,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 		return resp, nil
 	case <-timer.C:
 		emit(events.KindPipeTimeout, events.Timeout, events.CodePipeTimeout, t0, attrs())
-		return Response{}, &CallError{Code: events.CodePipeTimeout, Msg: fmt.Sprintf("the host did not answer %s within %v", req.Command, c.opts.Timeout)}
+		return Response{}, &events.Err{Code: events.CodePipeTimeout, Msg: fmt.Sprintf("the host did not answer %s within %v", req.Command, c.opts.Timeout)}
 	case <-ctx.Done():
 		emit(events.KindPipeTimeout, events.Cancelled, events.CodeCancelled, t0, attrs())
 		return Response{}, ctx.Err()

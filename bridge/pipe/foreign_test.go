@@ -114,7 +114,7 @@ func TestClientRefusesAForeignHost(t *testing.T) {
 	defer c.Close()
 	_, err = c.Call(context.Background(), Request{Command: "propose_text_edits", RequestID: r.em.NewID().String(),
 		OperationID: r.em.NewID().String(), Payload: []byte(`{"files":[{"path":"a.go"}]}`)})
-	var ce *CallError
+	var ce *events.Err
 	if !errors.As(err, &ce) || ce.Code != events.CodeForeignPeer || !strings.Contains(ce.Msg, "uid 65534") {
 		t.Fatalf("a call to another user's socket: %v", err)
 	}

@@ -12,24 +12,11 @@ type Recorder interface {
 	Emit(events.Event) events.ID
 }
 
-// Handler serves one command. A *CodedError keeps its code; any other
+// Handler serves one command. A *events.Err keeps its code; any other
 // error is a ToolError.
 type Handler func(ctx context.Context, req Request) (payload any, err error)
-
-// CodedError is a handler failure with a code for the bridge.
-type CodedError struct {
-	Code events.Code
-	Msg  string
-}
-
-func (e *CodedError) Error() string { return string(e.Code) + ": " + e.Msg }
 
 // Activation is what an operator must do when no host listens at path.
 func Activation(path string) string {
 	return fmt.Sprintf("no workspace host listens at %s. Start one for your workspace: `tracebridge up --root <workspace>` (hub, host and UI) or `tracebridge host --root <workspace>`; set TRACEBRIDGE_HOST if it listens elsewhere", path)
 }
-
-// PathError is a socket or pipe path the host refuses to use (UnsafePath).
-type PathError struct{ Msg string }
-
-func (e *PathError) Error() string { return string(events.CodeUnsafePath) + ": " + e.Msg }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/events"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,11 +46,11 @@ func Listen(path string) (*Listener, error) {
 	st := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !fi.IsDir():
-		return nil, &PathError{fmt.Sprintf("%s is not a directory", dir)}
+		return nil, events.Errorf(events.CodeUnsafePath, "%s", fmt.Sprintf("%s is not a directory", dir))
 	case int(st.Uid) != os.Getuid():
-		return nil, &PathError{fmt.Sprintf("directory %s belongs to uid %d, not to you", dir, st.Uid)}
+		return nil, events.Errorf(events.CodeUnsafePath, "%s", fmt.Sprintf("directory %s belongs to uid %d, not to you", dir, st.Uid))
 	case fi.Mode().Perm()&0o077 != 0:
-		return nil, &PathError{fmt.Sprintf("directory %s has mode %v; others could reach the socket (chmod 700 %s)", dir, fi.Mode().Perm(), dir)}
+		return nil, events.Errorf(events.CodeUnsafePath, "%s", fmt.Sprintf("directory %s has mode %v; others could reach the socket (chmod 700 %s)", dir, fi.Mode().Perm(), dir))
 	}
 	if err := clearStale(path); err != nil {
 		return nil, err
@@ -87,20 +88,20 @@ func clearStale(path string) error {
 		return err
 	}
 	if fi.Mode().Type() != os.ModeSocket {
-		return &PathError{fmt.Sprintf("%s exists and is not a socket (%v); refusing to touch it", path, fi.Mode().Type())}
+		return events.Errorf(events.CodeUnsafePath, "%s", fmt.Sprintf("%s exists and is not a socket (%v); refusing to touch it", path, fi.Mode().Type()))
 	}
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 		c.Close()
-		return &PathError{fmt.Sprintf("a host already listens at %s", path)}
+		return events.Errorf(events.CodeUnsafePath, "%s", fmt.Sprintf("a host already listens at %s", path))
 	}
 	var o owner
 	b, err := os.ReadFile(path + ".owner")
 	if err != nil || json.Unmarshal(b, &o) != nil {
-		return &PathError{fmt.Sprintf("%s exists but no host of yours recorded creating it; remove it yourself if it is stale", path)}
+		return events.Errorf(events.CodeUnsafePath, "%s", fmt.Sprintf("%s exists but no host of yours recorded creating it; remove it yourself if it is stale", path))
 	}
 	ino := fi.Sys().(*syscall.Stat_t).Ino
 	if o.Ino != ino || unix.Kill(o.PID, 0) == nil {
-		return &PathError{fmt.Sprintf("%s is not the stale socket its owner record names (or its host still runs)", path)}
+		return events.Errorf(events.CodeUnsafePath, "%s", fmt.Sprintf("%s is not the stale socket its owner record names (or its host still runs)", path))
 	}
 	if err := os.Remove(path); err != nil {
 		return err

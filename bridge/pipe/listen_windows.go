@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/events"
 	"net"
 	"os"
 	"time"
@@ -41,7 +42,7 @@ func Listen(path string) (*Listener, error) {
 	}
 	ln, err := winio.ListenPipe(path, &winio.PipeConfig{SecurityDescriptor: sddl, InputBufferSize: 64 << 10, OutputBufferSize: 64 << 10})
 	if errors.Is(err, os.ErrExist) || errors.Is(err, windows.ERROR_ACCESS_DENIED) || errors.Is(err, windows.ERROR_PIPE_BUSY) {
-		return nil, &PathError{fmt.Sprintf("a pipe %s already exists (another host, or a squatter); refusing to share it", path)}
+		return nil, events.Errorf(events.CodeUnsafePath, "%s", fmt.Sprintf("a pipe %s already exists (another host, or a squatter); refusing to share it", path))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", path, err)

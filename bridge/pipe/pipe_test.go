@@ -67,7 +67,7 @@ func (r *rig) start(t testing.TB, check func(int) error) {
 			return "late", nil
 		},
 		"fail": func(context.Context, Request) (any, error) {
-			return nil, &CodedError{Code: events.CodeDrift, Msg: "file changed"}
+			return nil, &events.Err{Code: events.CodeDrift, Msg: "file changed"}
 		},
 	}})
 	ctx, stop := context.WithCancel(context.Background())
@@ -201,7 +201,7 @@ func TestForeignPeerIsRefusedAndRecorded(t *testing.T) {
 	})
 	c := r.client(time.Second)
 	_, err := c.Call(context.Background(), request("echo", `{}`))
-	var ce *CallError
+	var ce *events.Err
 	if !errors.As(err, &ce) || ce.Code != events.CodePipeUnavailable {
 		t.Fatalf("call from a refused peer: %v", err)
 	}
@@ -225,7 +225,7 @@ func TestMissingHostIsImmediateAndSaysWhatToStart(t *testing.T) {
 	c := NewClient(ClientOptions{Path: path, Recorder: em, Timeout: 5 * time.Second, Logger: quiet})
 	t0 := time.Now()
 	_, err := c.Call(context.Background(), request("echo", `{}`))
-	var ce *CallError
+	var ce *events.Err
 	if !errors.As(err, &ce) || ce.Code != events.CodePipeUnavailable || !strings.Contains(ce.Msg, "tracebridge up --root") || !strings.Contains(ce.Msg, path) {
 		t.Fatalf("missing host: %v", err)
 	}
@@ -240,7 +240,7 @@ func TestTimeoutAndReconnect(t *testing.T) {
 	defer c.Close()
 	req := request("slow", `{}`)
 	_, err := c.Call(context.Background(), req)
-	var ce *CallError
+	var ce *events.Err
 	if !errors.As(err, &ce) || ce.Code != events.CodePipeTimeout {
 		t.Fatalf("slow call: %v", err)
 	}
@@ -262,7 +262,7 @@ func TestListenRefusesUnsafePaths(t *testing.T) {
 		os.MkdirAll(dir, 0o700)
 		path := filepath.Join(dir, "host.sock")
 		os.WriteFile(path, []byte("not yours"), 0o600)
-		var pe *PathError
+		var pe *events.Err
 		if _, err := Listen(path); !errors.As(err, &pe) {
 			t.Fatalf("Listen over a file: %v", err)
 		}
@@ -274,14 +274,14 @@ func TestListenRefusesUnsafePaths(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "run")
 		os.MkdirAll(dir, 0o755)
 		os.Chmod(dir, 0o755)
-		var pe *PathError
+		var pe *events.Err
 		if _, err := Listen(filepath.Join(dir, "host.sock")); !errors.As(err, &pe) || !strings.Contains(err.Error(), "chmod 700") {
 			t.Fatalf("Listen in a 0755 dir: %v", err)
 		}
 	})
 	t.Run("a live host", func(t *testing.T) {
 		r := newRig(t, nil)
-		var pe *PathError
+		var pe *events.Err
 		if _, err := Listen(r.path); !errors.As(err, &pe) || !strings.Contains(err.Error(), "already listens") {
 			t.Fatalf("second Listen: %v", err)
 		}
@@ -296,7 +296,7 @@ func TestListenRefusesUnsafePaths(t *testing.T) {
 		l, _ := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 		l.SetUnlinkOnClose(false)
 		l.Close() // a dead socket no host of ours recorded
-		var pe *PathError
+		var pe *events.Err
 		if _, err := Listen(path); !errors.As(err, &pe) {
 			t.Fatalf("Listen over a foreign stale socket: %v", err)
 		}

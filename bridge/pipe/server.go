@@ -165,7 +165,7 @@ func (s *Server) dispatch(ctx context.Context, req Request) (resp Response) {
 	}()
 	payload, err := s.opts.Handlers[req.Command](ctx, req)
 	if err != nil {
-		var ce *CodedError
+		var ce *events.Err
 		if errors.As(err, &ce) {
 			resp.Code, resp.Message = ce.Code, ce.Msg
 		} else {

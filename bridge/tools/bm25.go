@@ -2,7 +2,7 @@ package tools
 
 import (
 	"context"
-	"fmt"
+	"github.com/tracebridge/tracebridge/events"
 	"math"
 	"sort"
 	"strings"
@@ -65,7 +65,7 @@ func BM25Rank(ctx context.Context, a BM25Args) (BM25Result, error) {
 		res.B = *a.B
 	}
 	if res.K1 < 0 || res.B < 0 || res.B > 1 || math.IsNaN(res.K1) || math.IsNaN(res.B) {
-		return res, fmt.Errorf("k1 must be ≥ 0 and b between 0 and 1")
+		return res, events.Errorf(events.CodeInvalidArguments, "k1 must be ≥ 0 and b between 0 and 1")
 	}
 	max, err := maxResults(a.MaxResults)
 	if err != nil {
@@ -76,7 +76,7 @@ func BM25Rank(ctx context.Context, a BM25Args) (BM25Result, error) {
 	}
 	terms := unique(tokenize(a.Query))
 	if len(terms) == 0 {
-		return res, fmt.Errorf("the query has no words")
+		return res, events.Errorf(events.CodeInvalidArguments, "the query has no words")
 	}
 	docs := make([]map[string]int, len(a.Entries))
 	lengths := make([]int, len(a.Entries))

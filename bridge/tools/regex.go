@@ -90,21 +90,21 @@ func typedRun[In, Out any](fn func(context.Context, In) (Out, error)) executor.R
 func RegexSearch(ctx context.Context, a RegexArgs) (RegexResult, error) {
 	res := RegexResult{Matches: []Match{}}
 	if (a.Pattern == "") == (a.Query == "") {
-		return res, fmt.Errorf("give exactly one of pattern or query")
+		return res, events.Errorf(events.CodeInvalidArguments, "give exactly one of pattern or query")
 	}
 	expr := a.Pattern
 	if a.Query != "" {
 		expr = regexp.QuoteMeta(a.Query)
 	}
 	if len(expr) > MaxPatternBytes {
-		return res, fmt.Errorf("pattern is %d bytes; the limit is %d", len(expr), MaxPatternBytes)
+		return res, events.Errorf(events.CodeInvalidArguments, "pattern is %d bytes; the limit is %d", len(expr), MaxPatternBytes)
 	}
 	if !a.CaseSensitive {
 		expr = "(?i)" + expr
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return res, fmt.Errorf("pattern: %v", err)
+		return res, events.Errorf(events.CodeInvalidArguments, "pattern: %v", err)
 	}
 	max, err := maxResults(a.MaxResults)
 	if err != nil {
@@ -157,7 +157,7 @@ func checkCost(expr string, entries []Entry) error {
 		total += len(e.Text)
 	}
 	if cost := int64(len(prog.Inst)) * int64(total); cost > MaxRegexCost {
-		return &executor.CodedError{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf(
+		return &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf(
 			"the pattern compiles to %d instructions; over %d bytes of text that is %d instruction-bytes, more than the limit of %d: simplify the pattern (fewer or smaller repetitions) or search less text", len(prog.Inst), total, cost, MaxRegexCost)}
 	}
 	return nil
@@ -168,7 +168,7 @@ func maxResults(n int) (int, error) {
 	case n == 0:
 		return DefaultMax, nil
 	case n < 0 || n > MaxResultsCap:
-		return 0, fmt.Errorf("maxResults must be 1 to %d", MaxResultsCap)
+		return 0, events.Errorf(events.CodeInvalidArguments, "maxResults must be 1 to %d", MaxResultsCap)
 	}
 	return n, nil
 }
@@ -179,10 +179,10 @@ func checkSize(entries []Entry) error {
 		total += len(e.Text)
 	}
 	if total > MaxTextBytes {
-		return fmt.Errorf("%d bytes of text; the limit is %d", total, MaxTextBytes)
+		return events.Errorf(events.CodeInvalidArguments, "%d bytes of text; the limit is %d", total, MaxTextBytes)
 	}
 	if len(entries) == 0 {
-		return fmt.Errorf("give text or entries to search")
+		return events.Errorf(events.CodeInvalidArguments, "give text or entries to search")
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
 )
 
@@ -93,7 +92,7 @@ func TestBM25MatchesHandComputedScores(t *testing.T) {
 func TestRegexCostIsBoundedUpFront(t *testing.T) {
 	big := strings.Repeat("a", 1<<20)
 	_, err := RegexSearch(context.Background(), RegexArgs{Pattern: `(?:a?){1000}a{1000}`, Text: big, CaseSensitive: true})
-	var ce *executor.CodedError
+	var ce *events.Err
 	if !errors.As(err, &ce) || ce.Code != events.CodeInvalidArguments || !strings.Contains(ce.Msg, "instruction-bytes") {
 		t.Fatalf("the costly search: %v", err)
 	}

@@ -66,7 +66,7 @@ func Trace(log TraceLog) []*executor.Tool {
 				if a.Session != "" {
 					id, err := events.ParseID(a.Session)
 					if err != nil {
-						return nil, &executor.CodedError{Code: events.CodeInvalidArguments, Msg: "session: " + err.Error()}
+						return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "session: " + err.Error()}
 					}
 					q.Session = id
 				}
@@ -106,14 +106,14 @@ func Trace(log TraceLog) []*executor.Tool {
 func judge(ctx context.Context, log TraceLog, id string) (replay.Run, error) {
 	req, err := events.ParseID(id)
 	if err != nil {
-		return replay.Run{}, &executor.CodedError{Code: events.CodeInvalidArguments, Msg: "requestId: " + err.Error()}
+		return replay.Run{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "requestId: " + err.Error()}
 	}
 	evs, err := log.ByRequest(ctx, req)
 	if err != nil {
 		return replay.Run{}, err
 	}
 	if len(evs) == 0 {
-		return replay.Run{}, &executor.CodedError{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("no events for request %s in this bridge's log", req)}
+		return replay.Run{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("no events for request %s in this bridge's log", req)}
 	}
 	return replay.Judge(req, evs), nil
 }

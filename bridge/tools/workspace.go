@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tracebridge/tracebridge/events"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tracebridge/tracebridge/bridge/config"
@@ -97,15 +98,15 @@ func forward(c HostCaller, command string, shape func(json.RawMessage) (any, err
 			}
 		}
 		resp, err := c.Call(ctx, pipe.Request{Command: command, RequestID: call.RequestID.String(), OperationID: call.OperationID.String(), Payload: payload})
-		var ce *pipe.CallError
+		var ce *events.Err
 		if errors.As(err, &ce) {
-			return nil, &executor.CodedError{Code: ce.Code, Msg: ce.Msg} // the message already says what to start
+			return nil, &events.Err{Code: ce.Code, Msg: ce.Msg} // the message already says what to start
 		}
 		if err != nil {
 			return nil, err
 		}
 		if !resp.OK {
-			return nil, &executor.CodedError{Code: resp.Code, Msg: resp.Message}
+			return nil, &events.Err{Code: resp.Code, Msg: resp.Message}
 		}
 		return resp.Payload, nil
 	}

@@ -132,7 +132,7 @@ func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.
 		return pipe.Response{}, err
 	}
 	if _, err := os.Stat(m.pipePath(dir)); err != nil && runtime.GOOS != "windows" { // no host: say so now, not after waiting for a hub
-		return pipe.Response{}, &pipe.CallError{Code: events.CodePipeUnavailable, Msg: pipe.Activation(m.pipePath(dir))}
+		return pipe.Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: pipe.Activation(m.pipePath(dir))}
 	}
 	node, err := m.open(ctx, hub.Read, "operator")
 	if err != nil {

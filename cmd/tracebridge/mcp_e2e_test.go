@@ -94,7 +94,7 @@ func TestMCPFailuresAreCodedToolErrors(t *testing.T) {
 		code events.Code
 	}{
 		{"regex_text_search", map[string]any{"pattern": 5, "text": "x"}, events.CodeInvalidArguments},
-		{"regex_text_search", map[string]any{"pattern": "(", "text": "x"}, events.CodeToolError},
+		{"regex_text_search", map[string]any{"pattern": "(", "text": "x"}, events.CodeInvalidArguments}, // a pattern that does not parse is a bad argument
 		{"no_such_tool", map[string]any{}, events.CodeUnknownTool},
 		{"test_panic", map[string]any{"text": "boom"}, events.CodeToolPanic},
 		{"test_stdout", map[string]any{}, ""},

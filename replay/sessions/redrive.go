@@ -348,12 +348,12 @@ func recordedHost(ctx context.Context, s *Session, opts RedriveOptions, em *even
 			mu.Lock()
 			defer mu.Unlock()
 			if len(queue[cmd]) == 0 {
-				return nil, &pipe.CodedError{Code: events.CodeToolError, Msg: "the recording has no more answers for " + cmd}
+				return nil, &events.Err{Code: events.CodeToolError, Msg: "the recording has no more answers for " + cmd}
 			}
 			a := queue[cmd][0]
 			queue[cmd] = queue[cmd][1:]
 			if !a.OK {
-				return nil, &pipe.CodedError{Code: a.Code, Msg: a.Message}
+				return nil, &events.Err{Code: a.Code, Msg: a.Message}
 			}
 			return a.Payload, nil
 		}
