@@ -136,5 +136,3 @@ func OutcomeOf(c Code) Outcome {
 
 // ActionFor is what an operator can do about a step that failed with c.
 func ActionFor(c Code) string { return codeTable[c].action }
-
-

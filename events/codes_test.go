@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -11,12 +13,16 @@ import (
 // outcome and an action in the one table, and the table names no code that
 // is not declared.
 func TestEveryCodeHasAnOutcomeAndAnAction(t *testing.T) {
-	pkgs, err := parser.ParseDir(token.NewFileSet(), ".", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	names, _ := filepath.Glob("*.go")
 	declared := map[Code]bool{}
-	for _, f := range pkgs["events"].Files {
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
 			if !ok {
