@@ -62,6 +62,8 @@ type connState struct {
 	session      events.ID
 	flushTimeout time.Duration
 	now          func() time.Time
+	// codeOf is the code the handler gave request req's result.
+	codeOf func(req events.ID) (events.Code, bool)
 
 	mu       sync.Mutex
 	inflight map[string]*pending // JSON-RPC id → request
@@ -237,7 +239,7 @@ func (c *connState) endSession(err error) {
 	e := events.Event{Kind: events.KindMCPSessionEnded, SessionID: c.session, Outcome: events.OK}
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
-	case strings.Contains(err.Error(), "maximum line length"):
+	case errors.Is(err, errLineTooLong):
 		e.Kind, e.Outcome, e.Code = events.KindMCPSessionAborted, events.Error, events.CodeTooLarge
 		e.Attrs = map[string]string{"error": err.Error()}
 	default:
@@ -281,8 +283,14 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 		e.Outcome = events.Error
 		attrs["error"] = truncate(resp.Error.Error(), 300)
 	case pd.method == "tools/call":
-		var code events.Code
-		resp.Result, code = tagResult(resp.Result, pd.req)
+		var isError bool
+		resp.Result, isError = tagResult(resp.Result, pd.req)
+		code, ok := c.codeOf(pd.req)
+		if !ok && isError {
+			// The SDK answered without calling the handler: its own tool
+			// errors are arguments that fail the input schema.
+			code = events.CodeInvalidArguments
+		}
 		if code != "" {
 			e.Outcome, e.Code = events.OutcomeOf(code), code
 		}
@@ -297,11 +305,11 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 // tagResult adds _meta["tracebridge/requestId"] to a tools/call result and
-// returns the result's error code, if any.
-func tagResult(raw json.RawMessage, req events.ID) (json.RawMessage, events.Code) {
+// says whether it is an error result.
+func tagResult(raw json.RawMessage, req events.ID) (json.RawMessage, bool) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return raw, ""
+		return raw, false
 	}
 	meta := map[string]any{}
 	if b, ok := m["_meta"]; ok {
@@ -309,25 +317,12 @@ func tagResult(raw json.RawMessage, req events.ID) (json.RawMessage, events.Code
 	}
 	meta[MetaRequestID] = req.String()
 	m["_meta"], _ = json.Marshal(meta)
-	var code events.Code
-	if string(m["isError"]) == "true" {
-		code = events.CodeToolError
-		var sc struct {
-			Error struct {
-				Code events.Code `json:"code"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(m["structuredContent"], &sc) == nil && sc.Error.Code != "" {
-			code = sc.Error.Code
-		} else {
-			code = events.CodeInvalidArguments // the SDK's own tool errors are argument errors
-		}
-	}
+	isError := string(m["isError"]) == "true"
 	out, err := json.Marshal(m)
 	if err != nil {
-		return raw, code
+		return raw, isError
 	}
-	return out, code
+	return out, isError
 }
 
 func truncate(s string, n int) string {

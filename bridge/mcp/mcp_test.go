@@ -90,7 +90,7 @@ func FuzzTagResult(f *testing.F) {
 	f.Add([]byte(`[1,2]`))
 	req := events.NewID()
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		out, code := tagResult(json.RawMessage(raw), req)
+		out, isError := tagResult(json.RawMessage(raw), req)
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) != nil || m == nil {
 			if string(out) != string(raw) {
@@ -104,8 +104,8 @@ func FuzzTagResult(f *testing.F) {
 		if err := json.Unmarshal(out, &back); err != nil || back.Meta[MetaRequestID] != req.String() {
 			t.Fatalf("tagged result %s lacks the request id", out)
 		}
-		if string(m["isError"]) == "true" && code == "" {
-			t.Fatal("an error result got no code")
+		if (string(m["isError"]) == "true") != isError {
+			t.Fatal("an error result was not reported as one")
 		}
 	})
 }

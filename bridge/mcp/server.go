@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,6 +58,10 @@ type Resource struct {
 type Server struct {
 	opts Options
 	sdk  *sdk.Server
+	// codes hands each call's result code from the handler to the
+	// connection that writes its response (request id → events.Code), so
+	// the code travels by value, never re-read from the result's JSON.
+	codes sync.Map
 }
 
 // New builds the server: one MCP tool per catalog entry, all run through
@@ -109,7 +114,7 @@ func New(opts Options) *Server {
 // Serve runs one session over r and w until the client closes r, the
 // session fails, or ctx ends. Every event is flushed before it returns.
 func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	c := &connState{rec: s.opts.Emitter, log: s.opts.Logger, session: s.opts.Emitter.NewID(),
+	c := &connState{rec: s.opts.Emitter, log: s.opts.Logger, session: s.opts.Emitter.NewID(), codeOf: s.codeOf,
 		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}}
 	s.opts.Emitter.Emit(events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK})
 	out := &lockedWriter{w: w}
@@ -138,7 +143,25 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 			inv.Client = ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
 		}
 	}
-	return toResult(s.opts.Executor.Execute(ctx, inv)), nil
+	res := s.opts.Executor.Execute(ctx, inv)
+	s.setCode(ctx, inv.RequestID, res.Code)
+	return toResult(res), nil
+}
+
+// setCode records the code of request req's result for its response.
+func (s *Server) setCode(_ context.Context, req events.ID, code events.Code) {
+	if !req.IsZero() {
+		s.codes.Store(req, code)
+	}
+}
+
+// codeOf takes the code the handler recorded for req.
+func (s *Server) codeOf(req events.ID) (events.Code, bool) {
+	v, ok := s.codes.LoadAndDelete(req)
+	if !ok {
+		return "", false
+	}
+	return v.(events.Code), true
 }
 
 func rawArgs(a any) json.RawMessage {
@@ -206,6 +229,12 @@ func (s *Server) recoverPanics(next sdk.MethodHandler) sdk.MethodHandler {
 			if r := recover(); r != nil {
 				s.opts.Logger.Error("panic while handling a request", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				if method == "tools/call" {
+					if call, ok := req.(*sdk.CallToolRequest); ok {
+						if ex := call.GetExtra(); ex != nil && ex.Header != nil {
+							id, _ := events.ParseID(ex.Header.Get(hdrRequestID))
+							s.setCode(ctx, id, events.CodeToolPanic)
+						}
+					}
 					res, err = toResult(executor.Result{Code: events.CodeToolPanic, Message: "internal error while handling the call"}), nil
 					return
 				}
