@@ -14,8 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // TestSecretCanaryAcrossProcesses: a secret only the bridge can resolve
@@ -105,5 +108,40 @@ func TestSecretCanaryAcrossProcesses(t *testing.T) {
 	}
 	if !strings.Contains(ui, "[REDACTED:secret:") {
 		t.Error("the UI's review page shows no redaction marker: the review did not arrive")
+	}
+
+	// Equal secrets, equal fingerprints, whichever process redacted them:
+	// the bridge (mcp.response.sent) and the host (review.presented).
+	out, err := exec.Command(tbBin, "--data", data, "runs", "--json", "--limit", "1000").Output()
+	if err != nil {
+		t.Fatalf("runs: %v", err)
+	}
+	marks := regexp.MustCompile(`\[REDACTED:secret:([0-9a-f]{8})\]`)
+	byKind := map[string]map[string]bool{}
+	all := map[string]bool{}
+	var evs []events.Event
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct{ RequestID events.ID }
+		json.Unmarshal([]byte(line), &r)
+		rep, err := exec.Command(tbBin, "--data", data, "replay", r.RequestID.String(), "--format", "json").Output()
+		if err != nil {
+			t.Fatalf("replay %s: %v", r.RequestID, err)
+		}
+		var run struct{ Events []events.Event }
+		json.Unmarshal(rep, &run)
+		evs = append(evs, run.Events...)
+	}
+	for _, e := range evs {
+		line, _ := json.Marshal(e)
+		for _, m := range marks.FindAllStringSubmatch(string(line), -1) {
+			if byKind[e.Kind] == nil {
+				byKind[e.Kind] = map[string]bool{}
+			}
+			byKind[e.Kind][m[1]] = true
+			all[m[1]] = true
+		}
+	}
+	if len(all) != 1 || len(byKind["mcp.response.sent"]) == 0 || len(byKind["review.presented"]) == 0 {
+		t.Errorf("one secret should have one fingerprint in the bridge's and the host's events: %v", byKind)
 	}
 }

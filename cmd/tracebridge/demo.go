@@ -72,7 +72,10 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	}
 
 	step("burst: 4 goroutines, 40 requests of 12 events each, every request flushed (durable) before it counts")
-	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger()})
+	em, err := m.emitter(hub.DataDir(m.data), node, m.logger())
+	if err != nil {
+		return err
+	}
 	res, err := loadgen(ctx, em, loadConfig{Requests: 40, Events: 12, Concurrency: 4, AttrBytes: 32})
 	if cerr := em.Close(ctx); err == nil {
 		err = cerr

@@ -34,7 +34,14 @@ func runLoadgen(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer node.Close()
-	em := events.NewEmitter(node, events.EmitterOptions{Logger: m.logger()})
+	dir, err := m.dataDir()
+	if err != nil {
+		return err
+	}
+	em, err := m.emitter(dir, node, m.logger())
+	if err != nil {
+		return err
+	}
 	if *acks {
 		out := &lockedWriter{w: bufio.NewWriter(m.Stdout)}
 		cfg.Acked = out.ack

@@ -14,7 +14,6 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections/hub"
@@ -53,19 +52,12 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	}
 	defer closeEvidence()
 
-	pipeTimeout := 5 * time.Second
-	if cfg != nil {
-		pipeTimeout = cfg.PipeTimeout()
-	}
-	hostClient := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Timeout: pipeTimeout, Logger: logger})
-	defer hostClient.Close()
-	catalog, err := m.catalog(cfg, em, hostClient, node)
+	srv, catalog, closeBridge, err := m.newBridge(bridgeParts{Config: cfg, ConfigErr: cfgErr, Emitter: em, Node: node, PipePath: m.pipePath(dir),
+		Getenv: m.Getenv, Now: m.Now, Logger: logger, Version: Version})
 	if err != nil {
 		return err
 	}
-	x := executor.New(executor.Options{Catalog: catalog, Emitter: em, Log: node, Config: cfg, ConfigErr: cfgErr,
-		Getenv: m.Getenv, Now: m.Now, Logger: logger})
-	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: em, Version: Version, Now: m.Now, Logger: logger, Resources: traceResources(node)})
+	defer closeBridge()
 	logger.Info("tracebridge mcp serving", "data", string(dir), "tools", len(catalog.Tools()), "hub", node.IsHub())
 	err = srv.Serve(ctx, readCloser(m.Stdin), protoOut)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
@@ -102,25 +94,32 @@ func expandHome(dirs []string, home string) []string {
 	return out
 }
 
-// loadConfig reads --config, $TRACEBRIDGE_CONFIG or the user config dir's
-// tracebridge.toml. No file at the default place means the defaults; a
-// named file that is missing or broken is an error.
+// configPath is where the configuration comes from: --config, else
+// $TRACEBRIDGE_CONFIG (named: a missing file is an error), else the user
+// config dir's tracebridge.toml (a missing one means the defaults).
+func (m *Main) configPath(flagPath string) (path string, named bool) {
+	if flagPath != "" {
+		return flagPath, true
+	}
+	if p := m.Getenv("TRACEBRIDGE_CONFIG"); p != "" {
+		return p, true
+	}
+	return m.defaultConfigPath(), false
+}
+
+// loadConfig reads the configuration configPath names; no file at the
+// default place means the defaults, a named file that is missing or broken
+// is an error.
 func (m *Main) loadConfig(flagPath string) (*config.Config, error) {
-	path := flagPath
+	path, named := m.configPath(flagPath)
 	if path == "" {
-		path = m.Getenv("TRACEBRIDGE_CONFIG")
+		return config.Default(), nil
 	}
-	if path != "" {
-		return config.Load(path)
+	c, err := config.Load(path)
+	if !named && errors.Is(err, os.ErrNotExist) {
+		return config.Default(), nil
 	}
-	if p := m.defaultConfigPath(); p != "" {
-		c, err := config.Load(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return config.Default(), nil
-		}
-		return c, err
-	}
-	return config.Default(), nil
+	return c, err
 }
 
 func (m *Main) defaultConfigPath() string {

@@ -13,9 +13,6 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
-	"github.com/tracebridge/tracebridge/bridge/executor"
-	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/replay/sessions"
@@ -185,17 +182,14 @@ func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (sessio
 // configText is the tracebridge.toml `tracebridge mcp` would use, as text
 // ("" for the defaults).
 func (m *Main) configText(flagPath string) (string, error) {
-	path := flagPath
+	path, named := m.configPath(flagPath)
 	if path == "" {
-		path = m.Getenv("TRACEBRIDGE_CONFIG")
-	}
-	if path == "" {
-		path = m.defaultConfigPath()
-		if _, err := os.Stat(path); err != nil {
-			return "", nil
-		}
+		return "", nil
 	}
 	b, err := os.ReadFile(path)
+	if !named && errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -307,15 +301,12 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 // stdio and evidence, with the recording standing in for the environment
 // and the disk (secrets resolve as recorded, on every machine).
 func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
-	hostClient := pipe.NewClient(pipe.ClientOptions{Path: env.PipePath, Recorder: env.Emitter, Timeout: env.Config.PipeTimeout(), Logger: env.Logger})
-	defer hostClient.Close()
-	catalog, err := m.catalog(env.Config, env.Emitter, hostClient, node)
+	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath,
+		Getenv: env.Getenv, ReadFile: env.ReadFile, Now: env.Now, Logger: env.Logger, Version: "session-replay"})
 	if err != nil {
 		return err
 	}
-	x := executor.New(executor.Options{Catalog: catalog, Emitter: env.Emitter, Log: node, Config: env.Config,
-		Getenv: env.Getenv, ReadFile: env.ReadFile, Now: env.Now, Logger: env.Logger})
-	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: env.Emitter, Version: "session-replay", Now: env.Now, Logger: env.Logger, Resources: traceResources(node)})
+	defer closeBridge()
 	err = srv.Serve(ctx, env.Stdin, env.Stdout)
 	if errors.Is(err, io.EOF) {
 		return nil

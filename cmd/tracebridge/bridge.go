@@ -1,0 +1,50 @@
+package main
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections/hub"
+)
+
+// bridgeParts is what a bridge is built from: `tracebridge mcp` and a
+// session re-drive differ only in these.
+type bridgeParts struct {
+	Config    *config.Config // nil with ConfigErr: every call is ConfigInvalid
+	ConfigErr error
+	Emitter   *events.Emitter
+	Node      *hub.Node
+	PipePath  string
+	// Getenv and ReadFile resolve secrets (a re-drive answers from the
+	// recording); nil: the process's own.
+	Getenv   func(string) string
+	ReadFile func(string) ([]byte, error)
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Version  string
+}
+
+// newBridge is the one way a bridge is wired: the catalog, the executor
+// over it, and the MCP server over the executor, with the host client
+// they call. The returned func closes the host client.
+func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Catalog, func(), error) {
+	timeout := 5 * time.Second
+	if p.Config != nil {
+		timeout = p.Config.PipeTimeout()
+	}
+	hostClient := pipe.NewClient(pipe.ClientOptions{Path: p.PipePath, Recorder: p.Emitter, Timeout: timeout, Logger: p.Logger})
+	catalog, err := m.catalog(p.Config, p.Emitter, hostClient, p.Node)
+	if err != nil {
+		hostClient.Close()
+		return nil, nil, nil, err
+	}
+	x := executor.New(executor.Options{Catalog: catalog, Emitter: p.Emitter, Log: p.Node, Config: p.Config, ConfigErr: p.ConfigErr,
+		Getenv: p.Getenv, ReadFile: p.ReadFile, Now: p.Now, Logger: p.Logger})
+	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: p.Emitter, Version: p.Version, Now: p.Now, Logger: p.Logger, Resources: traceResources(p.Node)})
+	return srv, catalog, func() { hostClient.Close() }, nil
+}
