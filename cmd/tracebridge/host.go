@@ -112,17 +112,25 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 		info, _ := node.Hub()
 		role = "hub " + info.URL
 	}
-	uiCtx, stopUI := context.WithCancel(ctx)
-	defer stopUI()
-	url, err := m.startUI(uiCtx, ui, node, em, dir, log)
+	url, serveUI, err := m.uiPart(ui, node, em, dir, log)
 	if err != nil {
 		return err
 	}
+	// Everything this process runs, in the order it stops; the hub (when
+	// this process is it) stops with closeEvidence, after the group.
+	var g group
+	g.addContext(ctx, "signals", untilInterrupted)
+	g.addContext(ctx, "host", func(ctx context.Context) error {
+		return pipe.NewServer(pipe.ServerOptions{Handlers: h.Handlers(), Recorder: em, Logger: log}).Serve(ctx, l)
+	})
+	if serveUI != nil {
+		g.addContext(ctx, "ui", serveUI)
+	}
 	if ready != nil {
-		go ready(url)
+		g.addContext(ctx, "ready", func(ctx context.Context) error { ready(url); <-ctx.Done(); return nil })
 	}
 	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), m.pipePath(dir), role)
-	return pipe.NewServer(pipe.ServerOptions{Handlers: h.Handlers(), Recorder: em, Logger: log}).Serve(ctx, l)
+	return g.run()
 }
 
 // hostCall sends one operator command to the running host.

@@ -59,11 +59,19 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	}
 	defer closeBridge()
 	logger.Info("tracebridge mcp serving", "data", string(dir), "tools", len(catalog.Tools()), "hub", node.IsHub())
-	err = srv.Serve(ctx, readCloser(m.Stdin), protoOut)
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-		err = nil
-	}
-	return err
+	// Everything the bridge runs: the MCP session until stdin closes, and
+	// Ctrl-C; the evidence (and the hub, when this process is it) closes
+	// after the group, so every answered request's events are durable.
+	var g group
+	g.addContext(ctx, "signals", untilInterrupted)
+	g.addContext(ctx, "mcp", func(ctx context.Context) error {
+		err := srv.Serve(ctx, readCloser(m.Stdin), protoOut)
+		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
+	})
+	return g.run()
 }
 
 // catalog is every tool this bridge serves: the built-in ones (the

@@ -30,13 +30,19 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if !node.IsHub() {
 		return fmt.Errorf("a hub already runs for this data dir (pid %d, %s); serve starts one only when none runs", info.PID, info.URL)
 	}
-	uiCtx, stopUI := context.WithCancel(ctx)
-	defer stopUI()
-	if _, err := m.startUI(uiCtx, *ui, node, em, dir, log); err != nil {
+	_, serveUI, err := m.uiPart(*ui, node, em, dir, log)
+	if err != nil {
 		return err
 	}
+	// Everything serve runs; the hub itself stops with closeEvidence, after
+	// the group.
+	var g group
+	g.addContext(ctx, "signals", untilInterrupted)
+	if serveUI != nil {
+		g.addContext(ctx, "ui", serveUI)
+	}
 	fmt.Fprintf(m.Stderr, "tracebridge hub: data %s, bus %s, pid %d. Ctrl-C stops it.\n", dir, info.URL, info.PID)
-	<-ctx.Done()
+	err = g.run()
 	fmt.Fprintln(m.Stderr, "tracebridge hub: stopping")
-	return nil
+	return err
 }

@@ -35,12 +35,13 @@ type uiInfo struct {
 
 func uiInfoPath(dir hub.DataDir) string { return filepath.Join(string(dir), "run", "ui.json") }
 
-// startUI serves the operator UI on addr until ctx ends, printing its URL
-// to stderr, and returns the URL ("" for off). It returns at once; the UI
-// stops with ctx.
-func (m *Main) startUI(ctx context.Context, addr string, node *hub.Node, em *events.Emitter, dir hub.DataDir, log *slog.Logger) (string, error) {
+// uiPart prepares the operator UI on addr and returns its URL ("" for
+// off) and the part that serves it until its context ends (nil for off).
+// The URL is printed to stderr and recorded in run/ui.json for
+// `tracebridge ui`, which the part removes when it stops.
+func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.DataDir, log *slog.Logger) (string, func(context.Context) error, error) {
 	if addr == "off" {
-		return "", nil
+		return "", nil, nil
 	}
 	l, err := web.Listen(addr)
 	if err != nil && addr == web.DefaultAddr {
@@ -48,7 +49,7 @@ func (m *Main) startUI(ctx context.Context, addr string, node *hub.Node, em *eve
 		l, err = web.Listen("127.0.0.1:0")
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	operator := "operator"
 	if u, err := user.Current(); err == nil {
@@ -59,27 +60,34 @@ func (m *Main) startUI(ctx context.Context, addr string, node *hub.Node, em *eve
 		Logger: log, Now: m.Now, Operator: operator})
 	if err != nil {
 		l.Close()
-		return "", err
+		return "", nil, err
 	}
 	info := uiInfo{URL: srv.URL(), Addr: l.Addr().String(), PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	if err := os.MkdirAll(filepath.Dir(uiInfoPath(dir)), 0o700); err != nil {
-		return "", err
+		l.Close()
+		return "", nil, err
 	}
 	if err := store.WriteFileAtomic(uiInfoPath(dir), b, 0o600); err != nil {
-		return "", err
+		l.Close()
+		return "", nil, err
 	}
-	go func() {
-		if err := srv.Serve(ctx, l); err != nil {
-			log.Error("ui stopped", "err", err)
-		}
-		client.Close()
-		if cur, err := readUIInfo(dir); err == nil && cur.PID == info.PID {
-			os.Remove(uiInfoPath(dir))
-		}
-	}()
 	fmt.Fprintf(m.Stderr, "tracebridge UI: %s\n", srv.URL())
-	return srv.URL(), nil
+	return srv.URL(), func(ctx context.Context) error {
+		defer func() {
+			client.Close()
+			if cur, err := readUIInfo(dir); err == nil && cur.PID == info.PID {
+				os.Remove(uiInfoPath(dir))
+			}
+		}()
+		return srv.Serve(ctx, l)
+	}, nil
+}
+
+// untilInterrupted is the part that ends a process on Ctrl-C (ctx's end).
+func untilInterrupted(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
 }
 
 func readUIInfo(dir hub.DataDir) (uiInfo, error) {
