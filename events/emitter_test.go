@@ -3,9 +3,9 @@ package events_test
 import (
 	"context"
 	"errors"
+	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,15 +17,7 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func openStore(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
+func openStore(t *testing.T) *store.Store { return storetest.Open(t).Store }
 
 func TestFlushReturnsOnlyOnceTheRequestIsStored(t *testing.T) {
 	st := openStore(t)

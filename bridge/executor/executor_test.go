@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,13 +36,8 @@ type harness struct {
 func newHarness(t *testing.T, cfg string, run RunFunc, mod func(*Descriptor)) *harness {
 	t.Helper()
 	h := &harness{}
-	var err error
-	h.st, err = store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.em = events.NewEmitter(h.st, events.EmitterOptions{Logger: quiet})
-	t.Cleanup(func() { h.em.Close(context.Background()); h.st.Close() })
+	log := storetest.Open(t)
+	h.st, h.em = log.Store, log.Emitter
 	d := Descriptor{ID: "echo", Category: "test", Source: "builtin", Capabilities: []string{config.CapTextSearch}}
 	if mod != nil {
 		mod(&d)
@@ -91,17 +86,7 @@ func (h *harness) call(t *testing.T, tool, args string) (Result, []events.Event)
 	return res, evs
 }
 
-func kinds(evs []events.Event) string {
-	var ks []string
-	for _, e := range evs {
-		k := e.Kind
-		if e.Code != "" {
-			k += "(" + string(e.Code) + ")"
-		}
-		ks = append(ks, k)
-	}
-	return strings.Join(ks, " ")
-}
+func kinds(evs []events.Event) string { return strings.Join(storetest.Kinds(evs), " ") }
 
 func envelopeOf(t *testing.T, evs []events.Event) map[string]any {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
 	"os"
@@ -32,13 +33,8 @@ func newPropRig(t *testing.T) *propRig {
 	r := &propRig{tr: newTree(t), state: filepath.Join(t.TempDir(), "state")}
 	os.WriteFile(filepath.Join(r.tr.root, "a.go"), []byte("package a\n\nfunc A() int { return 1 }\n"), 0o644)
 	os.WriteFile(filepath.Join(r.tr.root, "b.go"), []byte("package b\n\nvar X = \"x\"\nvar Y = \"x\"\n"), 0o644)
-	var err error
-	r.st, err = store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.em = events.NewEmitter(r.st, events.EmitterOptions{Logger: quiet})
-	t.Cleanup(func() { r.em.Close(context.Background()); r.st.Close() })
+	log := storetest.Open(t)
+	r.st, r.em = log.Store, log.Emitter
 	r.reopen(t)
 	return r
 }

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,11 +30,8 @@ type rawSession struct {
 }
 
 func newRawSession(t *testing.T) *rawSession {
-	st, err := store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	em := events.NewEmitter(st, events.EmitterOptions{Logger: quiet})
+	log := storetest.Open(t)
+	st, em := log.Store, log.Emitter
 	r := &rawSession{st: st, release: make(chan struct{}), served: make(chan error, 1)}
 	hold := &executor.Tool{Descriptor: executor.Descriptor{ID: "hold", Name: "hold", Description: "waits", Category: "test",
 		Source: "builtin", Capabilities: []string{config.CapTextSearch}, Approval: "never"},
@@ -55,7 +52,7 @@ func newRawSession(t *testing.T) *rawSession {
 	cr, sw := io.Pipe()
 	go func() { r.served <- srv.Serve(context.Background(), sr, sw) }()
 	r.in, r.out = cw, bufio.NewScanner(cr)
-	t.Cleanup(func() { cw.Close(); <-r.served; em.Close(context.Background()); st.Close() })
+	t.Cleanup(func() { cw.Close(); <-r.served })
 	r.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	r.recv(t)
 	r.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -187,13 +184,8 @@ func FuzzLineGuard(f *testing.F) {
 // A client that writes its requests and closes stdin at once still gets
 // every answer before the session ends.
 func TestClosedStdinStillAnswersWhatWasRead(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	em := events.NewEmitter(st, events.EmitterOptions{Logger: quiet})
-	defer em.Close(context.Background())
+	log := storetest.Open(t)
+	st, em := log.Store, log.Emitter
 	cat, _ := executor.NewCatalog(tools.Regex())
 	srv := New(Options{Executor: executor.New(executor.Options{Catalog: cat, Emitter: em, Log: readerOf{st}, Logger: quiet}), Emitter: em, Logger: quiet})
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}` + "\n" +

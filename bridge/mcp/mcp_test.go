@@ -3,9 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,13 +28,8 @@ func (r readerOf) ByRequest(_ context.Context, id events.ID) ([]events.Event, er
 // and the request's events (traceparent included) are durable by the time
 // the client has the answer.
 func TestResultsNameTheirRequestAndEvidenceIsDurableFirst(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	em := events.NewEmitter(st, events.EmitterOptions{Logger: quiet})
-	defer em.Close(context.Background())
+	log := storetest.Open(t)
+	st, em := log.Store, log.Emitter
 	cat, err := executor.NewCatalog(tools.Regex())
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
 	"net"
@@ -39,13 +40,8 @@ func newRig(t testing.TB, check func(int) error) *rig {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	r := &rig{path: filepath.Join(dir, "host.sock")}
-	var err error
-	r.st, err = store.Open(filepath.Join(t.TempDir(), "events.db"), store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.em = events.NewEmitter(r.st, events.EmitterOptions{Logger: quiet})
-	t.Cleanup(func() { r.em.Close(context.Background()); r.st.Close() })
+	log := storetest.Open(t)
+	r.st, r.em = log.Store, log.Emitter
 	r.start(t, check)
 	return r
 }
@@ -217,10 +213,7 @@ func TestForeignPeerIsRefusedAndRecorded(t *testing.T) {
 }
 
 func TestMissingHostIsImmediateAndSaysWhatToStart(t *testing.T) {
-	st, _ := store.Open(filepath.Join(t.TempDir(), "e.db"), store.Options{Logger: quiet})
-	defer st.Close()
-	em := events.NewEmitter(st, events.EmitterOptions{Logger: quiet})
-	defer em.Close(context.Background())
+	em := storetest.Open(t).Emitter
 	path := filepath.Join(t.TempDir(), "nobody.sock")
 	c := NewClient(ClientOptions{Path: path, Recorder: em, Timeout: 5 * time.Second, Logger: quiet})
 	t0 := time.Now()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/tracebridge/tracebridge/store/storetest"
 	"os"
 	"os/exec"
 	"strings"
@@ -126,17 +127,7 @@ func requestEvents(t *testing.T, data string, req events.ID) []events.Event {
 	return evs
 }
 
-func kindsOf(evs []events.Event) []string {
-	var ks []string
-	for _, e := range evs {
-		k := e.Kind
-		if e.Code != "" {
-			k += "(" + string(e.Code) + ")"
-		}
-		ks = append(ks, k)
-	}
-	return ks
-}
+func kindsOf(evs []events.Event) []string { return storetest.Kinds(evs) }
 
 func hasKind(evs []events.Event, kind string, code events.Code) bool {
 	for _, e := range evs {
