@@ -59,7 +59,8 @@ const safetyPoll = 2 * time.Second
 // deadline: woken by the hub when one is committed for the request, and
 // looking every `every` (safetyPoll when woken by subscription). It returns
 // the decision event, or ok=false on timeout.
-func awaitDecision(ctx context.Context, log RequestReader, req, approvalID events.ID, deadline time.Time, every time.Duration) (events.Event, bool, error) {
+func awaitDecision(ctx context.Context, log RequestReader, req, approvalID events.ID, deadline time.Time, every time.Duration,
+	now func() time.Time, after func(time.Duration) <-chan time.Time) (events.Event, bool, error) {
 	var wake <-chan struct{}
 	if n, ok := log.(notifier); ok {
 		if ch, stop, err := n.Notify(ctx, req, events.KindApprovalDecided); err == nil {
@@ -78,7 +79,7 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 				}
 			}
 		}
-		wait := time.Until(deadline)
+		wait := deadline.Sub(now())
 		if wait <= 0 {
 			return events.Event{}, false, nil
 		}
@@ -87,7 +88,10 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 			return events.Event{}, false, ctx.Err()
 		case <-wake:
 		case <-t.C:
-		case <-time.After(wait):
+		case <-after(wait):
+			// The deadline passed; the next look sees a decision that
+			// landed at the last moment, or times out.
+			deadline = now()
 		}
 	}
 }

@@ -33,6 +33,10 @@ type Options struct {
 	// ConfigErr, when set, is why the configuration could not be loaded:
 	// every call is denied with ConfigInvalid.
 	ConfigErr error
+	// After waits for an approval's deadline. Nil: time.After. A session
+	// re-drive answers from the recording (a recorded timeout fires at
+	// once, a recorded decision never times out).
+	After func(time.Duration) <-chan time.Time
 	// Getenv and ReadFile resolve secrets. Nil: os.Getenv, os.ReadFile.
 	Getenv   func(string) string
 	ReadFile func(string) ([]byte, error)
@@ -65,6 +69,9 @@ func New(opts Options) *Executor {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.After == nil {
+		opts.After = time.After
 	}
 	if opts.PollEvery <= 0 {
 		opts.PollEvery = 100 * time.Millisecond
@@ -286,7 +293,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	}
 	c.x.opts.Logger.Info("approval needed", "tool", c.tool.ID, "approval", c.op.String(), "deadline", deadline.Format(time.RFC3339),
 		"run", "tracebridge approvals approve "+c.op.String())
-	e, ok, err := awaitDecision(ctx, c.x.opts.Log, c.inv.RequestID, c.op, deadline, c.x.opts.PollEvery)
+	e, ok, err := awaitDecision(ctx, c.x.opts.Log, c.inv.RequestID, c.op, deadline, c.x.opts.PollEvery, c.x.opts.Now, c.x.opts.After)
 	switch {
 	case err != nil:
 		decided(events.Cancelled, events.CodeCancelled, Deny, "client", "the call was cancelled while waiting for approval", t0)

@@ -44,6 +44,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Resources are served as MCP resource templates.
 	Resources []Resource
+	// Config is the tracebridge.toml text in force ("" for the defaults),
+	// recorded (redacted) with mcp.session.started so an export carries it.
+	Config string
 }
 
 // Resource is a family of read-only resources, e.g. trace://runs/{requestId}.
@@ -116,7 +119,11 @@ func New(opts Options) *Server {
 func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	c := &connState{rec: s.opts.Emitter, log: s.opts.Logger, session: s.opts.Emitter.NewID(), codeOf: s.codeOf,
 		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}}
-	s.opts.Emitter.Emit(events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK})
+	started := events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK}
+	if s.opts.Config != "" {
+		started.Attrs = map[string]string{"config": s.opts.Config}
+	}
+	s.opts.Emitter.Emit(started)
 	out := &lockedWriter{w: w}
 	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
 	t := &evidenceTransport{inner: &sdk.IOTransport{Reader: readCloser{in, r}, Writer: out, MaxLineLength: s.opts.MaxLineLength}, c: c}

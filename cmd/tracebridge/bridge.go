@@ -24,9 +24,13 @@ type bridgeParts struct {
 	// recording); nil: the process's own.
 	Getenv   func(string) string
 	ReadFile func(string) ([]byte, error)
-	Now      func() time.Time
+	// After waits for approval deadlines; nil: time.After.
+	After  func(time.Duration) <-chan time.Time
+	Now    func() time.Time
 	Logger   *slog.Logger
 	Version  string
+	// ConfigText is the configuration's text, recorded at session start.
+	ConfigText string
 }
 
 // newBridge is the one way a bridge is wired: the catalog, the executor
@@ -44,7 +48,7 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Catalog, func()
 		return nil, nil, nil, err
 	}
 	x := executor.New(executor.Options{Catalog: catalog, Emitter: p.Emitter, Log: p.Node, Config: p.Config, ConfigErr: p.ConfigErr,
-		Getenv: p.Getenv, ReadFile: p.ReadFile, Now: p.Now, Logger: p.Logger})
-	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: p.Emitter, Version: p.Version, Now: p.Now, Logger: p.Logger, Resources: traceResources(p.Node)})
+		Getenv: p.Getenv, ReadFile: p.ReadFile, After: p.After, Now: p.Now, Logger: p.Logger})
+	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: p.Emitter, Version: p.Version, Now: p.Now, Logger: p.Logger, Resources: traceResources(p.Node), Config: p.ConfigText})
 	return srv, catalog, func() { hostClient.Close() }, nil
 }

@@ -52,8 +52,9 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	}
 	defer closeEvidence()
 
+	cfgText, _ := m.configText(*cfgPath)
 	srv, catalog, closeBridge, err := m.newBridge(bridgeParts{Config: cfg, ConfigErr: cfgErr, Emitter: em, Node: node, PipePath: m.pipePath(dir),
-		Getenv: m.Getenv, Now: m.Now, Logger: logger, Version: Version})
+		Getenv: m.Getenv, Now: m.Now, Logger: logger, Version: Version, ConfigText: cfgText})
 	if err != nil {
 		return err
 	}

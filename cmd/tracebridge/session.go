@@ -302,7 +302,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 // and the disk (secrets resolve as recorded, on every machine).
 func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
 	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath,
-		Getenv: env.Getenv, ReadFile: env.ReadFile, Now: env.Now, Logger: env.Logger, Version: "session-replay"})
+		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: "session-replay"})
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,24 @@ func (r *recording) decideOnly(t *testing.T, verb string) string {
 	return string(out)
 }
 
+// approvalPrompt makes regex_text_search wait for an operator.
+const approvalPrompt = "[approval]\nmode = \"prompt\"\ntimeout = \"30s\"\n[tools.regex_text_search]\napproval = \"always\"\n"
+
+// answerApproval waits for the one call waiting for approval and answers
+// it with the real CLI.
+func (r *recording) answerApproval(t *testing.T, verb, reason string) {
+	for i := 0; i < 400; i++ {
+		out, _ := exec.Command(tbBin, "--data", r.data, "approvals", "list", "--json").Output()
+		var pending []struct{ ID string }
+		json.Unmarshal(out, &pending)
+		if len(pending) == 1 {
+			exec.Command(tbBin, "--data", r.data, "approvals", verb, pending[0].ID, "--reason", reason).Run()
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
 func sessionScenarios() []sessionScenario {
 	propose := map[string]any{"path": "svc/price.go", "original": "return 100", "replacement": "return 120"}
 	return []sessionScenario{
@@ -102,6 +120,26 @@ func sessionScenarios() []sessionScenario {
 		{name: "secret-unresolved", config: "[secrets.search_key]\nenv = \"TRACEBRIDGE_TEST_UNSET_KEY\"\n[tools.regex_text_search]\nsecrets = [\"search_key\"]\n", drive: func(t *testing.T, r *recording) {
 			if _, _, code := r.b.call(t, "regex_text_search", map[string]any{"pattern": "x", "entries": []map[string]string{{"id": "a", "text": "x"}}}); code != events.CodeSecretUnresolved {
 				t.Fatalf("regex: %s", code)
+			}
+		}},
+		{name: "approval-approved", config: approvalPrompt, drive: func(t *testing.T, r *recording) {
+			go r.answerApproval(t, "approve", "looks fine")
+			if _, _, code := r.b.call(t, "regex_text_search", map[string]any{"pattern": "x", "entries": []map[string]string{{"id": "a", "text": "x"}}}); code != "" {
+				t.Fatalf("approved call: %s", code)
+			}
+		}},
+		{name: "approval-denied", config: approvalPrompt, drive: func(t *testing.T, r *recording) {
+			go r.answerApproval(t, "deny", "not now")
+			if _, _, code := r.b.call(t, "regex_text_search", map[string]any{"pattern": "x", "entries": []map[string]string{{"id": "a", "text": "x"}}}); code != events.CodeApprovalDenied {
+				t.Fatalf("denied call: %s", code)
+			}
+		}},
+		{name: "trace-tools", drive: func(t *testing.T, r *recording) {
+			_, req, _ := r.b.call(t, "regex_text_search", map[string]any{"pattern": "(", "text": "x"})
+			for _, tool := range []string{"trace_replay", "trace_diagram"} {
+				if res, _, code := r.b.call(t, tool, map[string]any{"requestId": req.String()}); code != "" {
+					t.Fatalf("%s: %s %s", tool, code, textOf(res))
+				}
 			}
 		}},
 		{name: "host-missing", drive: func(t *testing.T, r *recording) {
@@ -161,7 +199,9 @@ func TestRecordedSessions(t *testing.T) {
 				t.Fatalf("runs: %q %v", line, err)
 			}
 			file := filepath.Join(base, sc.name+".jsonl")
-			r.cli(t, "session", "export", run.SessionID, "-o", file, "--config", cfg, "--name", sc.name)
+			// No --config: the session carries the configuration the bridge
+			// recorded when it started.
+			r.cli(t, "session", "export", run.SessionID, "-o", file, "--name", sc.name)
 			out, err := exec.Command(tbBin, "session", "replay", file).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "no drift") {
 				b, _ := os.ReadFile(file)
@@ -180,7 +220,8 @@ func TestRecordedSessions(t *testing.T) {
 func toolOfLastCall(name string) string {
 	return map[string]string{"read-ok": "list_projects", "proposal-applied": "propose_text_edit", "proposal-rejected": "propose_text_edit",
 		"proposal-drift": "propose_text_edit", "policy-denied": "regex_text_search", "approval-timeout": "regex_text_search",
-		"secret-unresolved": "regex_text_search", "host-missing": "get_selection", "review-modes": "present_review"}[name]
+		"secret-unresolved": "regex_text_search", "host-missing": "get_selection", "review-modes": "present_review",
+		"approval-approved": "regex_text_search", "approval-denied": "regex_text_search", "trace-tools": "trace_diagram"}[name]
 }
 
 // TestCommittedArtifactsAreCurrent regenerates the triads of every recorded

@@ -3,6 +3,7 @@ package sessions
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
@@ -22,7 +23,8 @@ func cassetteConfig(c *config.Config) *config.Config {
 	return &out
 }
 
-// recordedSecrets answers secret look-ups from the recording: a reference
+// recordedSecrets answers secret look-ups (and approval deadlines) from
+// the recording: a reference
 // resolves to a stand-in value when the step being re-driven recorded a
 // successful secrets.resolved, and fails otherwise. The environment and
 // the files a reference names are never consulted.
@@ -61,4 +63,21 @@ func (r *recordedSecrets) ReadFile(string) ([]byte, error) {
 		return []byte("recorded-secret"), nil
 	}
 	return nil, errNotRecorded
+}
+
+// After stands in for the approval deadline's timer: a step whose
+// recording timed out times out at once; any other never does (its
+// recorded decision is given again, or there was no prompt).
+func (r *recordedSecrets) After(time.Duration) <-chan time.Time {
+	st := r.step.Load()
+	if st != nil {
+		for _, c := range st.Expect {
+			if c.Kind == events.KindApprovalDecided && c.Code == events.CodeApprovalTimeout {
+				ch := make(chan time.Time, 1)
+				ch <- time.Time{}
+				return ch
+			}
+		}
+	}
+	return nil
 }

@@ -45,6 +45,17 @@ func Export(in ExportInput) (*Session, error) {
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
 	s := &Session{Header: SessionHeader{Name: in.Name, SessionID: in.Session, Config: in.Config, Tracebridge: in.Version}}
+	if s.Header.Config == "" {
+		// The configuration the bridge recorded when the session started.
+		for i := range in.Notifications {
+			if e := &in.Notifications[i]; e.Kind == events.KindMCPSessionStarted {
+				s.Header.Config = e.Attrs["config"]
+			}
+		}
+		if strings.Contains(s.Header.Config, "[REDACTED") || strings.Contains(s.Header.Config, "[TRUNCATED") {
+			return nil, fmt.Errorf("session %s: the recorded configuration was redacted or cut in the log; export with --config FILE", in.Session)
+		}
+	}
 	for _, it := range items {
 		if it.note != nil {
 			st := Step{Step: StepNotify, Method: it.note.Attrs["method"]}
@@ -88,7 +99,7 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			if lead != nil {
 				continue
 			}
-			lead = &Step{Step: StepClient, Method: e.Attrs["method"]}
+			lead = &Step{Step: StepClient, Method: e.Attrs["method"], RequestID: e.RequestID}
 			if e.Attrs["method"] == "initialize" {
 				s.Header.Client, s.Header.ProtocolVersion = e.Attrs["client"], e.Attrs["protocolVersion"]
 			}
@@ -108,6 +119,15 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 				lead = &Step{Step: StepOperator, Command: e.Attrs["command"], Payload: json.RawMessage(e.Attrs["payload"])}
 				if !json.Valid(lead.Payload) {
 					return nil, fmt.Errorf("operator request %s (seq %d): its payload was cut in the log and cannot be re-sent", e.RequestID, e.Seq)
+				}
+			}
+		case events.KindApprovalDecided:
+			switch by := e.Attrs["by"]; by {
+			case "config", "timeout", "bridge", "client":
+				// decided by the bridge itself: the re-drive decides again
+			default:
+				if lead != nil {
+					lead.Decisions = append(lead.Decisions, Decision{Decision: e.Attrs[events.AttrDecision], By: by, Reason: e.Attrs[events.AttrReason]})
 				}
 			}
 		case events.KindPipeResponseReceived:

@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/projections"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +44,10 @@ type BridgeEnv struct {
 	// the disk.
 	Getenv   func(string) string
 	ReadFile func(string) ([]byte, error)
+	// After stands in for the approval deadline's timer: it fires at once
+	// for a step whose recording timed out, and never for one an operator
+	// decided (the recorded decision is given again).
+	After func(time.Duration) <-chan time.Time
 }
 
 // Log is the re-drive's own, fresh event log (a hub on a temporary data
@@ -50,6 +57,7 @@ type Log interface {
 	Head(ctx context.Context) (uint64, events.Hash, error)
 	Range(ctx context.Context, from uint64, limit int) ([]events.Event, uint64, error)
 	ByRequest(ctx context.Context, id events.ID) ([]events.Event, error)
+	View(ctx context.Context, q projections.Query) ([]json.RawMessage, error)
 }
 
 // RedriveOptions configures a re-drive.
@@ -74,6 +82,7 @@ type Redriven struct {
 
 // Drift is one difference between the recording and the re-drive.
 type Drift struct {
+	Run   int    // 1-based among the re-driven runs: the number in the run's triad name
 	Step  int    // index in the session's steps
 	Label string // the step, as a person names it
 	Event int    // 1-based position among the step's in-scope events; 0: the whole step
@@ -83,9 +92,9 @@ type Drift struct {
 
 func (d Drift) String() string {
 	if d.Event == 0 {
-		return fmt.Sprintf("step %d (%s): %s", d.Step+1, d.Label, d.Got)
+		return fmt.Sprintf("run %02d (%s, line %d of the file): %s", d.Run, d.Label, d.Step+2, d.Got)
 	}
-	return fmt.Sprintf("step %d (%s), event %d:\n    expected %s\n    got      %s", d.Step+1, d.Label, d.Event, orNone(d.Want), orNone(d.Got))
+	return fmt.Sprintf("run %02d (%s, line %d of the file), event %d:\n    expected %s\n    got      %s", d.Run, d.Label, d.Step+2, d.Event, orNone(d.Want), orNone(d.Got))
 }
 
 // Label names a step for a person: the method and tool, or the command.
@@ -146,7 +155,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	served := make(chan error, 1)
 	go func() {
 		served <- opts.Bridge(bctx, BridgeEnv{Emitter: em, Config: cfg, PipePath: opts.PipePath,
-			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger, Getenv: secrets.Getenv, ReadFile: secrets.ReadFile})
+			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger, Getenv: secrets.Getenv, ReadFile: secrets.ReadFile, After: secrets.After})
 		outW.Close()
 	}()
 	answers := readAnswers(outR)
@@ -155,6 +164,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	defer operator.Close()
 	var operatorReqs []events.ID
 	var stepOf []int
+	redriven := map[string]string{} // recorded request id → the re-drive's
 	nextID := 0
 	for i := range s.Steps {
 		st := &s.Steps[i]
@@ -162,14 +172,22 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		case StepClient:
 			secrets.step.Store(st)
 			nextID++
-			if err := writeMessage(inW, nextID, st); err != nil {
+			stopDeciding := decide(ctx, st, node, em, now)
+			if err := writeMessage(inW, nextID, withRequestIDs(st, redriven)); err != nil {
+				stopDeciding()
 				return nil, fmt.Errorf("step %d: the bridge stopped reading: %w", i+1, err)
 			}
 			select {
 			case <-answers.wait(nextID):
+				stopDeciding()
+				if !st.RequestID.IsZero() {
+					redriven[st.RequestID.String()] = answers.requestID(nextID)
+				}
 			case err := <-served:
+				stopDeciding()
 				return nil, fmt.Errorf("step %d (%s): the bridge exited: %v", i+1, st.Label(), err)
 			case <-time.After(opts.StepTimeout):
+				stopDeciding()
 				return nil, fmt.Errorf("step %d (%s): no answer within %v", i+1, st.Label(), opts.StepTimeout)
 			}
 			stepOf = append(stepOf, i)
@@ -237,7 +255,7 @@ func collect(ctx context.Context, s *Session, node Log, stepOf []int, operatorRe
 	}
 	out := &Redriven{Steps: stepOf}
 	ci, oi := 0, 0
-	for _, idx := range stepOf {
+	for k, idx := range stepOf {
 		st := &s.Steps[idx]
 		var req events.ID
 		switch {
@@ -248,7 +266,7 @@ func collect(ctx context.Context, s *Session, node Log, stepOf []int, operatorRe
 			req = operatorReqs[oi]
 			oi++
 		default:
-			out.Drift = append(out.Drift, Drift{Step: idx, Label: st.Label(), Got: "no request was recorded for this step"})
+			out.Drift = append(out.Drift, Drift{Run: k + 1, Step: idx, Label: st.Label(), Got: "no request was recorded for this step"})
 			continue
 		}
 		evs, err := node.ByRequest(ctx, req)
@@ -257,7 +275,10 @@ func collect(ctx context.Context, s *Session, node Log, stepOf []int, operatorRe
 		}
 		run := replay.Judge(req, evs)
 		out.Runs = append(out.Runs, run)
-		out.Drift = append(out.Drift, compare(idx, st, evs)...)
+		for _, d := range compare(idx, st, evs) {
+			d.Run = k + 1
+			out.Drift = append(out.Drift, d)
+		}
 	}
 	return out, nil
 }
@@ -396,6 +417,14 @@ func writeMessage(w io.Writer, id int, st *Step) error {
 type answerBox struct {
 	mu      sync.Mutex
 	waiting map[int]chan struct{}
+	reqs    map[int]string // JSON-RPC id → the result's _meta request id
+}
+
+// requestID is the request id the answer to JSON-RPC id id named.
+func (a *answerBox) requestID(id int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reqs[id]
 }
 
 func (a *answerBox) wait(id int) <-chan struct{} { return a.box(id) }
@@ -412,19 +441,25 @@ func (a *answerBox) box(id int) chan struct{} {
 }
 
 func readAnswers(r io.Reader) *answerBox {
-	a := &answerBox{waiting: map[int]chan struct{}{}}
+	a := &answerBox{waiting: map[int]chan struct{}{}, reqs: map[int]string{}}
 	go func() {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			var m struct {
-				ID *int `json:"id"`
+				ID     *int `json:"id"`
+				Result struct {
+					Meta map[string]any `json:"_meta"`
+				} `json:"result"`
 			}
 			if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
 				continue // a notification or a server request
 			}
 			ch := a.box(*m.ID)
 			a.mu.Lock()
+			if req, ok := m.Result.Meta["tracebridge/requestId"].(string); ok {
+				a.reqs[*m.ID] = req
+			}
 			select {
 			case <-ch:
 			default:
@@ -435,4 +470,58 @@ func readAnswers(r io.Reader) *answerBox {
 		io.Copy(io.Discard, r)
 	}()
 	return a
+}
+
+// withRequestIDs is st with every recorded request id its params name
+// replaced by the re-drive's id of the same step (trace_replay of an
+// earlier call names that call's id).
+func withRequestIDs(st *Step, redriven map[string]string) *Step {
+	if len(redriven) == 0 || len(st.Params) == 0 {
+		return st
+	}
+	params := string(st.Params)
+	for rec, now := range redriven {
+		if now != "" {
+			params = strings.ReplaceAll(params, rec, now)
+		}
+	}
+	out := *st
+	out.Params = json.RawMessage(params)
+	return &out
+}
+
+// decide gives a step's recorded operator decisions again: each approval
+// prompt the step raises in the re-drive is answered, in order, with the
+// decision the operator gave in the recording. It stops when the returned
+// func is called.
+func decide(ctx context.Context, st *Step, log Log, em *events.Emitter, now func() time.Time) func() {
+	if len(st.Decisions) == 0 {
+		return func() {}
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		answered := map[string]bool{}
+		next := 0
+		for next < len(st.Decisions) {
+			pending, _ := executor.PendingApprovals(dctx, log, now())
+			for _, p := range pending {
+				if answered[p.ID] || next >= len(st.Decisions) {
+					continue
+				}
+				d := st.Decisions[next]
+				next++
+				answered[p.ID] = true
+				em.Emit(executor.Decision(p, d.Decision, d.By, d.Reason))
+				em.Flush(dctx, p.RequestID)
+			}
+			select {
+			case <-dctx.Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -60,9 +60,23 @@ type Step struct {
 	Command string          `json:"command,omitempty"` // host, operator
 	Payload json.RawMessage `json:"payload,omitempty"` // operator
 	Answer  *pipe.Answer    `json:"answer,omitempty"`  // host
+	// RequestID is the request id the step had in the recording (client
+	// steps): a later step that names it (trace_replay) gets the re-drive's
+	// id for the same step instead.
+	RequestID events.ID `json:"requestId,omitzero"`
+	// Decisions are the operators' answers to the step's approval prompts,
+	// in order (client steps): a re-drive gives them again.
+	Decisions []Decision `json:"decisions,omitempty"`
 	// Expect is the evidence the step left in the recording, within the
 	// re-driven scope (client and operator steps).
 	Expect []Crossing `json:"expect,omitempty"`
+}
+
+// Decision is an operator's answer to an approval prompt.
+type Decision struct {
+	Decision string `json:"decision"` // approve | deny
+	By       string `json:"by"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Crossing is what a drift check compares of one event.
