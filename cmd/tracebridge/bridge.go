@@ -25,10 +25,10 @@ type bridgeParts struct {
 	Getenv   func(string) string
 	ReadFile func(string) ([]byte, error)
 	// After waits for approval deadlines; nil: time.After.
-	After  func(time.Duration) <-chan time.Time
-	Now    func() time.Time
-	Logger   *slog.Logger
-	Version  string
+	After   func(time.Duration) <-chan time.Time
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Version string
 	// ConfigText is the configuration's text, recorded at session start.
 	ConfigText string
 }
