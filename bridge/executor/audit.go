@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -50,7 +49,7 @@ type classification struct {
 func (c *call) audit(res *Result) {
 	e := &c.env
 	e.Outcome, e.Code, e.Action = events.OutcomeOf(res.Code), res.Code, events.ActionFor(res.Code)
-	e.DurationMs = float64(time.Since(c.start).Microseconds()) / 1000
+	e.DurationMs = float64(c.x.opts.Now().Sub(c.start).Microseconds()) / 1000 // the injected clock: re-drives are deterministic
 	cl := classification{Category: "unknown", Severity: "info", Risk: "low", Outcome: e.Outcome}
 	if d := e.Descriptor; d != nil {
 		cl.Category = d.Category

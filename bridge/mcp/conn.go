@@ -93,9 +93,9 @@ func (c *connState) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.inner.Read(ctx)
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				c.drain(ctx)
-			}
+			// Stdin closed, or a line that cannot be read ends the
+			// session: first answer what was read before it.
+			c.drain(ctx)
 			c.endSession(err)
 			return nil, err
 		}

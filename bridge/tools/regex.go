@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
@@ -120,14 +121,21 @@ func RegexSearch(ctx context.Context, a RegexArgs) (RegexResult, error) {
 	if err := checkCost(expr, entries); err != nil {
 		return res, err
 	}
-	// One entry's scan cannot be interrupted (regexp has no context), but
-	// checkCost bounds it; the context is checked between entries.
+	// regexp takes no context: the context is checked between entries and,
+	// for a pattern that never spans lines, between chunks of lines, so a
+	// call that ended stops working within one chunk (checkCost bounds the
+	// rest).
+	chunked := lineLocal(expr)
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		lines := lineStarts(e.Text)
-		for _, loc := range re.FindAllStringIndex(e.Text, -1) {
+		locs, err := findAll(ctx, re, e.Text, chunked)
+		if err != nil {
+			return res, err
+		}
+		for _, loc := range locs {
 			res.TotalCount++
 			if len(res.Matches) >= max {
 				continue
@@ -139,6 +147,77 @@ func RegexSearch(ctx context.Context, a RegexArgs) (RegexResult, error) {
 	res.MatchCount = len(res.Matches)
 	res.Limited = res.TotalCount > res.MatchCount
 	return res, nil
+}
+
+// chunkBytes is how much text a line-local search scans between two looks
+// at its context.
+const chunkBytes = 16 << 10
+
+// findAll is re.FindAllStringIndex(s, -1), scanned in chunks of whole lines
+// when chunked (the pattern cannot tell a chunk from the whole text), with
+// ctx checked between chunks.
+func findAll(ctx context.Context, re *regexp.Regexp, s string, chunked bool) ([][]int, error) {
+	if !chunked || len(s) <= chunkBytes {
+		return re.FindAllStringIndex(s, -1), nil
+	}
+	var out [][]int
+	for start := 0; start < len(s); {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		end := min(start+chunkBytes, len(s))
+		if i := strings.LastIndexByte(s[start:end], '\n'); i >= 0 && end < len(s) {
+			end = start + i + 1
+		} else if j := strings.IndexByte(s[end:], '\n'); end < len(s) && j >= 0 {
+			end += j + 1 // one line longer than a chunk: scan it whole
+		} else if end < len(s) {
+			end = len(s)
+		}
+		for _, loc := range re.FindAllStringIndex(s[start:end], -1) {
+			if loc[0] == loc[1] && loc[0] == end-start && end < len(s) {
+				continue // an empty match at a chunk's end: the next chunk finds it at its start
+			}
+			out = append(out, []int{loc[0] + start, loc[1] + start})
+		}
+		start = end
+	}
+	return out, nil
+}
+
+// lineLocal reports whether expr can be searched line by line with the
+// same matches as over the whole text: nothing in it matches a newline,
+// and it uses no anchor whose meaning depends on where the text starts or
+// ends (^ and $ without (?m), \A, \z, and (?m)$ at a chunk's end).
+func lineLocal(expr string) bool {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	ok := true
+	var walk func(*syntax.Regexp)
+	walk = func(r *syntax.Regexp) {
+		switch r.Op {
+		case syntax.OpAnyChar, syntax.OpBeginText, syntax.OpEndText, syntax.OpEndLine:
+			ok = false
+		case syntax.OpLiteral:
+			for _, c := range r.Rune {
+				if c == '\n' {
+					ok = false
+				}
+			}
+		case syntax.OpCharClass:
+			for i := 0; i+1 < len(r.Rune); i += 2 {
+				if r.Rune[i] <= '\n' && '\n' <= r.Rune[i+1] {
+					ok = false
+				}
+			}
+		}
+		for _, sub := range r.Sub {
+			walk(sub)
+		}
+	}
+	walk(re)
+	return ok
 }
 
 // checkCost refuses a search whose compiled program times the text it

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +109,55 @@ func TestRegexCostIsBoundedUpFront(t *testing.T) {
 	cancel()
 	if _, err := RegexSearch(ctx, RegexArgs{Pattern: "a", Text: big}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled search: %v", err)
+	}
+}
+
+// Searching line by line in chunks finds exactly what one scan of the whole
+// text finds, for patterns that qualify; those that do not are scanned
+// whole.
+func TestChunkedSearchMatchesTheWholeScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	patterns := []string{`a+`, `\bcat\b`, `x*`, `(?i)ERROR`, `(?m)^a`, `[a-c]{2,}`, `b?`, `\w+ \w+`, `\d+`, `(?m)^$`, `[^\n]{3}`}
+	alphabet := "abc xyz\n1\n"
+	for _, p := range patterns {
+		re := regexp.MustCompile(p)
+		for n := 0; n < 20; n++ {
+			b := make([]byte, r.IntN(3*chunkBytes))
+			for i := range b {
+				b[i] = alphabet[r.IntN(len(alphabet))]
+			}
+			if n%5 == 0 { // a line longer than a chunk
+				copy(b[len(b)/3:], strings.Repeat("a", min(len(b)/2, chunkBytes+100)))
+			}
+			s := string(b)
+			got, _ := findAll(context.Background(), re, s, lineLocal(p))
+			want := re.FindAllStringIndex(s, -1)
+			if len(got) != len(want) {
+				t.Fatalf("%s over %d bytes (chunked %v): %d matches, want %d", p, len(s), lineLocal(p), len(got), len(want))
+			}
+			for i := range got {
+				if got[i][0] != want[i][0] || got[i][1] != want[i][1] {
+					t.Fatalf("%s: match %d at %v, want %v", p, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	for _, p := range []string{`^a`, `a$`, `(?s)a.b`, `a\nb`, `[\s]+`, `\Aa`, `(?m)a$`} {
+		if lineLocal(p) {
+			t.Errorf("%s is taken for line-local", p)
+		}
+	}
+}
+
+// A search whose call ends while it scans one long entry stops with the
+// context's error instead of finishing the entry.
+func TestRegexStopsWithinAnEntryWhenTheCallEnds(t *testing.T) {
+	text := strings.Repeat(strings.Repeat("a", 60)+"\n", 1<<20/61*2) // 2 MB of lines
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	// ~300 instructions over 2 MB: seconds of work, well within the cost bound.
+	_, err := RegexSearch(ctx, RegexArgs{Pattern: `(?:a?){100}a{100}`, Text: text, CaseSensitive: true})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the search finished the entry after its call ended: %v", err)
 	}
 }
