@@ -1,7 +1,6 @@
 package host
 
 import (
-	"errors"
 
 	"github.com/tracebridge/tracebridge/events"
 )
@@ -33,11 +32,8 @@ func (p *Proposals) preview(pr *Proposal) (string, events.Code, string) {
 		}
 		next, err := applyEdits(f.Path, cur, f.Edits)
 		if err != nil {
-			var pe *events.Err
-			if errors.As(err, &pe) {
-				return out, pe.Code, pe.Msg
-			}
-			return out, "", err.Error()
+			e := events.AsErr(err, events.CodeAmbiguous)
+			return out, e.Code, e.Msg
 		}
 		out += unifiedDiff(f.Path, string(cur), string(next))
 	}

@@ -220,9 +220,8 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 		}
 		next, err := applyEdits(f.Path, cur, f.Edits)
 		if err != nil {
-			var pe *events.Err
-			errors.As(err, &pe)
-			return p.failLocked(pr, pe.Code, pe.Msg)
+			e := events.AsErr(err, events.CodeAmbiguous)
+			return p.failLocked(pr, e.Code, e.Msg)
 		}
 		preview.WriteString(unifiedDiff(f.Path, string(cur), string(next)))
 		j.Files = append(j.Files, journalEntry{Path: f.Path, BaseHash: f.BaseHash, NewHash: hashBytes(next), New: next})

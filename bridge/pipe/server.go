@@ -165,12 +165,8 @@ func (s *Server) dispatch(ctx context.Context, req Request) (resp Response) {
 	}()
 	payload, err := s.opts.Handlers[req.Command](ctx, req)
 	if err != nil {
-		var ce *events.Err
-		if errors.As(err, &ce) {
-			resp.Code, resp.Message = ce.Code, ce.Msg
-		} else {
-			resp.Code, resp.Message = events.CodeToolError, err.Error()
-		}
+		e := events.AsErr(err, events.CodeToolError)
+		resp.Code, resp.Message = e.Code, e.Msg
 		return resp
 	}
 	b, err := json.Marshal(payload)

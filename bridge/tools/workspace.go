@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"github.com/tracebridge/tracebridge/events"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -98,12 +97,8 @@ func forward(c HostCaller, command string, shape func(json.RawMessage) (any, err
 			}
 		}
 		resp, err := c.Call(ctx, pipe.Request{Command: command, RequestID: call.RequestID.String(), OperationID: call.OperationID.String(), Payload: payload})
-		var ce *events.Err
-		if errors.As(err, &ce) {
-			return nil, &events.Err{Code: ce.Code, Msg: ce.Msg} // the message already says what to start
-		}
 		if err != nil {
-			return nil, err
+			return nil, err // a coded *events.Err (PipeUnavailable says what to start) or a context error
 		}
 		if !resp.OK {
 			return nil, &events.Err{Code: resp.Code, Msg: resp.Message}
