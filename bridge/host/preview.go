@@ -1,7 +1,6 @@
 package host
 
 import (
-
 	"github.com/tracebridge/tracebridge/events"
 )
 
