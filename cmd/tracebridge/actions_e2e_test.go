@@ -73,6 +73,10 @@ func TestOneActionPerCodeEverywhere(t *testing.T) {
 				envelope = env.Action
 			}
 		}
+		// `tail --request` prints the request's events and exits.
+		if tail, err := exec.Command(tbBin, "--data", data, "tail", "--request", req.String()).Output(); err != nil || !strings.Contains(string(tail), "mcp.response.sent") {
+			t.Errorf("tail --request %s: %v\n%s", req, err, tail)
+		}
 		resp, err := ui.Get(root + "/runs/" + req.String())
 		if err != nil {
 			t.Fatal(err)

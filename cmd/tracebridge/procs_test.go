@@ -22,7 +22,7 @@ func TestConcurrentProcessesShareOneLog(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		loaders = append(loaders, start(t, tbBin, data, "loadgen", "--requests", "60", "--concurrency", "4", "--acks"))
 	}
-	tail := start(t, tbBin, data, "tail", "--from", "1", "--json")
+	tail := start(t, tbBin, data, "tail", "-f", "--from", "1", "--json")
 	verify := exec.Command(tbBin, "--data", data, "verify")
 	verifyOut := make(chan []byte, 1)
 	go func() {
