@@ -98,6 +98,11 @@ func truncate(s string, n int) string {
 	for cut > 0 && s[cut]&0xC0 == 0x80 {
 		cut--
 	}
+	// End at a word when one ends in the last quarter: a note reads better
+	// cut between words than inside one.
+	if sp := strings.LastIndexByte(s[:cut], ' '); sp > n*3/4 {
+		cut = sp
+	}
 	return s[:cut] + "…"
 }
 

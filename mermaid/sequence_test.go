@@ -112,3 +112,14 @@ func FuzzSequenceLabels(f *testing.F) {
 		checkStructure(t, Sequence(evs, Options{Timings: true}))
 	})
 }
+
+// A long note ends between words, not inside one.
+func TestNotesAreCutBetweenWords(t *testing.T) {
+	got := truncate(strings.Repeat("word ", 40), 120)
+	if !strings.HasSuffix(got, "word…") || len(got) > 120+len("…") {
+		t.Fatalf("cut mid-word: %q", got)
+	}
+	if got := truncate(strings.Repeat("x", 200), 120); got != strings.Repeat("x", 120)+"…" {
+		t.Fatalf("one long word: %q", got)
+	}
+}

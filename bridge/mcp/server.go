@@ -188,6 +188,9 @@ func rawArgs(a any) json.RawMessage {
 // action both as text (for the model) and as structured content.
 func toResult(r executor.Result) *sdk.CallToolResult {
 	if r.OK() {
+		if text, ok := r.Value.(string); ok { // a document (a diagram): the text itself, not a JSON string
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+		}
 		b, err := json.Marshal(r.Value)
 		if err != nil {
 			return toResult(executor.Result{OperationID: r.OperationID, Code: events.CodeToolError, Message: "the tool's result is not JSON: " + err.Error()})

@@ -28,10 +28,15 @@ type TraceRunsArgs struct {
 	Limit   int    `json:"limit,omitempty" jsonschema:"at most this many runs, newest first (default 20, at most 200)"`
 }
 
-// TraceRunArgs names one run.
+// TraceRunArgs names one run (trace_replay).
 type TraceRunArgs struct {
 	RequestID string `json:"requestId" jsonschema:"the request id, from a tool result's _meta[\"tracebridge/requestId\"] or trace_runs"`
-	Timings   bool   `json:"timings,omitempty" jsonschema:"trace_diagram: add relative times"`
+}
+
+// TraceDiagramArgs names one run and how to draw it (trace_diagram).
+type TraceDiagramArgs struct {
+	RequestID string `json:"requestId" jsonschema:"the request id, from a tool result's _meta[\"tracebridge/requestId\"] or trace_runs"`
+	Timings   bool   `json:"timings,omitempty" jsonschema:"add each step's time since the run began"`
 }
 
 // Crossing is one event as trace_replay returns it.
@@ -92,8 +97,8 @@ func Trace(log TraceLog) []*executor.Tool {
 				}
 				return out, nil
 			})),
-		tool("trace_diagram", "A Mermaid sequence diagram of one run, the first failing boundary highlighted.",
-			executor.SchemaFor[TraceRunArgs](), typedRun(func(ctx context.Context, a TraceRunArgs) (any, error) {
+		tool("trace_diagram", "A Mermaid sequence diagram of one run (the text itself, to render or read), the first failing boundary highlighted.",
+			executor.SchemaFor[TraceDiagramArgs](), typedRun(func(ctx context.Context, a TraceDiagramArgs) (any, error) {
 				run, err := judge(ctx, log, a.RequestID)
 				if err != nil {
 					return nil, err
