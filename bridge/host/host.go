@@ -118,8 +118,15 @@ func (h *Host) setFocus(_ context.Context, req pipe.Request) (any, error) {
 	if err != nil {
 		return nil, coded(err)
 	}
-	if _, err := h.WS.ReadFile(rel); err != nil {
+	b, err := h.WS.ReadFile(rel)
+	if err != nil {
 		return nil, coded(err)
+	}
+	if f.StartLine > 0 || f.EndLine > 0 {
+		// A selection must lie in the file as it is now.
+		if _, err := sliceText(string(b), f.StartLine, max(f.StartCol, 1), max(f.EndLine, f.StartLine), max(f.EndCol, 1)); err != nil {
+			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: rel + ": " + err.Error()}
+		}
 	}
 	f.Path = rel
 	h.mu.Lock()

@@ -126,3 +126,18 @@ func TestFocusAcceptsAbsolutePathsInsideTheRoot(t *testing.T) {
 		}
 	}
 }
+
+// Focus on a file that does not exist, or a selection past the file's end,
+// is refused with what is wrong — not an internal error text.
+func TestFocusRefusesWhatIsNotThere(t *testing.T) {
+	h, _ := newHost(t)
+	_, err := call(t, h, "set_focus", Focus{Path: "nope.go", StartLine: 1})
+	var ce *events.Err
+	if !errors.As(err, &ce) || ce.Code != events.CodePathRefused || !strings.Contains(ce.Msg, "does not exist") || strings.Contains(ce.Msg, "statat") {
+		t.Fatalf("focus on a missing file: %v", err)
+	}
+	_, err = call(t, h, "set_focus", Focus{Path: "a.go", StartLine: 99, StartCol: 1, EndLine: 99, EndCol: 5})
+	if !errors.As(err, &ce) || ce.Code != events.CodeInvalidArguments || !strings.Contains(ce.Msg, "outside the file") {
+		t.Fatalf("focus past the end: %v", err)
+	}
+}

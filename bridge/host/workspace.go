@@ -126,6 +126,9 @@ func (w *Workspace) ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	if _, err := w.regular(rel); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, pathRefused(rel, "does not exist in the workspace "+w.dir)
+		}
 		return nil, err
 	}
 	f, err := w.root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|noFollow, 0)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/replay"
 	"github.com/tracebridge/tracebridge/replay/sessions"
@@ -22,7 +21,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 1 {
 		return usageError{"want one REQUEST_ID"}
 	}
-	req, err := events.ParseID(fs.Arg(0))
+	req, err := parseRequestID(fs.Arg(0))
 	if err != nil {
 		return usageError{err.Error()}
 	}

@@ -67,7 +67,7 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	if *out == "" {
 		return usageError{"-o FILE is required"}
 	}
-	sid, err := events.ParseID(fs.Arg(0))
+	sid, err := parseRequestID(fs.Arg(0))
 	if err != nil {
 		return usageError{err.Error()}
 	}
