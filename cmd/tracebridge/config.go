@@ -5,16 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/tools"
 )
 
 const configHelp = `config check [FILE]
 
 Validates tracebridge.toml (FILE, else --config's default: $TRACEBRIDGE_CONFIG,
 else tracebridge.toml in the user config dir) and explains each problem with its
-line. Exit 0 when valid (or when no file exists: the defaults apply), 1 otherwise.
+line, and refuses capabilities and tool ids that do not exist. Exit 0 when valid
+(or when no file exists: the defaults apply), 1 otherwise; secrets that cannot
+be resolved in this environment are warned about.
 
 The file:
 
@@ -29,8 +34,9 @@ The file:
 
   [tools.regex_text_search]
   approval = "always"    # always | never: override the tool's requirement
-  secrets = ["GITHUB"]   # secret references the tool receives
   timeout = "30s"
+  # secrets = ["GITHUB"] # secret references the tool receives (a discovered
+  #                      # tool that calls an API, typically)
 
   [secrets.GITHUB]
   env = "GITHUB_TOKEN"   # or: file = "/run/secrets/github"
@@ -70,7 +76,73 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, err)
 		return errFound
 	}
+	// What the file names must exist: capabilities, and tool ids (the
+	// built-in ones and those its discovery dirs hold).
+	ids, caps := m.knownTools(c)
+	var problems []string
+	for _, g := range c.Policy.Grant {
+		if !caps[g] {
+			problems = append(problems, fmt.Sprintf("%s: policy.grant: %q is not a capability (known: %s)", path, g, strings.Join(sortedKeys(caps), ", ")))
+		}
+	}
+	for _, d := range c.Policy.Deny {
+		if !ids[d] {
+			problems = append(problems, fmt.Sprintf("%s: policy.deny: %q is not a tool this bridge serves (see tools/list, or the discovery dirs)", path, d))
+		}
+	}
+	for _, id := range sortedKeys(c.Tools) {
+		if !ids[id] {
+			problems = append(problems, fmt.Sprintf("%s: [tools.%s]: not a tool this bridge serves (see tools/list, or the discovery dirs)", path, id))
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(m.Stdout, strings.Join(problems, "\n"))
+		return errFound
+	}
 	fmt.Fprintf(m.Stdout, "ok: %s (approval %s, %d tool overrides, %d secrets, %d discovery dirs)\n",
 		path, c.Approval.Mode, len(c.Tools), len(c.Secrets), len(c.Discovery.Dirs))
+	// Secrets that cannot be resolved in this environment: not an error
+	// (the bridge's may differ), but the calls that need them would fail.
+	for _, name := range sortedKeys(c.Secrets) {
+		if v := executor.ConfiguredSecrets(map[string]config.Secret{name: c.Secrets[name]}, m.Getenv, os.ReadFile); len(v) == 0 {
+			ref := c.Secrets[name]
+			where := "environment variable " + ref.Env + " is not set"
+			if ref.Env == "" {
+				where = "file " + ref.File + " cannot be read or is empty"
+			}
+			fmt.Fprintf(m.Stdout, "warning: secret %s cannot be resolved here (%s): calls of the tools that use it fail with SecretUnresolved until it can\n", name, where)
+		}
+	}
 	return nil
+}
+
+// knownTools lists the tool ids and capabilities a bridge with c serves:
+// the built-in tools and the discovered ones.
+func (m *Main) knownTools(c *config.Config) (ids, caps map[string]bool) {
+	ids, caps = map[string]bool{}, map[string]bool{}
+	for _, cap := range []string{config.CapTextSearch, config.CapTraceRead, config.CapWorkspaceRead, config.CapWorkspaceWrite, config.CapProcessRun} {
+		caps[cap] = true
+	}
+	all := append([]*executor.Tool{tools.Regex(), tools.BM25()}, tools.Workspace(nil)...)
+	all = append(append(all, tools.Trace(nil)...), testTools()...)
+	if len(c.Discovery.Dirs) > 0 {
+		found, _ := tools.Discover(expandHome(c.Discovery.Dirs, m.Getenv("HOME")))
+		all = append(all, found...)
+	}
+	for _, t := range all {
+		ids[t.ID] = true
+		for _, cap := range t.Capabilities {
+			caps[cap] = true
+		}
+	}
+	return ids, caps
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

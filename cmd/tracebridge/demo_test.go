@@ -62,3 +62,29 @@ func TestMCPAnswersEverythingPipedBeforeEOF(t *testing.T) {
 		t.Fatalf("stdout after stdin closed:\n%s", out)
 	}
 }
+
+// The README's example configuration works as shown: config check accepts
+// it, and the default tools run with it (none needs an unset secret).
+func TestREADMEConfigWorksAsShown(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```toml\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no ```toml block in README.md")
+	}
+	cfg := filepath.Join(t.TempDir(), "tracebridge.toml")
+	os.WriteFile(cfg, []byte(block), 0o600)
+	cmd := exec.Command(tbBin, "config", "check", cfg)
+	cmd.Env = append(os.Environ(), "GITHUB_TOKEN=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("config check of the README's example: %v\n%s", err, out)
+	}
+	b := startBridge(t, tbBin, filepath.Join(t.TempDir(), "data"), "2025-06-18", "TRACEBRIDGE_CONFIG="+cfg, "GITHUB_TOKEN=")
+	if res, _, code := b.call(t, "regex_text_search", map[string]any{"pattern": "x", "text": "x"}); code != "" {
+		t.Fatalf("regex_text_search with the README's config: %s %s", code, textOf(res))
+	}
+	b.close(t)
+}
