@@ -87,6 +87,7 @@ var errFound = errors.New("problem found")
 // Run runs one command line and returns the exit code.
 func (m *Main) Run(ctx context.Context, args []string) int {
 	global := m.flags("tracebridge")
+	version := global.Bool("version", false, "print the version and exit")
 	global.Usage = func() { m.usage(global.Output()) }
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -95,6 +96,9 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	rest := global.Args()
+	if len(rest) == 1 && (rest[0] == "--version" || rest[0] == "-version") || *version {
+		rest = []string{"version"}
+	}
 	if len(rest) == 0 {
 		m.usage(m.Stderr)
 		return exitUsage
@@ -201,7 +205,14 @@ func (m *Main) parse(fs *flag.FlagSet, usage string, args []string) error {
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
-	return fs.Parse(append([]string{"--"}, positional...))
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
+		return err
+	}
+	switch strings.ToLower(m.logLevel) {
+	case "", "debug", "info", "warn", "error":
+		return nil
+	}
+	return usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", m.logLevel)}
 }
 
 // dataDir resolves the data dir: --data, $TRACEBRIDGE_DATA, then the user

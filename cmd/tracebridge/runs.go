@@ -17,7 +17,8 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	status := fs.String("status", "", "only runs with this status: ok, failed, denied or incomplete")
 	tool := fs.String("tool", "", "only calls of this tool")
 	session := fs.String("session", "", "only runs of this MCP session id")
-	limit := fs.Int("limit", 20, "at most this many runs, newest first")
+	limit := fs.Int("limit", 20, "at most `N` runs, newest first (0: all)")
+	fs.IntVar(limit, "n", 20, "the same as --limit (as tail -n)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := m.parse(fs, "runs [--status ok|failed|denied|incomplete] [--tool T] [--session S] [--limit N] [--json]\n\nLists recorded runs (one per request id), newest first, from the runs\nprojection: method, tool, status, duration, event count and, for runs that\ndid not succeed, the verdict's code and boundary. `tracebridge replay ID`\nexplains one.", args); err != nil {
 		return err
@@ -31,8 +32,11 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	default:
 		return usageError{fmt.Sprintf("--status %q: want ok, failed, denied or incomplete", *status)}
 	}
-	if *limit <= 0 {
-		return usageError{"--limit must be positive"}
+	switch {
+	case *limit < 0:
+		return usageError{"--limit must be 0 (all) or more"}
+	case *limit == 0:
+		q.Limit = 1 << 30
 	}
 	if *session != "" {
 		id, err := events.ParseID(*session)

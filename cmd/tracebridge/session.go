@@ -55,7 +55,7 @@ func runSession(ctx context.Context, m *Main, args []string) error {
 
 func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("session export")
-	out := fs.String("o", "", "write the session to `FILE` (.jsonl)")
+	out := fs.String("o", "", "write the session to `FILE` (.jsonl; - for stdout)")
 	cfgPath := fs.String("config", "", "the tracebridge.toml `FILE` the session ran with (default: as `tracebridge mcp` finds it)")
 	name := fs.String("name", "", "the session's name in the file (default: the file's base name)")
 	if err := m.parse(fs, sessionUsage, args); err != nil {
@@ -88,6 +88,9 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	in.Name = *name
 	if in.Name == "" {
 		in.Name = strings.TrimSuffix(filepath.Base(*out), filepath.Ext(*out))
+		if *out == "-" {
+			in.Name = "session-" + strings.ToLower(sid.String())
+		}
 	}
 	s, err := sessions.Export(in)
 	if err != nil {
@@ -95,6 +98,10 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	}
 	var buf bytes.Buffer
 	if err := s.Encode(&buf); err != nil {
+		return err
+	}
+	if *out == "-" { // stdout, as every other tool reads "-"
+		_, err := m.Stdout.Write(buf.Bytes())
 		return err
 	}
 	if err := store.WriteFileAtomic(*out, buf.Bytes(), 0o600); err != nil {
