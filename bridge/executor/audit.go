@@ -66,12 +66,41 @@ func (c *call) audit(res *Result) {
 	case events.Error:
 		cl.Severity = "error"
 	}
+	if k, ok := codeClasses[res.Code]; ok {
+		cl.Severity = k.severity
+		cl.Risk = riskiest(cl.Risk, k.risk)
+	}
 	e.Classification = cl
 	b, err := json.Marshal(e)
 	if err != nil {
 		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
 	}
 	c.emit(events.KindExecutorAudit, e.Outcome, res.Code, c.start, map[string]string{"envelope": string(b)})
+}
+
+// codeClasses is what a failure code says about severity and risk, as the
+// VS MCP Bridge design classifies calls: a policy denial is a warning of
+// medium risk, an unresolved secret a warning of high risk, a tool that
+// failed or crashed an error of high risk. The tool's descriptor can only
+// raise the risk.
+var codeClasses = map[events.Code]struct{ severity, risk string }{
+	events.CodePolicyDenied:     {"warning", "medium"},
+	events.CodeConfigInvalid:    {"warning", "medium"},
+	events.CodeApprovalDenied:   {"warning", "medium"},
+	events.CodeApprovalTimeout:  {"warning", "medium"},
+	events.CodeSecretUnresolved: {"warning", "high"},
+	events.CodeToolError:        {"error", "high"},
+	events.CodeToolPanic:        {"error", "high"},
+	events.CodeToolTimeout:      {"error", "medium"},
+	events.CodeLogUnavailable:   {"error", "high"},
+}
+
+func riskiest(a, b string) string {
+	rank := map[string]int{"low": 0, "medium": 1, "high": 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
 }
 
 // summarize keeps the first 256 bytes of s, with its size and hash when

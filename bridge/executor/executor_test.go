@@ -299,3 +299,28 @@ func TestCatalogRejectsDuplicatesAndAcceptsEmpty(t *testing.T) {
 		t.Fatalf("empty catalog: %v", err)
 	}
 }
+
+// Classification follows the code as the design says: a policy denial is a
+// warning of medium risk, an unresolved secret a warning of high risk, a
+// crash an error of high risk, a success info of low risk.
+func TestClassificationFollowsTheCode(t *testing.T) {
+	for _, tc := range []struct {
+		name, cfg      string
+		run            RunFunc
+		severity, risk string
+	}{
+		{"success", "", nil, "info", "low"},
+		{"policy denied", "[policy]\ndeny = [\"echo\"]\n", nil, "warning", "medium"},
+		{"secret unresolved", "[secrets.S]\nenv = \"TB_UNSET_CLASSIFICATION\"\n[tools.echo]\nsecrets = [\"S\"]\n", nil, "warning", "high"},
+		{"panic", "", func(context.Context, Call) (any, error) { panic("boom") }, "error", "high"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.cfg, tc.run, nil)
+			_, evs := h.call(t, "echo", `{"text":"hi"}`)
+			cl := envelopeOf(t, evs)["classification"].(map[string]any)
+			if cl["severity"] != tc.severity || cl["risk"] != tc.risk {
+				t.Fatalf("classification %v, want %s/%s", cl, tc.severity, tc.risk)
+			}
+		})
+	}
+}
