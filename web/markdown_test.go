@@ -114,3 +114,13 @@ func TestReviewLinksToLocalServicesAreInert(t *testing.T) {
 		}
 	}
 }
+
+// A Dialectic reference written as code is a link to its line too.
+func TestBacktickReferencesLink(t *testing.T) {
+	out := string(renderReview("See [`svc/a.go:12`][] and [svc/b.go:3-5][]."))
+	for _, want := range []string{`<a href="/workspace?file=svc%2Fa.go#L12"><code>svc/a.go:12</code></a>`, `<a href="/workspace?file=svc%2Fb.go#L3">svc/b.go:3-5</a>`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in\n%s", want, out)
+		}
+	}
+}

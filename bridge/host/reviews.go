@@ -33,6 +33,7 @@ type Ref struct {
 	Text    string `json:"text"` // as written, e.g. [src/a.go:12][]
 	Path    string `json:"path"`
 	Line    int    `json:"line"`
+	EndLine int    `json:"endLine,omitempty"` // [file:12-20][]: a range of lines
 	Column  int    `json:"column,omitempty"`
 	OK      bool   `json:"ok"`
 	Problem string `json:"problem,omitempty"`
@@ -165,23 +166,31 @@ func replaceSection(doc, section, body string) (string, error) {
 	return strings.Join(append(lines[:start+1], strings.TrimRight(body, "\n")), "\n") + "\n", nil
 }
 
-var refRE = regexp.MustCompile(`\[([^\[\]\n:]+):(\d{1,9})(?::(\d{1,9}))?\]\[\]`)
+// refRE matches Dialectic's references: [file:line][], [file:line:col][],
+// [file:line-line][] (a range), each also written as code, as Dialectic
+// writes them: [`src/auth.ts:23`][].
+var refRE = regexp.MustCompile("\\[(`?)([^\\[\\]\\n:`]+):(\\d{1,9})(?:-(\\d{1,9})|:(\\d{1,9}))?(`?)\\]\\[\\]")
 
-// ParseRefs finds the [file:line][] and [file:line:col][] references of a
-// markdown text, in order.
+// ParseRefs finds the references of a markdown text, in order.
 func ParseRefs(md string) []Ref {
 	var out []Ref
 	for _, m := range refRE.FindAllStringSubmatch(md, -1) {
-		line, _ := strconv.Atoi(m[2])
-		col := 0
-		if m[3] != "" {
-			col, _ = strconv.Atoi(m[3])
+		if m[1] != m[6] {
+			continue // a backtick on one side only: not a reference
 		}
-		path := strings.TrimSpace(m[1])
+		line, _ := strconv.Atoi(m[3])
+		end, col := 0, 0
+		if m[4] != "" {
+			end, _ = strconv.Atoi(m[4])
+		}
+		if m[5] != "" {
+			col, _ = strconv.Atoi(m[5])
+		}
+		path := strings.TrimSpace(m[2])
 		if path == "" {
 			continue // "[ :3][]" names no file
 		}
-		out = append(out, Ref{Text: m[0], Path: path, Line: line, Column: col})
+		out = append(out, Ref{Text: m[0], Path: path, Line: line, EndLine: end, Column: col})
 	}
 	return out
 }
@@ -197,6 +206,8 @@ func (r *Reviews) check(refs []Ref) []Ref {
 			ref.Problem = "file not readable in the workspace: " + err.Error()
 		case ref.Line < 1 || ref.Line > bytes.Count(b, []byte("\n"))+1:
 			ref.Problem = fmt.Sprintf("line %d is outside the file (%d lines)", ref.Line, bytes.Count(b, []byte("\n"))+1)
+		case ref.EndLine != 0 && (ref.EndLine < ref.Line || ref.EndLine > bytes.Count(b, []byte("\n"))+1):
+			ref.Problem = fmt.Sprintf("lines %d-%d are not a range inside the file (%d lines)", ref.Line, ref.EndLine, bytes.Count(b, []byte("\n"))+1)
 		default:
 			ref.OK = true
 		}

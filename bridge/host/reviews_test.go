@@ -86,3 +86,22 @@ func FuzzParseRefs(f *testing.F) {
 		}
 	})
 }
+
+// Dialectic writes references as code, and as ranges: both are references.
+func TestRefsInDialecticsForms(t *testing.T) {
+	refs := ParseRefs("See [`src/auth.ts:23`][], [src/a.go:3-7][], [`b.go:2:5`][] and [src/a.go:9][]; not [`x.go:1][] nor [a.go:x][].")
+	want := []Ref{
+		{Text: "[`src/auth.ts:23`][]", Path: "src/auth.ts", Line: 23},
+		{Text: "[src/a.go:3-7][]", Path: "src/a.go", Line: 3, EndLine: 7},
+		{Text: "[`b.go:2:5`][]", Path: "b.go", Line: 2, Column: 5},
+		{Text: "[src/a.go:9][]", Path: "src/a.go", Line: 9},
+	}
+	if len(refs) != len(want) {
+		t.Fatalf("refs %+v", refs)
+	}
+	for i := range want {
+		if refs[i] != want[i] {
+			t.Errorf("ref %d: %+v, want %+v", i, refs[i], want[i])
+		}
+	}
+}
