@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -48,6 +50,9 @@ type ReviewVersion struct {
 	Section string    `json:"section,omitempty"`
 	Refs    []Ref     `json:"refs"`
 	Time    time.Time `json:"time"`
+	// Note says what happened beyond the mode's plain meaning (an
+	// update-section whose heading was missing appended a new section).
+	Note string `json:"note,omitempty"`
 }
 
 // Reviews keeps the workspace's review document and all its versions.
@@ -85,11 +90,11 @@ func OpenReviews(ws *Workspace, dir string, now func() time.Time) (*Reviews, err
 func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion, error) {
 	switch {
 	case strings.TrimSpace(content) == "":
-		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Content parameter required: the review's markdown"}
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Content parameter is required: the review's markdown"}
 	case len(content) > MaxReviewBytes:
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("content is %d bytes; the limit is %d", len(content), MaxReviewBytes)}
 	case mode != ModeReplace && mode != ModeAppend && mode != ModeUpdateSection:
-		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("mode %q is not one of replace, append, update-section", mode)}
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("Mode must be 'replace', 'update-section', or 'append' (got %q)", mode)}
 	case mode == ModeUpdateSection && strings.TrimSpace(section) == "":
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Section parameter required for update-section mode"}
 	case mode != ModeUpdateSection && section != "":
@@ -101,7 +106,7 @@ func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion
 	if n := len(r.versions); n > 0 {
 		cur = r.versions[n-1].Content
 	}
-	var doc string
+	var doc, note string
 	switch mode {
 	case ModeReplace:
 		doc = content
@@ -112,13 +117,13 @@ func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion
 		}
 		doc += content
 	case ModeUpdateSection:
-		var err error
-		if doc, err = replaceSection(cur, section, content); err != nil {
-			return ReviewVersion{}, err
+		var headings []string
+		if doc, headings = replaceSection(cur, section, content); headings != nil {
+			note = fmt.Sprintf("the review had no section %q (its headings: %s): it was appended as a new one", section, strings.Join(headings, ", "))
 		}
 	}
 	v := ReviewVersion{Version: len(r.versions) + 1, Content: doc, BaseURI: baseURI, Mode: mode, Section: section,
-		Refs: r.check(ParseRefs(doc)), Time: r.now().UTC()}
+		Refs: r.check(ParseRefs(doc), baseDir(r.ws, baseURI)), Time: r.now().UTC(), Note: note}
 	r.versions = append(r.versions, v)
 	b, err := json.MarshalIndent(r.versions, "", "  ")
 	if err == nil {
@@ -131,6 +136,24 @@ func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion
 	return v, nil
 }
 
+// baseDir is the workspace directory a baseUri names (file:///abs/dir or
+// an absolute or workspace-relative path), relative to the root; "" for
+// none or one outside the root.
+func baseDir(ws *Workspace, baseURI string) string {
+	if baseURI == "" {
+		return ""
+	}
+	p := strings.TrimPrefix(baseURI, "file://")
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	rel, err := ws.Relative(strings.TrimSuffix(p, "/") + "/.")
+	if err != nil || rel == "." {
+		return ""
+	}
+	return rel
+}
+
 // Versions returns every version, oldest first.
 func (r *Reviews) Versions() []ReviewVersion {
 	r.mu.Lock()
@@ -141,7 +164,10 @@ func (r *Reviews) Versions() []ReviewVersion {
 var headingRE = regexp.MustCompile(`^(#{1,6})[ \t]+(.*?)[ \t#]*$`)
 
 // replaceSection replaces the body under the heading titled section.
-func replaceSection(doc, section, body string) (string, error) {
+// replaceSection returns doc with section's body replaced, or, when doc
+// has no such heading, with the section added at the end and the headings
+// it has (non-nil).
+func replaceSection(doc, section, body string) (string, []string) {
 	lines := strings.Split(doc, "\n")
 	start, level := -1, 0
 	var headings []string
@@ -161,7 +187,12 @@ func replaceSection(doc, section, body string) (string, error) {
 		}
 	}
 	if start < 0 {
-		return "", &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("no section %q in the review; its headings are: %s", section, strings.Join(headings, ", "))}
+		// As Dialectic's MVP does: a missing section is added at the end.
+		out := strings.TrimRight(doc, "\n")
+		if out != "" {
+			out += "\n\n"
+		}
+		return out + "## " + strings.TrimSpace(section) + "\n\n" + strings.TrimRight(body, "\n") + "\n", append([]string{}, headings...)
 	}
 	return strings.Join(append(lines[:start+1], strings.TrimRight(body, "\n")), "\n") + "\n", nil
 }
@@ -197,9 +228,12 @@ func ParseRefs(md string) []Ref {
 
 // check resolves each reference in the workspace: the file must exist and
 // have the line.
-func (r *Reviews) check(refs []Ref) []Ref {
+func (r *Reviews) check(refs []Ref, base string) []Ref {
 	for i := range refs {
 		ref := &refs[i]
+		if base != "" {
+			ref.Path = path.Join(base, ref.Path)
+		}
 		b, err := r.ws.ReadFile(ref.Path)
 		switch {
 		case err != nil:

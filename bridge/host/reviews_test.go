@@ -46,11 +46,14 @@ func TestReviewModesAndVersions(t *testing.T) {
 	if !strings.Contains(v3.Content, "## Summary\nchanged\n\n## Risks\nnone") || strings.Contains(v3.Content, "first") {
 		t.Fatalf("update-section:\n%s", v3.Content)
 	}
-	if _, err := r.Present("x", "", ModeUpdateSection, "Nope"); err == nil || !strings.Contains(err.Error(), "Summary, Risks") {
-		t.Fatalf("missing section: %v", err)
+	// A missing section is added at the end, and the result says so and
+	// names the headings the review had (as Dialectic's MVP does).
+	v4, err := r.Present("x", "", ModeUpdateSection, "Nope")
+	if err != nil || !strings.Contains(v4.Note, "Summary, Risks") || !strings.HasSuffix(v4.Content, "## Nope\n\nx\n") {
+		t.Fatalf("missing section: %v %+v", err, v4)
 	}
 	r2, _ := OpenReviews(tr.ws, dir, nil)
-	if vs := r2.Versions(); len(vs) != 3 || vs[2].Content != v3.Content {
+	if vs := r2.Versions(); len(vs) != 4 || vs[2].Content != v3.Content {
 		t.Fatalf("versions after reopen: %d", len(vs))
 	}
 }
@@ -59,8 +62,8 @@ func TestReviewValidationMessages(t *testing.T) {
 	r, _, _ := newReviews(t)
 	for _, tc := range []struct{ content, mode, section, want string }{
 		{"x", ModeUpdateSection, "", "Section parameter required for update-section mode"},
-		{"", ModeReplace, "", "Content parameter required"},
-		{"x", "prepend", "", `mode "prepend" is not one of replace, append, update-section`},
+		{"", ModeReplace, "", "Content parameter is required"},
+		{"x", "prepend", "", `Mode must be 'replace', 'update-section', or 'append'`},
 		{"x", ModeAppend, "S", "section is only used with mode update-section"},
 		{strings.Repeat("x", MaxReviewBytes+1), ModeReplace, "", "the limit is"},
 	} {
@@ -103,5 +106,29 @@ func TestRefsInDialecticsForms(t *testing.T) {
 		if refs[i] != want[i] {
 			t.Errorf("ref %d: %+v, want %+v", i, refs[i], want[i])
 		}
+	}
+}
+
+// update-section on a heading the review lacks adds it at the end and says
+// so; a baseUri makes references relative to it.
+func TestReviewMissingSectionAndBaseURI(t *testing.T) {
+	r, tr, _ := newReviews(t)
+	os.MkdirAll(filepath.Join(tr.root, "sub"), 0o755)
+	os.WriteFile(filepath.Join(tr.root, "sub", "b.go"), []byte("package sub\n"), 0o644)
+	for _, base := range []string{"file://" + filepath.Join(tr.root, "sub"), filepath.Join(tr.root, "sub") + "/", "sub"} {
+		v, err := r.Present("see [b.go:1][]", base, ModeReplace, "")
+		if err != nil || len(v.Refs) != 1 || !v.Refs[0].OK || v.Refs[0].Path != "sub/b.go" {
+			t.Fatalf("baseUri %s: %v %+v", base, err, v.Refs)
+		}
+	}
+	if _, err := r.Present("# Review\n\n## Pricing\n\nold", "", ModeReplace, ""); err != nil {
+		t.Fatal(err)
+	}
+	v, err := r.Present("new risks", "", ModeUpdateSection, "Risks")
+	if err != nil || !strings.HasSuffix(v.Content, "## Risks\n\nnew risks\n") || !strings.Contains(v.Note, "appended as a new one") {
+		t.Fatalf("missing section: %v %q %q", err, v.Content, v.Note)
+	}
+	if !strings.Contains(v.Content, "## Pricing\n\nold") {
+		t.Fatalf("the existing section was lost: %q", v.Content)
 	}
 }

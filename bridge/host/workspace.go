@@ -77,11 +77,12 @@ func (w *Workspace) Relative(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	abs, err := filepath.EvalSymlinks(filepath.Dir(filepath.Clean(p)))
+	clean := filepath.Clean(p)
+	abs, err := filepath.EvalSymlinks(filepath.Dir(clean))
 	if err != nil {
 		return "", pathRefused(p, "names a directory that does not exist")
 	}
-	abs = filepath.Join(abs, filepath.Base(p))
+	abs = filepath.Join(abs, filepath.Base(clean))
 	rel, err := filepath.Rel(root, abs)
 	if err != nil || !filepath.IsLocal(rel) {
 		return "", pathRefused(p, "is outside the workspace root "+w.dir)

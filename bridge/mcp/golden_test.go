@@ -49,6 +49,9 @@ var goldenCalls = []struct{ name, request string }{
 	{"propose-edits-ok", `{"name":"propose_text_edits","arguments":{"files":[{"path":"svc/a.go","edits":[{"original":"package svc","replacement":"package svc // edited"}]}]}}`},
 	{"present-review-ok", `{"name":"present_review","arguments":{"content":"# Review\n\nSee [svc/a.go:3][].","mode":"replace"}}`},
 	{"present-review-bad-mode", `{"name":"present_review","arguments":{"content":"x","mode":"sideways"}}`},
+	{"present-review-default-mode", `{"name":"present_review","arguments":{"content":"# Again\n\nNo mode: replace."}}`},
+	{"present-review-no-content", `{"name":"present_review","arguments":{"mode":"append"}}`},
+	{"present-review-missing-section", `{"name":"present_review","arguments":{"content":"none","mode":"update-section","section":"Risks"}}`},
 }
 
 // TestGoldenFrames sends each golden call as a raw JSON-RPC line and

@@ -43,11 +43,33 @@ type ProposeManyArgs struct {
 
 // ReviewArgs are the arguments of present_review.
 type ReviewArgs struct {
-	Content string `json:"content" jsonschema:"the review, in markdown; [file:line][] references become links"`
-	BaseURI string `json:"baseUri,omitempty" jsonschema:"base URI of the workspace"`
-	Mode    string `json:"mode" jsonschema:"replace, append or update-section"`
-	Section string `json:"section,omitempty" jsonschema:"heading to replace (update-section only)"`
+	// Content is required; it is optional in the schema so that its
+	// absence gets the designed message from the host.
+	Content string `json:"content,omitempty" jsonschema:"the review, in markdown (required); [file:line][] references (also written as code, or ranges [file:12-20][]) become links"`
+	BaseURI string `json:"baseUri,omitempty" jsonschema:"the directory references are relative to (file:///abs/dir, or a path in the workspace); default the workspace root"`
+	Mode    string `json:"mode,omitempty" jsonschema:"replace (default), append, or update-section"`
+	Section string `json:"section,omitempty" jsonschema:"the heading whose section update-section replaces (added at the end if missing)"`
 }
+
+// reviewSchema is ReviewArgs' schema with mode an enum whose default is
+// replace.
+func reviewSchema() *jsonschema.Schema {
+	s := executor.SchemaFor[ReviewArgs]()
+	if m := s.Properties["mode"]; m != nil {
+		m.Enum = []any{"replace", "append", "update-section"}
+		m.Default = json.RawMessage(`"replace"`)
+	}
+	return s
+}
+
+// reviewGuide is present_review's description: what a good review holds,
+// as Dialectic asks of the AI.
+const reviewGuide = "Present a review of your work to the operator as markdown, in their review panel. " +
+	"Structure it as: a summary (what changed and why, in two or three sentences); the context (the problem, " +
+	"constraints, what you looked at); the changes, file by file, each with a [file:line][] reference; " +
+	"implementation details worth knowing; and the design decisions with the alternatives you rejected. " +
+	"mode replace (default) starts the document anew, append adds to it, update-section replaces the section under " +
+	"the heading named by section (or adds it at the end). References are checked against the workspace."
 
 // Workspace returns the tools the workspace host runs, each forwarded over
 // the pipe by c.
@@ -78,8 +100,20 @@ func Workspace(c HostCaller) []*executor.Tool {
 					"edits": []any{map[string]string{"original": one.Original, "replacement": one.Replacement}}}}}, nil
 			}),
 		tool("propose_text_edits", "propose_text_edits", "Propose an all-or-nothing change to several files, each edit an exact text occurring once. Nothing is written until an operator approves.", read, true, executor.SchemaFor[ProposeManyArgs](), same),
-		tool("present_review", "present_review", "Present a markdown review to the operator (mode replace, append or update-section with section). [file:line][] references are checked against the workspace.", read, true, executor.SchemaFor[ReviewArgs](), same),
+		tool("present_review", "present_review", reviewGuide, read, true, reviewSchema(), defaultMode),
 	}
+}
+
+// defaultMode gives present_review's mode its default, replace.
+func defaultMode(args json.RawMessage) (any, error) {
+	var a ReviewArgs
+	if err := json.Unmarshal(args, &a); err != nil {
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: err.Error()}
+	}
+	if a.Mode == "" {
+		a.Mode = "replace"
+	}
+	return a, nil
 }
 
 // forward sends the call to the host and turns pipe and host failures into
