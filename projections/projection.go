@@ -54,6 +54,7 @@ type Query struct {
 	Session events.ID `json:"session,omitzero"` // runs, audit
 	Request events.ID `json:"request,omitzero"` // audit, proposals
 	Text    string    `json:"text,omitempty"`   // runs: a substring of the id, tool, method, status or verdict
+	Kind    string    `json:"kind,omitempty"`   // runs: mcp (an AI client's requests), other (operator actions, UI views, synthetic load); "" all
 	Limit   int       `json:"limit,omitempty"`  // 0: 100
 }
 

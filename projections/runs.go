@@ -33,12 +33,29 @@ func (runs) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
 		return nil, false, err
 	}
 	s := f.Summary()
+	if q.Kind != "" && q.Kind != RunKind(s) {
+		return nil, false, nil
+	}
 	if (q.Status != "" && s.Status != q.Status) || (q.Tool != "" && s.Tool != q.Tool) ||
 		(!q.Session.IsZero() && s.SessionID != q.Session) || (q.Text != "" && !matches(s, q.Text)) {
 		return nil, false, nil
 	}
 	b, err := json.Marshal(s)
 	return b, true, err
+}
+
+// Run kinds.
+const (
+	KindMCP   = "mcp"   // a request an MCP client sent
+	KindOther = "other" // an operator action, a UI view, synthetic load
+)
+
+// RunKind says whether a run is an MCP client's request or something else.
+func RunKind(s replay.Summary) string {
+	if s.Method != "" {
+		return KindMCP
+	}
+	return KindOther
 }
 
 // matches reports whether text occurs (ignoring case) in the run's ids,

@@ -130,14 +130,23 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p p
 
 // runsFilter is the runs page's query.
 type runsFilter struct {
-	Status, Tool, Session, Text string
+	Status, Tool, Session, Text, Kind string
 }
 
 func filterOf(r *http.Request) (runsFilter, projections.Query, error) {
 	v := r.URL.Query()
 	f := runsFilter{Status: v.Get("status"), Tool: strings.TrimSpace(v.Get("tool")),
-		Session: strings.TrimSpace(v.Get("session")), Text: strings.TrimSpace(v.Get("q"))}
+		Session: strings.TrimSpace(v.Get("session")), Text: strings.TrimSpace(v.Get("q")), Kind: v.Get("kind")}
 	q := projections.Query{View: "runs", Status: f.Status, Tool: f.Tool, Text: f.Text, Limit: runsLimit}
+	switch f.Kind {
+	case "", projections.KindMCP: // AI clients' requests unless asked
+		f.Kind, q.Kind = projections.KindMCP, projections.KindMCP
+	case projections.KindOther:
+		q.Kind = f.Kind
+	case "all":
+	default:
+		return f, q, fmt.Errorf("kind %q: want mcp, other or all", f.Kind)
+	}
 	switch f.Status {
 	case "", replay.StatusOK, replay.StatusFailed, replay.StatusDenied, replay.StatusIncomplete:
 	default:

@@ -18,6 +18,7 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	tool := fs.String("tool", "", "only calls of this tool")
 	session := fs.String("session", "", "only runs of this MCP session id")
 	limit := fs.Int("limit", 20, "at most `N` runs, newest first (0: all)")
+	kind := fs.String("kind", "mcp", "`KIND` of runs: mcp (AI clients' requests), other (operator actions, UI views, load), or all")
 	fs.IntVar(limit, "n", 20, "the same as --limit (as tail -n)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := m.parse(fs, "runs [--status ok|failed|denied|incomplete] [--tool T] [--session S] [--limit N] [--json]\n\nLists recorded runs (one per request id), newest first, from the runs\nprojection: method, tool, status, duration, event count and, for runs that\ndid not succeed, the verdict's code and boundary. `tracebridge replay ID`\nexplains one.", args); err != nil {
@@ -31,6 +32,13 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	case "", replay.StatusOK, replay.StatusFailed, replay.StatusDenied, replay.StatusIncomplete:
 	default:
 		return usageError{fmt.Sprintf("--status %q: want ok, failed, denied or incomplete", *status)}
+	}
+	switch *kind {
+	case projections.KindMCP, projections.KindOther:
+		q.Kind = *kind
+	case "all":
+	default:
+		return usageError{fmt.Sprintf("--kind %q: want mcp, other or all", *kind)}
 	}
 	switch {
 	case *limit < 0:
