@@ -84,13 +84,17 @@ func writeRuns(w io.Writer, rows []json.RawMessage) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REQUEST\tSTARTED\tMETHOD\tTOOL\tSTATUS\tMS\tEVENTS\tVERDICT")
+	fmt.Fprintln(tw, "REQUEST\tSESSION\tSTARTED\tMETHOD\tTOOL\tSTATUS\tMS\tEVENTS\tVERDICT")
 	for _, s := range sums {
 		verdict := ""
 		if v := s.Verdict; s.Status != replay.StatusOK {
 			verdict = orDash(string(v.Code)) + " at " + string(v.Boundary)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\n", s.RequestID, s.Start.Local().Format("15:04:05"),
+		session := "-"
+		if !s.SessionID.IsZero() {
+			session = s.SessionID.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\n", s.RequestID, session, s.Start.Local().Format("15:04:05"),
 			orDash(s.Method), orDash(s.Tool), s.Status, s.DurationMs, s.Events, verdict)
 	}
 	return tw.Flush()

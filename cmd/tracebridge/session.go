@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/projections"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
@@ -19,8 +21,12 @@ import (
 	"github.com/tracebridge/tracebridge/store"
 )
 
-const sessionUsage = `session export SESSION_ID -o FILE.jsonl [--config FILE] [--name NAME]
+const sessionUsage = `session list [--limit N] [--json]
+       tracebridge session export SESSION_ID -o FILE.jsonl|- [--config FILE] [--name NAME]
        tracebridge session replay FILE... [--update] [--artifacts ROOT]
+
+list shows the MCP sessions of the data dir, newest first: the id to export,
+the client, when it started and ended, and how many requests it made.
 
 export writes a portable, redacted, versioned file (` + sessions.SessionSchema + `) with
 everything needed to re-drive an MCP session: the client's requests in
@@ -44,13 +50,73 @@ func runSession(ctx context.Context, m *Main, args []string) error {
 			return runSessionExport(ctx, m, args[1:])
 		case "replay":
 			return runSessionReplay(ctx, m, args[1:])
+		case "list":
+			return runSessionList(ctx, m, args[1:])
 		}
 	}
 	fs := m.flags("session")
 	if err := m.parse(fs, sessionUsage, args); err != nil {
 		return err
 	}
-	return usageError{"want export or replay"}
+	return usageError{"want list, export or replay"}
+}
+
+func runSessionList(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("session list")
+	limit := fs.Int("limit", 20, "at most `N` sessions, newest first (0: all)")
+	fs.IntVar(limit, "n", 20, "the same as --limit")
+	asJSON := fs.Bool("json", false, "print one JSON session per line")
+	all := fs.Bool("all", false, "also sessions no MCP client opened (synthetic load)")
+	if err := m.parse(fs, "session list [--limit N] [--all] [--json]\n\nLists the MCP sessions of the data dir (those a client initialized), newest\nfirst.", args); err != nil {
+		return err
+	}
+	if *limit < 0 {
+		return usageError{"--limit must be 0 (all) or more"}
+	}
+	q := projections.Query{View: "sessions", Limit: *limit}
+	if *limit == 0 {
+		q.Limit = 1 << 30
+	}
+	node, err := m.openLog(ctx, "session")
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	viewed, err := node.View(ctx, q)
+	if err != nil {
+		return err
+	}
+	var rows []json.RawMessage
+	for _, r := range viewed {
+		var s projections.Session
+		if json.Unmarshal(r, &s) == nil && (s.Client != "" || *all) {
+			rows = append(rows, r)
+		}
+	}
+	if *asJSON {
+		for _, r := range rows {
+			fmt.Fprintf(m.Stdout, "%s\n", r)
+		}
+		return nil
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(m.Stdout, "no MCP sessions yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tCLIENT\tSTARTED\tENDED\tSTATE\tREQUESTS")
+	for _, r := range rows {
+		var s projections.Session
+		if err := json.Unmarshal(r, &s); err != nil {
+			return err
+		}
+		ended := "-"
+		if !s.End.IsZero() {
+			ended = s.End.Local().Format("15:04:05")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.SessionID, orDash(s.Client), s.Start.Local().Format("2006-01-02 15:04:05"), ended, s.State, s.Requests)
+	}
+	return tw.Flush()
 }
 
 func runSessionExport(ctx context.Context, m *Main, args []string) error {

@@ -202,6 +202,9 @@ func TestRecordedSessions(t *testing.T) {
 			// No --config: the session carries the configuration the bridge
 			// recorded when it started.
 			r.cli(t, "session", "export", run.SessionID, "-o", file, "--name", sc.name)
+			if out := r.cli(t, "session", "list"); !strings.Contains(out, run.SessionID) || !strings.Contains(out, "e2e/1.0") {
+				t.Fatalf("session list lacks the session:\n%s", out)
+			}
 			if out := r.cli(t, "session", "export", run.SessionID, "-o", "-"); !strings.HasPrefix(out, `{"schema":"tracebridge.session/v1"`) {
 				t.Fatalf("session export -o - did not write the session to stdout: %.200s", out)
 			}
