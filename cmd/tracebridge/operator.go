@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/term"
+	"io"
+	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
 )
@@ -83,7 +89,11 @@ func runFocus(ctx context.Context, m *Main, args []string) error {
 func runProposals(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("proposals")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := m.parse(fs, "proposals list [--json]\n       tracebridge proposals show ID\n       tracebridge proposals approve ID\n       tracebridge proposals reject ID\n       tracebridge proposals reset\n\nEdits an AI client proposes wait here. approve applies the edit at once, and\nonly if every file still has the content it was proposed against (else\nDrift) and each original text occurs exactly once (else Ambiguous); a set of\nfiles is applied whole or not at all. The decision is bound to the content\nhash shown by show. reset rejects everything not yet applied.", args); err != nil {
+	state := fs.String("state", "", "list: only proposals in `STATE` (pending, approved, rejected, applied, failed)")
+	limit := fs.Int("limit", 0, "list: at most `N`, newest first (0: all)")
+	fs.IntVar(limit, "n", 0, "the same as --limit")
+	yes := fs.Bool("yes", false, "reset: do it without asking")
+	if err := m.parse(fs, "proposals list [--state STATE] [--limit N] [--json]\n       tracebridge proposals show ID [--json]\n       tracebridge proposals approve ID\n       tracebridge proposals reject ID\n       tracebridge proposals reset [--yes]\n\nEdits an AI client proposes wait here, newest first. show prints the diff\nthat approving would apply now (coloured on a terminal). approve applies the\nedit at once, and only if every file still has the content it was proposed\nagainst (else Drift) and each original text occurs exactly once (else\nAmbiguous); a set of files is applied whole or not at all; it prints what it\napplied. The decision is bound to the content hash shown by show. reset\nrejects everything not yet applied: it asks first (or takes --yes).", args); err != nil {
 		return err
 	}
 	rest := fs.Args()
@@ -98,44 +108,63 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 	if err := json.Unmarshal(resp.Payload, &list); err != nil {
 		return err
 	}
+	slices.Reverse(list) // newest first
 	find := func(id string) (*host.Proposal, error) {
 		for i := range list {
-			if list[i].ID == id {
+			if strings.EqualFold(list[i].ID, id) {
 				return &list[i], nil
 			}
 		}
 		return nil, fmt.Errorf("no proposal %s (see `tracebridge proposals list`)", id)
 	}
+	show := func(id string) (host.Proposal, error) {
+		var p host.Proposal
+		resp, err := m.hostCall(ctx, "proposals.show", host.ShowArgs{ID: id})
+		if err == nil {
+			err = json.Unmarshal(resp.Payload, &p)
+		}
+		return p, err
+	}
 	switch {
 	case rest[0] == "list" && len(rest) == 1:
+		var shown []host.Proposal
+		for _, p := range list {
+			if (*state == "" || p.State == *state) && (*limit == 0 || len(shown) < *limit) {
+				shown = append(shown, p)
+			}
+		}
 		if *asJSON {
-			return json.NewEncoder(m.Stdout).Encode(list)
+			return json.NewEncoder(m.Stdout).Encode(shown)
+		}
+		if len(shown) == 0 {
+			fmt.Fprintln(m.Stdout, "no proposals")
+			return nil
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATE\tFILES\tCODE")
-		for _, p := range list {
+		fmt.Fprintln(tw, "ID\tSTATE\tCREATED\tFILES\tCODE")
+		for _, p := range shown {
 			var files []string
 			for _, f := range p.Files {
 				files = append(files, f.Path)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.State, strings.Join(files, ","), p.Code)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, p.Created.Local().Format("2006-01-02 15:04:05"), strings.Join(files, ","), p.Code)
 		}
 		return tw.Flush()
 	case rest[0] == "show" && len(rest) == 2:
 		if _, err := find(rest[1]); err != nil {
 			return err
 		}
-		resp, err := m.hostCall(ctx, "proposals.show", host.ShowArgs{ID: rest[1]})
+		p, err := show(strings.ToUpper(rest[1]))
 		if err != nil {
 			return err
 		}
-		var p host.Proposal
-		if err := json.Unmarshal(resp.Payload, &p); err != nil {
-			return err
+		if *asJSON {
+			enc := json.NewEncoder(m.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(&p)
 		}
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(&p)
+		m.printProposal(&p)
+		return nil
 	case (rest[0] == "approve" || rest[0] == "reject") && len(rest) == 2:
 		p, err := find(rest[1])
 		if err != nil {
@@ -156,11 +185,31 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 			fmt.Fprintf(m.Stdout, " (%s: %s)", done.Code, done.Message)
 		}
 		fmt.Fprintln(m.Stdout)
+		if done.State == host.Applied && done.Preview != "" {
+			m.printDiff(done.Preview)
+		}
 		if done.State == host.Failed {
 			return errFound
 		}
 		return nil
 	case rest[0] == "reset" && len(rest) == 1:
+		open := 0
+		for _, p := range list {
+			if p.State == host.Pending || p.State == host.Approved {
+				open++
+			}
+		}
+		if open > 0 && !*yes {
+			if !isTerminal(m.Stdin) {
+				return usageError{fmt.Sprintf("reset rejects %d proposal(s) not yet applied; pass --yes to confirm", open)}
+			}
+			fmt.Fprintf(m.Stdout, "reject %d proposal(s) not yet applied? [y/N] ", open)
+			answer, _ := bufio.NewReader(m.Stdin).ReadString('\n')
+			if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+				fmt.Fprintln(m.Stdout, "nothing reset")
+				return nil
+			}
+		}
 		resp, err := m.hostCall(ctx, "proposals.reset", nil)
 		if err != nil {
 			return err
@@ -169,4 +218,45 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 		return nil
 	}
 	return usageError{fmt.Sprintf("unknown or incomplete action %q", strings.Join(rest, " "))}
+}
+
+// printProposal prints a proposal for a person: what it is, then its diff.
+func (m *Main) printProposal(p *host.Proposal) {
+	var files []string
+	for _, f := range p.Files {
+		files = append(files, f.Path)
+	}
+	fmt.Fprintf(m.Stdout, "proposal %s: %s, %s\nfiles:   %s\ncontent: %s (approving binds to it)\ncreated: %s\n",
+		p.ID, p.State, orDash(string(p.Code)), strings.Join(files, ", "), p.ContentHash, p.Created.Local().Format(time.RFC3339))
+	if p.Message != "" {
+		fmt.Fprintf(m.Stdout, "note:    %s\n", p.Message)
+	}
+	fmt.Fprintln(m.Stdout)
+	m.printDiff(p.Preview)
+}
+
+// printDiff prints a unified diff, coloured when stdout is a terminal.
+func (m *Main) printDiff(diff string) {
+	color := isTerminal(m.Stdout) && m.Getenv("NO_COLOR") == ""
+	for _, l := range strings.SplitAfter(diff, "\n") {
+		switch {
+		case !color || l == "":
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			l = "\x1b[1m" + strings.TrimSuffix(l, "\n") + "\x1b[0m\n"
+		case strings.HasPrefix(l, "+"):
+			l = "\x1b[32m" + strings.TrimSuffix(l, "\n") + "\x1b[0m\n"
+		case strings.HasPrefix(l, "-"):
+			l = "\x1b[31m" + strings.TrimSuffix(l, "\n") + "\x1b[0m\n"
+		case strings.HasPrefix(l, "@@"):
+			l = "\x1b[36m" + strings.TrimSuffix(l, "\n") + "\x1b[0m\n"
+		}
+		io.WriteString(m.Stdout, l)
+	}
+}
+
+// isTerminal reports whether f is an interactive terminal (/dev/null, a
+// character device too, is not).
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
 }
