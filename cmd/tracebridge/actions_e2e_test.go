@@ -73,6 +73,10 @@ func TestOneActionPerCodeEverywhere(t *testing.T) {
 				envelope = env.Action
 			}
 		}
+		// replay --exit-code: 1 for a run that did not succeed.
+		if err := exec.Command(tbBin, "--data", data, "replay", req.String(), "--exit-code").Run(); err == nil {
+			t.Errorf("replay --exit-code of a %s run exited 0", code)
+		}
 		// `tail --request` prints the request's events and exits.
 		if tail, err := exec.Command(tbBin, "--data", data, "tail", "--request", req.String()).Output(); err != nil || !strings.Contains(string(tail), "mcp.response.sent") {
 			t.Errorf("tail --request %s: %v\n%s", req, err, tail)
@@ -91,6 +95,10 @@ func TestOneActionPerCodeEverywhere(t *testing.T) {
 		if !strings.Contains(html.UnescapeString(string(page)), "What to do: "+want) {
 			t.Errorf("%s %s: the UI's run page does not say %q", c.tool, code, want)
 		}
+	}
+	_, ok, _ := b.call(t, "regex_text_search", map[string]any{"pattern": "x", "text": "x"})
+	if err := exec.Command(tbBin, "--data", data, "replay", ok.String(), "--exit-code").Run(); err != nil {
+		t.Errorf("replay --exit-code of a run that succeeded: %v", err)
 	}
 	b.close(t)
 }

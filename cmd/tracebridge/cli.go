@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -284,7 +285,23 @@ func runVersion(_ context.Context, m *Main, args []string) error {
 	if err := m.parse(fs, "version", args); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "tracebridge %s %s %s/%s\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	version, commit := Version, ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v := bi.Main.Version; v != "" && v != "(devel)" && version == "dev" {
+			version = v // go install …@v1.2.3
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = " commit " + s.Value
+			case "vcs.modified":
+				if s.Value == "true" && commit != "" {
+					commit += " (modified)"
+				}
+			}
+		}
+	}
+	fmt.Fprintf(m.Stdout, "tracebridge %s%s %s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil
 }
 

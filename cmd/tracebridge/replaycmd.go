@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tracebridge/tracebridge/events"
 
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/replay"
@@ -15,6 +16,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	format := fs.String("format", "text", "text, json, mermaid or md")
 	timings := fs.Bool("timings", false, "add relative times to the diagram")
 	artifacts := fs.String("artifacts", "", "also write the triad under `ROOT`: artifacts/logs/<slug>.log, .metadata.json, docs/diagrams/<slug>.mmd")
+	exitCode := fs.Bool("exit-code", false, "exit 1 when the run did not succeed (failed, denied or incomplete), for scripts and CI")
 	if err := m.parse(fs, "replay REQUEST_ID [--format text|json|mermaid|md] [--timings] [--artifacts ROOT]\n\nReconstructs one request from the log (the id is in every tool result's\n_meta[\"tracebridge/requestId\"]) and judges it against the expected chain of\nits kind: the first step that failed or never closed, its code, what it means\nand what to do, or where an interrupted run stopped.", args); err != nil {
 		return err
 	}
@@ -43,6 +45,19 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("no events for request %s in this data dir (check --data, or the id)", req)
 	}
 	run := replay.Judge(req, evs)
+	if err := m.printReplay(run, evs, *format, *timings, *artifacts); err != nil {
+		return err
+	}
+	if *exitCode && run.Status != replay.StatusOK {
+		return errFound
+	}
+	return nil
+}
+
+// printReplay writes a judged run in format, and its triad under artifacts
+// when given.
+func (m *Main) printReplay(run replay.Run, evs []events.Event, format string, timingsFlag bool, artifactsRoot string) error {
+	req, timings, artifacts := run.RequestID, &timingsFlag, &artifactsRoot
 	if *artifacts != "" {
 		t, err := sessions.WriteTriad(*artifacts, run, sessions.TriadOptions{Version: Version, Source: "log " + m.data})
 		if err != nil {
@@ -50,7 +65,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		}
 		defer fmt.Fprintf(m.Stderr, "triad:\n  %s\n  %s\n  %s\n", t.Log, t.Metadata, t.Diagram)
 	}
-	switch *format {
+	switch format {
 	case "md":
 		fmt.Fprint(m.Stdout, replay.Markdown(run, *timings))
 		return nil
