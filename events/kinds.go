@@ -82,6 +82,7 @@ const (
 	KindExecutorCatalog   = "executor.catalog.resolved"
 	KindExecutorAudit     = "executor.audit"
 	KindToolsDiscovered   = "executor.tools.discovered"
+	KindConfigLoaded      = "policy.config.loaded" // the bridge put a changed tracebridge.toml in force
 	KindPolicyDecided     = "policy.decided"
 	KindSecretsResolved   = "secrets.resolved"
 	KindApprovalRequested = "approval.requested"
@@ -145,6 +146,7 @@ func init() {
 	kind(KindExecutorCatalog, BoundaryExecutor, Executor, Executor, true)
 	kind(KindExecutorAudit, BoundaryExecutor, Executor, Bridge, true)
 	kind(KindToolsDiscovered, BoundaryExecutor, Bridge, Executor, true)
+	kind(KindConfigLoaded, BoundaryPolicy, Bridge, Policy, true)
 	kind(KindPolicyDecided, BoundaryPolicy, Executor, Policy, true)
 	kind(KindSecretsResolved, BoundarySecrets, Executor, Secrets, true)
 	kind(KindApprovalRequested, BoundaryApproval, Executor, Approval, false)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
@@ -51,9 +52,29 @@ type Options struct {
 
 // Executor runs tool calls. It is safe for concurrent use.
 type Executor struct {
-	opts   Options
+	opts Options
+	rule atomic.Pointer[rules] // what the configuration decides; Reload swaps it
+}
+
+// rules is one configuration's policy, secrets and settings: a call reads
+// one snapshot from start to end.
+type rules struct {
+	cfg    *config.Config
 	policy *policy
 	broker *broker
+}
+
+// Reload puts a new configuration (or a broken one: every call is then
+// ConfigInvalid) in force for the calls that start from now on.
+func (x *Executor) Reload(cfg *config.Config, cfgErr error) {
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	for _, v := range ConfiguredSecrets(cfg.Secrets, x.opts.Getenv, x.opts.ReadFile) {
+		x.opts.Emitter.Redactor().Register(v)
+	}
+	x.rule.Store(&rules{cfg: cfg, policy: newPolicy(cfg, cfgErr),
+		broker: &broker{refs: cfg.Secrets, getenv: x.opts.Getenv, readFile: x.opts.ReadFile, redactor: x.opts.Emitter.Redactor()}})
 }
 
 // New returns an executor.
@@ -82,16 +103,10 @@ func New(opts Options) *Executor {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	x := &Executor{
-		opts:   opts,
-		policy: newPolicy(opts.Config, opts.ConfigErr),
-		broker: &broker{refs: opts.Config.Secrets, getenv: opts.Getenv, readFile: opts.ReadFile, redactor: opts.Emitter.Redactor()},
-	}
+	x := &Executor{opts: opts}
 	// Every configured secret is redacted from the start, not only after a
 	// tool first asked for it: the first call may carry the value itself.
-	for _, v := range ConfiguredSecrets(opts.Config.Secrets, opts.Getenv, opts.ReadFile) {
-		opts.Emitter.Redactor().Register(v)
-	}
+	x.Reload(opts.Config, opts.ConfigErr)
 	return x
 }
 
@@ -126,6 +141,7 @@ func (r *Result) OK() bool { return r.Code == "" }
 // call carries one invocation through the pipeline.
 type call struct {
 	x     *Executor
+	r     *rules // the configuration in force when the call started
 	inv   Invocation
 	op    events.ID
 	start time.Time
@@ -155,7 +171,7 @@ func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code ev
 // Execute runs inv through the pipeline and returns its result. It never
 // panics and always records an audit envelope.
 func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
-	c := &call{x: x, inv: inv, op: x.opts.Emitter.NewID(), start: x.opts.Now()}
+	c := &call{x: x, r: x.rule.Load(), inv: inv, op: x.opts.Emitter.NewID(), start: x.opts.Now()}
 	c.env = envelope{Tool: inv.Tool, RequestID: inv.RequestID.String(), OperationID: c.op.String(), Args: summarize(x.redact("args", string(inv.Args)))}
 	defer func() {
 		if r := recover(); r != nil { // a bug in the pipeline itself: still a structured result
@@ -217,12 +233,12 @@ func (c *call) resolve() (Result, bool) {
 }
 
 func (c *call) authorize() (Result, bool) {
-	d := c.x.policy.decide(&c.tool.Descriptor)
+	d := c.r.policy.decide(&c.tool.Descriptor)
 	c.env.Policy = &d
 	attrs := map[string]string{AttrReason: d.Reason, "client": c.inv.Client, "session": c.inv.SessionID.String()}
 	if !d.Allowed {
 		code := events.CodePolicyDenied
-		if c.x.policy.broken != nil {
+		if c.r.policy.broken != nil {
 			code = events.CodeConfigInvalid
 		}
 		c.emit(events.KindPolicyDecided, events.Denied, code, time.Time{}, attrs)
@@ -233,12 +249,12 @@ func (c *call) authorize() (Result, bool) {
 }
 
 func (c *call) secrets() (map[string]string, Result, bool) {
-	names := append(append([]string(nil), c.tool.Secrets...), c.x.opts.Config.Tools[c.tool.ID].Secrets...)
+	names := append(append([]string(nil), c.tool.Secrets...), c.r.cfg.Tools[c.tool.ID].Secrets...)
 	if len(names) == 0 {
 		return nil, Result{}, false
 	}
 	t0 := c.x.opts.Now()
-	values, outcomes, err := c.x.broker.resolve(names)
+	values, outcomes, err := c.r.broker.resolve(names)
 	c.env.Secrets = outcomes
 	b, _ := json.Marshal(outcomes)
 	if err != nil {
@@ -253,7 +269,7 @@ func (c *call) secrets() (map[string]string, Result, bool) {
 // approvalRequired applies the per-tool override to the descriptor.
 func (c *call) approvalRequired() bool {
 	req := c.tool.Approval
-	if o := c.x.opts.Config.Tools[c.tool.ID].Approval; o != "" {
+	if o := c.r.cfg.Tools[c.tool.ID].Approval; o != "" {
 		req = o
 	}
 	return req == "always"
@@ -264,7 +280,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		c.env.Approval = &approvalRecord{Required: false}
 		return Result{}, false
 	}
-	mode := c.x.opts.Config.Approval.Mode
+	mode := c.r.cfg.Approval.Mode
 	hash := ArgsHash(c.inv.Args)
 	rec := &approvalRecord{Required: true, Mode: mode, ArgsHash: hash}
 	c.env.Approval = rec
@@ -283,7 +299,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	}
 	// prompt: the request is durable before anyone is asked.
 	t0 := c.x.opts.Now()
-	deadline := t0.Add(c.x.opts.Config.ApprovalTimeout())
+	deadline := t0.Add(c.r.cfg.ApprovalTimeout())
 	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, map[string]string{
 		AttrApprovalID: c.op.String(), AttrArgsHash: hash, AttrDeadline: deadline.UTC().Format(time.RFC3339Nano),
 		"args": summarize(c.x.redact("args", string(c.inv.Args)))})
@@ -309,7 +325,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 				}
 			}
 		}
-		return fail(events.CodeApprovalTimeout, "no operator decided within "+c.x.opts.Config.Approval.Timeout)
+		return fail(events.CodeApprovalTimeout, "no operator decided within "+c.r.cfg.Approval.Timeout)
 	}
 	return c.follow(e, hash, rec)
 }
@@ -341,7 +357,7 @@ func (c *call) flush(ctx context.Context) error {
 // ensureLogged makes the call's intent durable before a tool with side
 // effects runs, and, when policy says so, before a read-only one.
 func (c *call) ensureLogged(ctx context.Context) (Result, bool) {
-	readOnlyOK := *c.x.opts.Config.Policy.ReadOnlyWithoutLog
+	readOnlyOK := *c.r.cfg.Policy.ReadOnlyWithoutLog
 	if !c.tool.SideEffects && readOnlyOK {
 		return Result{}, false
 	}
@@ -357,7 +373,7 @@ func (c *call) ensureLogged(ctx context.Context) (Result, bool) {
 // run starts the tool on its own goroutine so a tool that ignores its
 // context cannot hold the call past its timeout.
 func (c *call) run(ctx context.Context, secrets map[string]string) Result {
-	timeout := c.x.opts.Config.ToolTimeout(c.tool.ID)
+	timeout := c.r.cfg.ToolTimeout(c.tool.ID)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t0 := c.x.opts.Now()

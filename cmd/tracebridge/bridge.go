@@ -36,7 +36,7 @@ type bridgeParts struct {
 // newBridge is the one way a bridge is wired: the catalog, the executor
 // over it, and the MCP server over the executor, with the host client
 // they call. The returned func closes the host client.
-func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Catalog, func(), error) {
+func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(), error) {
 	timeout := 5 * time.Second
 	if p.Config != nil {
 		timeout = p.Config.PipeTimeout()
@@ -50,5 +50,5 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Catalog, func()
 	x := executor.New(executor.Options{Catalog: catalog, Emitter: p.Emitter, Log: p.Node, Config: p.Config, ConfigErr: p.ConfigErr,
 		Getenv: p.Getenv, ReadFile: p.ReadFile, After: p.After, Now: p.Now, Logger: p.Logger})
 	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: p.Emitter, Version: p.Version, Now: p.Now, Logger: p.Logger, Resources: traceResources(p.Node), Config: p.ConfigText})
-	return srv, catalog, func() { hostClient.Close() }, nil
+	return srv, x, func() { hostClient.Close() }, nil
 }

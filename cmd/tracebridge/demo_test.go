@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // `demo --data DIR` writes only inside DIR, which it creates: a user's
@@ -87,4 +90,29 @@ func TestREADMEConfigWorksAsShown(t *testing.T) {
 		t.Fatalf("regex_text_search with the README's config: %s %s", code, textOf(res))
 	}
 	b.close(t)
+}
+
+// A configuration fixed while the bridge runs is put in force without a
+// restart, and recorded; while broken, the message names the file and the
+// command that checks it.
+func TestFixedConfigNeedsNoRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tracebridge.toml")
+	os.WriteFile(cfg, []byte("[approval]\nmode = \"maybe\"\n"), 0o600)
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", "TRACEBRIDGE_CONFIG="+cfg)
+	res, _, code := b.call(t, "regex_text_search", map[string]any{"pattern": "x", "text": "x"})
+	if code != events.CodeConfigInvalid || !strings.Contains(textOf(res), "tracebridge config check --config "+cfg) {
+		t.Fatalf("broken config: %s %s", code, textOf(res))
+	}
+	os.WriteFile(cfg, []byte("[approval]\nmode = \"deny\"\n"), 0o600)
+	eventually(t, 15*time.Second, "the fixed config in force", func() bool {
+		_, _, code := b.call(t, "regex_text_search", map[string]any{"pattern": "x", "text": "x"})
+		return code == ""
+	})
+	b.close(t)
+	out, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "10000").Output()
+	if !strings.Contains(string(out), "policy.config.loaded") {
+		t.Error("the reload was not recorded")
+	}
 }

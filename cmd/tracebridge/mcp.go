@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -42,7 +44,7 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	logger, closeLog := m.fileLogger(dir)
 	defer closeLog()
 
-	cfg, cfgErr := m.loadConfig(*cfgPath)
+	cfg, cfgErr := m.loadConfigHinted(*cfgPath)
 	if cfgErr != nil {
 		logger.Error("configuration is broken: every tool call will be denied (ConfigInvalid) until it is fixed", "err", cfgErr)
 	}
@@ -53,18 +55,22 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	defer closeEvidence()
 
 	cfgText, _ := m.configText(*cfgPath)
-	srv, catalog, closeBridge, err := m.newBridge(bridgeParts{Config: cfg, ConfigErr: cfgErr, Emitter: em, Node: node, PipePath: m.pipePath(dir),
+	srv, x, closeBridge, err := m.newBridge(bridgeParts{Config: cfg, ConfigErr: cfgErr, Emitter: em, Node: node, PipePath: m.pipePath(dir),
 		Getenv: m.Getenv, Now: m.Now, Logger: logger, Version: Version, ConfigText: cfgText})
 	if err != nil {
 		return err
 	}
 	defer closeBridge()
-	logger.Info("tracebridge mcp serving", "data", string(dir), "tools", len(catalog.Tools()), "hub", node.IsHub())
+	logger.Info("tracebridge mcp serving", "data", string(dir), "tools", len(x.Catalog().Tools()), "hub", node.IsHub())
 	// Everything the bridge runs: the MCP session until stdin closes, and
 	// Ctrl-C; the evidence (and the hub, when this process is it) closes
 	// after the group, so every answered request's events are durable.
 	var g group
 	g.addContext(ctx, "signals", untilInterrupted)
+	g.addContext(ctx, "config", func(ctx context.Context) error {
+		m.watchConfig(ctx, *cfgPath, x, em, logger)
+		return nil
+	})
 	g.addContext(ctx, "mcp", func(ctx context.Context) error {
 		err := srv.Serve(ctx, readCloser(m.Stdin), protoOut)
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
@@ -101,6 +107,61 @@ func expandHome(dirs []string, home string) []string {
 		out[i] = d
 	}
 	return out
+}
+
+// loadConfigHinted is loadConfig with an error that names the file and the
+// command that checks it.
+func (m *Main) loadConfigHinted(flagPath string) (*config.Config, error) {
+	cfg, err := m.loadConfig(flagPath)
+	if err != nil {
+		path, _ := m.configPath(flagPath)
+		err = fmt.Errorf("%w (check it with `tracebridge config check --config %s`; the bridge reloads it when it changes)", err, path)
+	}
+	return cfg, err
+}
+
+// watchConfig puts a changed configuration file in force (checked every
+// second) and records that it did, with the file's hash, until ctx ends.
+func (m *Main) watchConfig(ctx context.Context, flagPath string, x *executor.Executor, em *events.Emitter, log *slog.Logger) {
+	path, _ := m.configPath(flagPath)
+	if path == "" {
+		<-ctx.Done() // nothing to watch; a part ends only when the process does
+		return
+	}
+	stamp := func() string {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return "missing"
+		}
+		return fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
+	}
+	last := stamp()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := stamp()
+		if now == last {
+			continue
+		}
+		last = now
+		cfg, err := m.loadConfigHinted(flagPath)
+		x.Reload(cfg, err)
+		b, _ := os.ReadFile(path)
+		sum := sha256.Sum256(b)
+		e := events.Event{Kind: events.KindConfigLoaded, Outcome: events.OK, Attrs: map[string]string{"path": path, "sha256": hex.EncodeToString(sum[:])}}
+		if err != nil {
+			e.Outcome, e.Code, e.Attrs["error"] = events.OutcomeOf(events.CodeConfigInvalid), events.CodeConfigInvalid, err.Error()
+			log.Error("the changed configuration is broken: every tool call is denied (ConfigInvalid) until it is fixed", "err", err)
+		} else {
+			log.Info("configuration reloaded", "path", path)
+		}
+		em.Emit(e)
+	}
 }
 
 // configPath is where the configuration comes from: --config, else
