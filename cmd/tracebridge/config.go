@@ -13,7 +13,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/tools"
 )
 
-const configHelp = `config check [FILE]
+const configHelp = `config check [FILE | --config FILE]
 
 Validates tracebridge.toml (FILE, else --config's default: $TRACEBRIDGE_CONFIG,
 else tracebridge.toml in the user config dir) and explains each problem with its
@@ -52,13 +52,17 @@ Capabilities: text.search, trace.read, workspace.read, workspace.write, process.
 
 func runConfig(_ context.Context, m *Main, args []string) error {
 	fs := m.flags("config")
+	cfgFlag := fs.String("config", "", "the `FILE` to check (the same as naming it, as `mcp --config`)")
 	if err := m.parse(fs, configHelp, args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 || fs.Arg(0) != "check" || fs.NArg() > 2 {
-		return usageError{"want: config check [FILE]"}
+	if fs.NArg() == 0 || fs.Arg(0) != "check" || fs.NArg() > 2 || fs.NArg() == 2 && *cfgFlag != "" {
+		return usageError{"want: config check [FILE | --config FILE]"}
 	}
 	path := fs.Arg(1)
+	if path == "" {
+		path = *cfgFlag
+	}
 	if path == "" {
 		path = m.Getenv("TRACEBRIDGE_CONFIG")
 	}

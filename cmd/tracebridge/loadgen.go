@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/tracebridge/tracebridge/projections"
 	"io"
 	"slices"
 	"strings"
@@ -23,6 +25,7 @@ func runLoadgen(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "requests in flight at once")
 	fs.IntVar(&cfg.AttrBytes, "attr-bytes", 64, "payload bytes per event")
 	acks := fs.Bool("acks", false, "print each event id once it is durable, one per line, on stdout")
+	yes := fs.Bool("yes", false, "append to a data dir that already holds MCP sessions (a user's evidence)")
 	if err := m.parse(fs, "loadgen [--requests N] [--events N] [--concurrency N] [--attr-bytes N] [--acks]\n\nAppends synthetic requests (each a chain of boundary events followed by a\nflush) through the same path a bridge uses, and reports durable events/s and\nflush latency on stderr. Becomes the hub when none runs.", args); err != nil {
 		return err
 	}
@@ -34,6 +37,17 @@ func runLoadgen(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer node.Close()
+	// Synthetic load among a user's real evidence drowns it: refuse a data
+	// dir with MCP sessions unless asked.
+	if !*yes {
+		rows, _ := node.View(ctx, projections.Query{View: "sessions", Limit: 1 << 20})
+		for _, r := range rows {
+			var s projections.Session
+			if json.Unmarshal(r, &s) == nil && s.Client != "" {
+				return usageError{"this data dir holds MCP sessions (a user's evidence): run loadgen on a scratch --data DIR, or pass --yes to add synthetic runs here"}
+			}
+		}
+	}
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
