@@ -66,6 +66,7 @@ func commands() map[string]command {
 		"rebuild":    {"recompute projections from the start of the log", runRebuild},
 		"session":    {"export an MCP session to a file; re-drive recorded sessions and check drift", runSession},
 		"ui":         {"print the URL (with its token) of the running operator UI", runUI},
+		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion},
 	}
 }
 

@@ -116,3 +116,18 @@ func TestFixedConfigNeedsNoRestart(t *testing.T) {
 		t.Error("the reload was not recorded")
 	}
 }
+
+// The bash completion script completes commands and subcommands in a real
+// bash.
+func TestBashCompletion(t *testing.T) {
+	script, err := exec.Command(tbBin, "completion", "bash").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "c.bash")
+	os.WriteFile(f, script, 0o644)
+	out, err := exec.Command("bash", "-c", `source "$1"; COMP_WORDS=(tracebridge prop); COMP_CWORD=1; _tracebridge; echo "${COMPREPLY[@]}"; COMP_WORDS=(tracebridge --data d session e); COMP_CWORD=4; _tracebridge; echo "${COMPREPLY[@]}"`, "bash", f).Output()
+	if err != nil || string(out) != "proposals\nexport\n" {
+		t.Fatalf("completion: %v %q", err, out)
+	}
+}
