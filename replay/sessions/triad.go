@@ -32,6 +32,7 @@ type Metadata struct {
 	Status          string             `json:"status"`
 	Verdict         replay.Verdict     `json:"verdict"`
 	Git             *Git               `json:"git,omitempty"`
+	Host            string             `json:"host,omitempty"` // the machine that wrote it (not in deterministic triads)
 	Tracebridge     string             `json:"tracebridge"`
 	Input           string             `json:"input,omitempty"`  // the request's params, redacted, cut at 512 bytes
 	Result          string             `json:"result,omitempty"` // what the run returned (audit summary, or the verdict)
@@ -99,6 +100,7 @@ func WriteTriad(root string, run replay.Run, opts TriadOptions) (Triad, error) {
 	md := metadataOf(run, opts)
 	if !opts.Deterministic {
 		md.Git = gitState(root)
+		md.Host, _ = os.Hostname()
 	}
 	mdb, err := json.MarshalIndent(md, "", "  ")
 	if err != nil {
