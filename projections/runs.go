@@ -13,7 +13,7 @@ import (
 type runs struct{}
 
 func (runs) Name() string { return "runs" }
-func (runs) Version() int { return 1 }
+func (runs) Version() int { return 2 } // 2: the call's own end, its wait, its proposal's later fate
 
 func (runs) Apply(kv KV, e *events.Event) error {
 	if e.RequestID.IsZero() {

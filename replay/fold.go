@@ -28,6 +28,13 @@ type Fold struct {
 	LastKind  string             `json:"lastKind,omitempty"`
 	LastBound events.Boundary    `json:"lastBoundary,omitempty"`
 	MCP       bool               `json:"mcp,omitempty"` // the run came from an MCP request
+	// Answered is when the MCP response was sent: the call's own end.
+	Answered time.Time `json:"answered,omitzero"`
+	// WaitMs is the time the call waited for an operator's approval.
+	WaitMs float64 `json:"waitMs,omitempty"`
+	// Later is what happened to the call's proposal after the call was
+	// answered (an apply that met Drift): not the call's own outcome.
+	Later *Verdict `json:"later,omitempty"`
 }
 
 // Add folds the next event of the run (in seq order).
@@ -55,6 +62,12 @@ func (f *Fold) Add(e *events.Event) {
 	if e.Kind == events.KindMCPRequestReceived {
 		f.MCP = true
 	}
+	if e.Kind == events.KindMCPResponseSent && f.Answered.IsZero() {
+		f.Answered = e.Time
+	}
+	if e.Kind == events.KindApprovalDecided {
+		f.WaitMs += e.DurationMs
+	}
 	// Close the latest open step this kind closes, then open its own.
 	for i := len(f.Open) - 1; i >= 0; i-- {
 		if info, _ := events.Lookup(f.Open[i]); slices.Contains(info.ClosedBy, e.Kind) {
@@ -65,7 +78,7 @@ func (f *Fold) Add(e *events.Event) {
 	if info, ok := events.Lookup(e.Kind); ok && len(info.ClosedBy) > 0 {
 		f.Open = append(f.Open, e.Kind)
 	}
-	if f.Failure == nil && e.Outcome.Failed() {
+	if e.Outcome.Failed() {
 		msg := e.Attrs["error"]
 		if msg == "" {
 			msg = e.Attrs["reason"]
@@ -73,7 +86,17 @@ func (f *Fold) Add(e *events.Event) {
 		if msg == "" {
 			msg = e.Kind + " ended " + string(e.Outcome)
 		}
-		f.Failure = &Verdict{Boundary: e.Boundary, Kind: e.Kind, Code: e.Code, Outcome: e.Outcome, Message: msg, Action: events.ActionFor(e.Code), Seq: e.Seq}
+		v := &Verdict{Boundary: e.Boundary, Kind: e.Kind, Code: e.Code, Outcome: e.Outcome, Message: msg, Action: events.ActionFor(e.Code), Seq: e.Seq}
+		switch {
+		case !f.Answered.IsZero() && e.Boundary == events.BoundaryProposal:
+			// The call returned; its proposal met this later (an operator's
+			// apply): the proposal's fate, not the call's outcome.
+			if f.Later == nil {
+				f.Later = v
+			}
+		case f.Failure == nil:
+			f.Failure = v
+		}
 	}
 }
 
@@ -118,16 +141,24 @@ type Summary struct {
 	DurationMs float64   `json:"durationMs"`
 	Status     string    `json:"status"`
 	Verdict    Verdict   `json:"verdict"`
-	Events     int       `json:"events"`
-	FirstSeq   uint64    `json:"firstSeq"`
-	LastSeq    uint64    `json:"lastSeq"`
+	// WaitMs is the part of DurationMs spent waiting for an operator.
+	WaitMs float64 `json:"waitMs,omitempty"`
+	// Later is what happened to the call's proposal after it was answered.
+	Later    *Verdict `json:"later,omitempty"`
+	Events   int      `json:"events"`
+	FirstSeq uint64   `json:"firstSeq"`
+	LastSeq  uint64   `json:"lastSeq"`
 }
 
 // Summary returns the run's summary.
 func (f *Fold) Summary() Summary {
 	status, v := f.Judgement()
+	end := f.End
+	if !f.Answered.IsZero() {
+		end = f.Answered // the call's own duration; later proposal steps are the operator's
+	}
 	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Tool: f.Tool,
-		Start: f.Start, End: f.End, DurationMs: float64(f.End.Sub(f.Start).Microseconds()) / 1000,
+		Start: f.Start, End: end, DurationMs: float64(end.Sub(f.Start).Microseconds()) / 1000, WaitMs: f.WaitMs, Later: f.Later,
 		Status: status, Verdict: v, Events: f.Events, FirstSeq: f.FirstSeq, LastSeq: f.LastSeq}
 }
 

@@ -33,7 +33,9 @@ type Run struct {
 	Method    string             `json:"method,omitempty"`
 	Status    string             `json:"status"`
 	Verdict   Verdict            `json:"verdict"`
-	Durations map[string]float64 `json:"boundaryMs"` // summed durationMs per boundary
+	Later     *Verdict           `json:"later,omitempty"`  // what happened to the call's proposal after it was answered
+	WaitMs    float64            `json:"waitMs,omitempty"` // time spent waiting for an operator's approval
+	Durations map[string]float64 `json:"boundaryMs"`       // summed durationMs per boundary
 	Events    []events.Event     `json:"events"`
 }
 
@@ -52,5 +54,6 @@ func Judge(req events.ID, evs []events.Event) Run {
 		r.Durations[b] = d
 	}
 	r.Status, r.Verdict = f.Judgement()
+	r.Later, r.WaitMs = f.Later, f.WaitMs
 	return r
 }

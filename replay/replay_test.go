@@ -2,6 +2,7 @@ package replay
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tracebridge/tracebridge/events"
 )
@@ -43,5 +44,32 @@ func TestVerdicts(t *testing.T) {
 	}
 	if r := Judge(req, tests[0].evs); r.Tool != "t" || r.Method != "tools/call" || r.Durations["mcp"] != 2 {
 		t.Fatalf("run fields %+v", r)
+	}
+}
+
+// A call answered fine whose proposal later met Drift (an operator's apply)
+// is ok: the Drift is its proposal's later fate; the call's duration ends at
+// its answer and says how long it waited for an approval.
+func TestCallOutcomeApartFromItsProposalsFate(t *testing.T) {
+	req := events.NewID()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	evs := []events.Event{
+		{Seq: 1, Time: at(0), Kind: events.KindMCPRequestReceived, Boundary: events.BoundaryMCP, Outcome: events.OK, Attrs: map[string]string{"method": "tools/call"}},
+		{Seq: 2, Time: at(1), Kind: events.KindApprovalRequested, Boundary: events.BoundaryApproval, Outcome: events.Pending},
+		{Seq: 3, Time: at(501), Kind: events.KindApprovalDecided, Boundary: events.BoundaryApproval, Outcome: events.OK, DurationMs: 500},
+		{Seq: 4, Time: at(510), Kind: events.KindMCPResponseSent, Boundary: events.BoundaryMCP, Outcome: events.OK},
+		{Seq: 5, Time: at(90000), Kind: events.KindProposalFailed, Boundary: events.BoundaryProposal, Outcome: events.Error, Code: events.CodeDrift, Attrs: map[string]string{"error": "a.go changed"}},
+	}
+	run := Judge(req, evs)
+	if run.Status != StatusOK || run.Later == nil || run.Later.Code != events.CodeDrift || run.WaitMs != 500 {
+		t.Fatalf("run: status %s later %+v wait %v", run.Status, run.Later, run.WaitMs)
+	}
+	var f Fold
+	for i := range evs {
+		f.Add(&evs[i])
+	}
+	if s := f.Summary(); s.DurationMs != 510 || s.WaitMs != 500 || s.Later == nil {
+		t.Fatalf("summary: %+v", s)
 	}
 }

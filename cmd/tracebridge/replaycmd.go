@@ -84,6 +84,12 @@ func (m *Main) printReplay(run replay.Run, evs []events.Event, format string, ti
 		fmt.Fprintln(m.Stdout, "verdict: every step succeeded")
 		fmt.Fprintln(m.Stdout)
 	}
+	if l := run.Later; l != nil {
+		fmt.Fprintf(m.Stdout, "later:   its proposal met %s at %s (%s): %s\naction:  %s\n\n", orDash(string(l.Code)), l.Boundary, l.Kind, l.Message, l.Action)
+	}
+	if run.WaitMs > 0 {
+		fmt.Fprintf(m.Stdout, "waited:  %.0f ms for an operator's approval\n\n", run.WaitMs)
+	}
 	for i := range evs {
 		writeEventLine(m.Stdout, &evs[i])
 	}

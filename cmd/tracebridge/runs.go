@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -84,7 +85,7 @@ func writeRuns(w io.Writer, rows []json.RawMessage) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REQUEST\tSESSION\tSTARTED\tMETHOD\tTOOL\tSTATUS\tMS\tEVENTS\tVERDICT")
+	fmt.Fprintln(tw, "REQUEST\tSESSION\tSTARTED\tMETHOD\tTOOL\tSTATUS\tMS\tWAIT\tEVENTS\tVERDICT")
 	for _, s := range sums {
 		verdict := ""
 		if v := s.Verdict; s.Status != replay.StatusOK {
@@ -94,8 +95,15 @@ func writeRuns(w io.Writer, rows []json.RawMessage) error {
 		if !s.SessionID.IsZero() {
 			session = s.SessionID.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\n", s.RequestID, session, s.Start.Local().Format("15:04:05"),
-			orDash(s.Method), orDash(s.Tool), s.Status, s.DurationMs, s.Events, verdict)
+		if l := s.Later; l != nil {
+			verdict = strings.TrimSpace(verdict + "; its proposal later: " + orDash(string(l.Code)) + " at " + string(l.Boundary))
+		}
+		wait := "-"
+		if s.WaitMs > 0 {
+			wait = fmt.Sprintf("%.0f", s.WaitMs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%d\t%s\n", s.RequestID, session, s.Start.Local().Format("15:04:05"),
+			orDash(s.Method), orDash(s.Tool), s.Status, s.DurationMs, wait, s.Events, verdict)
 	}
 	return tw.Flush()
 }
