@@ -107,3 +107,27 @@ func TestAssetsListNoDirectory(t *testing.T) {
 		t.Errorf("/assets/app.js: %d", code)
 	}
 }
+
+// A call answered fine whose proposal later met Drift reads as ok, with the
+// proposal's fate and the operator wait apart.
+func TestRunPageKeepsTheCallApartFromItsProposal(t *testing.T) {
+	f := newFixture(t)
+	c, _ := f.login()
+	req := f.em.NewID()
+	for _, e := range []events.Event{
+		{Kind: events.KindMCPRequestReceived, Outcome: events.OK, Attrs: map[string]string{"method": "tools/call", "tool": "propose_text_edit"}},
+		{Kind: events.KindApprovalDecided, Outcome: events.OK, DurationMs: 1500},
+		{Kind: events.KindMCPResponseSent, Outcome: events.OK},
+		{Kind: events.KindProposalFailed, Outcome: events.Error, Code: events.CodeDrift, Attrs: map[string]string{"error": "a.go changed"}},
+	} {
+		e.RequestID = req
+		f.em.Emit(e)
+	}
+	if err := f.em.Flush(f.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := get(t, c, f.url+"/runs/"+req.String())
+	if code != 200 || !strings.Contains(body, `data-status="ok"`) || !strings.Contains(body, `id="later"`) || !strings.Contains(body, "Drift") || !strings.Contains(body, "waited 1500 ms") {
+		t.Fatalf("run page: %d\n%s", code, body)
+	}
+}
