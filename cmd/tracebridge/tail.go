@@ -52,11 +52,26 @@ func runTail(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(string(dir)); err != nil {
+	if _, err := os.Stat(string(dir)); err != nil && !*follow {
 		return fmt.Errorf("no data dir at %s (check --data or $TRACEBRIDGE_DATA): %w", dir, err)
 	}
 	var node *hub.Node
 	if *follow {
+		// tail -f may start before anything else: wait for the data dir
+		// (never creating it: a mistyped --data must not become one).
+		for said := false; ; said = true {
+			if _, err := os.Stat(string(dir)); err == nil {
+				break
+			}
+			if !said {
+				fmt.Fprintf(m.Stderr, "tracebridge tail: no data dir at %s yet (check --data); waiting for one\n", dir)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
 		// Wait for a hub (or a log) to exist: tail -f may start before
 		// anything else on this data dir.
 		for waited := false; ; waited = true {
