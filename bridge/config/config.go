@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -210,9 +211,27 @@ func decodeProblems(err error) []Problem {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		row, _ := de.Position()
-		return []Problem{{Line: row, Key: strings.Join(de.Key(), "."), Msg: de.Error()}}
+		return []Problem{{Line: row, Key: strings.Join(de.Key(), "."), Msg: plainTypeError(de.Error())}}
 	}
-	return []Problem{{Line: 1, Msg: err.Error()}}
+	return []Problem{{Line: 1, Msg: plainTypeError(err.Error())}}
+}
+
+// typeErrRE matches go-toml's type mismatch, which names Go's types.
+var typeErrRE = regexp.MustCompile(`cannot decode TOML (\w+) into struct field \S+ of type (\S+)`)
+
+// plainTypeError says a type mismatch in the file's words: what was
+// written, what the key wants.
+func plainTypeError(msg string) string {
+	m := typeErrRE.FindStringSubmatch(msg)
+	if m == nil {
+		return strings.TrimPrefix(msg, "toml: ")
+	}
+	want := map[string]string{"string": "a quoted string (\"2m\", \"prompt\")", "[]string": "a list of strings ([\"a\", \"b\"])",
+		"*bool": "true or false", "bool": "true or false"}[m[2]]
+	if want == "" {
+		want = "another type"
+	}
+	return fmt.Sprintf("a TOML %s is written here, but the key wants %s", m[1], want)
 }
 
 func (c *Config) validate(lines map[string]int) []Problem {
