@@ -98,7 +98,7 @@ func FuzzParse(f *testing.F) {
 // A value of the wrong type is named in the file's words, not Go's.
 func TestTypeErrorsReadAsTheFile(t *testing.T) {
 	for src, want := range map[string]string{
-		"[approval]\ntimeout = 5\n":         "a TOML integer is written here, but the key wants a quoted string",
+		"[approval]\ntimeout = 5\n":           "a TOML integer is written here, but the key wants a quoted string",
 		"[policy]\ngrant = \"text.search\"\n": "a TOML string is written here, but the key wants a list of strings",
 	} {
 		_, err := Parse("t.toml", []byte(src))
