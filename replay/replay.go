@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"github.com/tracebridge/tracebridge/events"
+	"slices"
 )
 
 // Statuses of a run.
@@ -54,6 +56,25 @@ func Judge(req events.ID, evs []events.Event) Run {
 		r.Durations[b] = d
 	}
 	r.Status, r.Verdict = f.Judgement()
+	r.Events = Causal(r.Events)
 	r.Later, r.WaitMs = f.Later, f.WaitMs
 	return r
+}
+
+// Causal orders a run's events as they happened: by time, then by seq. The
+// log's seq order is the order the hub committed them, and the processes of
+// a run (the bridge, the host, an operator) send theirs in batches of their
+// own, so a host's host.request.received can be committed before the
+// bridge's tool.started that caused it. One machine's clock orders them as
+// they happened; equal times (a re-drive's standing clock) keep seq order.
+// The judgement itself folds in seq order, as the runs projection does.
+func Causal(evs []events.Event) []events.Event {
+	out := slices.Clone(evs)
+	slices.SortStableFunc(out, func(a, b events.Event) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	return out
 }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -71,5 +72,26 @@ func TestCallOutcomeApartFromItsProposalsFate(t *testing.T) {
 	}
 	if s := f.Summary(); s.DurationMs != 510 || s.WaitMs != 500 || s.Later == nil {
 		t.Fatalf("summary: %+v", s)
+	}
+}
+
+// A run's events read in the order they happened, whatever order the hub
+// committed the processes' batches in; equal times keep seq order.
+func TestEventsReadInTheOrderTheyHappened(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	evs := []events.Event{
+		{Seq: 1, Time: t0, Kind: events.KindMCPRequestReceived},
+		{Seq: 2, Time: t0.Add(3 * time.Millisecond), Kind: events.KindHostReceived}, // the host's batch, committed first
+		{Seq: 3, Time: t0.Add(1 * time.Millisecond), Kind: events.KindToolStarted},
+		{Seq: 4, Time: t0.Add(2 * time.Millisecond), Kind: events.KindPipeRequestSent},
+		{Seq: 5, Time: t0.Add(2 * time.Millisecond), Kind: events.KindPipeConnected},
+	}
+	run := Judge(events.NewID(), evs)
+	var got []uint64
+	for _, e := range run.Events {
+		got = append(got, e.Seq)
+	}
+	if want := []uint64{1, 3, 4, 5, 2}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }

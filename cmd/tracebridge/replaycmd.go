@@ -74,7 +74,7 @@ func (m *Main) printReplay(run replay.Run, evs []events.Event, format string, ti
 		enc.SetIndent("", "  ")
 		return enc.Encode(run)
 	case "mermaid":
-		fmt.Fprint(m.Stdout, mermaid.Sequence(evs, mermaid.Options{Timings: *timings}))
+		fmt.Fprint(m.Stdout, mermaid.Sequence(run.Events, mermaid.Options{Timings: *timings}))
 		return nil
 	}
 	fmt.Fprintf(m.Stdout, "request %s  tool %s  status %s\n", req, run.Tool, run.Status)
@@ -90,8 +90,8 @@ func (m *Main) printReplay(run replay.Run, evs []events.Event, format string, ti
 	if run.WaitMs > 0 {
 		fmt.Fprintf(m.Stdout, "waited:  %.0f ms for an operator's approval\n\n", run.WaitMs)
 	}
-	for i := range evs {
-		writeEventLine(m.Stdout, &evs[i])
+	for i := range run.Events { // in the order they happened (replay.Causal)
+		writeEventLine(m.Stdout, &run.Events[i])
 	}
 	return nil
 }
