@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,5 +130,41 @@ func TestBashCompletion(t *testing.T) {
 	out, err := exec.Command("bash", "-c", `source "$1"; COMP_WORDS=(tracebridge prop); COMP_CWORD=1; _tracebridge; echo "${COMPREPLY[@]}"; COMP_WORDS=(tracebridge --data d session e); COMP_CWORD=4; _tracebridge; echo "${COMPREPLY[@]}"`, "bash", f).Output()
 	if err != nil || string(out) != "proposals\nexport\n" {
 		t.Fatalf("completion: %v %q", err, out)
+	}
+}
+
+// prune removes old log files of bridges that are gone and the demo's old
+// temp dirs; never a live bridge's log, anything recent, or the event log.
+func TestPruneRemovesOnlyWhatIsOldAndUnused(t *testing.T) {
+	base := t.TempDir()
+	data, tmp := filepath.Join(base, "data"), filepath.Join(base, "tmp")
+	os.MkdirAll(filepath.Join(data, "logs"), 0o700)
+	os.MkdirAll(tmp, 0o700)
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	mk := func(p string, dir bool, when time.Time) string {
+		if dir {
+			os.MkdirAll(p, 0o700)
+		} else {
+			os.WriteFile(p, []byte("x"), 0o600)
+		}
+		os.Chtimes(p, when, when)
+		return p
+	}
+	gone := mk(filepath.Join(data, "logs", "mcp-999999.log"), false, old)
+	live := mk(filepath.Join(data, "logs", fmt.Sprintf("mcp-%d.log", os.Getpid())), false, old)
+	recent := mk(filepath.Join(data, "logs", "mcp-999998.log"), false, time.Now())
+	oldDemo := mk(filepath.Join(tmp, "tracebridge-demo-123"), true, old)
+	newDemo := mk(filepath.Join(tmp, "tracebridge-demo-456"), true, time.Now())
+	events := mk(filepath.Join(data, "events.db"), false, old)
+	cmd := exec.Command(tbBin, "--data", data, "prune")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("prune: %v\n%s", err, out)
+	}
+	for p, want := range map[string]bool{gone: false, oldDemo: false, live: true, recent: true, newDemo: true, events: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v\n%s", p, err == nil, want, out)
+		}
 	}
 }
