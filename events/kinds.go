@@ -114,6 +114,7 @@ const (
 	KindProposalFailed   = "proposal.failed"
 	KindProposalReset    = "proposal.reset"
 	KindReviewPresented  = "review.presented"
+	KindReviewCommitted  = "review.committed" // an operator committed the applied changes with the review as the message
 	KindOperatorAction   = "operator.action"
 )
 
@@ -172,6 +173,7 @@ func init() {
 	kind(KindProposalFailed, BoundaryProposal, Host, Host, true)
 	kind(KindProposalReset, BoundaryProposal, Operator, Host, true)
 	kind(KindReviewPresented, BoundaryReview, Host, Operator, true)
+	kind(KindReviewCommitted, BoundaryReview, Operator, Host, true)
 	kind(KindOperatorAction, BoundaryOperator, Operator, Hub, true)
 
 	kind(KindUIStarted, BoundaryUI, UI, UI, true)

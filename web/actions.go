@@ -3,8 +3,10 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/host"
@@ -18,6 +20,7 @@ func (s *Server) actions() map[string]http.Handler {
 		"/do/approval/{id}": http.HandlerFunc(s.decideApproval),
 		"/do/proposal/{id}": http.HandlerFunc(s.decideProposal),
 		"/do/focus":         http.HandlerFunc(s.focus),
+		"/do/review/commit": http.HandlerFunc(s.commitReview),
 	}
 }
 
@@ -125,4 +128,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // back sends a form post back to the approvals page with what happened.
 func back(w http.ResponseWriter, r *http.Request, msg string) {
 	http.Redirect(w, r, "/approvals?done="+url.QueryEscape(msg), http.StatusSeeOther)
+}
+
+// commitReview has the host commit the applied changes with the latest
+// review as the commit message.
+func (s *Server) commitReview(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	var versions []host.ReviewVersion
+	if err := s.hostCall(r.Context(), "reviews.list", nil, &versions); err != nil || len(versions) == 0 {
+		s.reject(w, r, http.StatusConflict, events.CodeInvalidArguments, "no review to commit with: present one first")
+		return
+	}
+	var done struct {
+		Commit string   `json:"commit"`
+		Files  []string `json:"files"`
+	}
+	msg := commitMessage(versions[len(versions)-1].Content)
+	if err := s.hostCall(r.Context(), "review.commit", host.CommitArgs{Message: msg}, &done); err != nil {
+		http.Redirect(w, r, "/reviews?done="+url.QueryEscape("not committed: "+err.Error()), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/reviews?done="+url.QueryEscape(fmt.Sprintf("committed %.12s (%s)", done.Commit, strings.Join(done.Files, ", "))), http.StatusSeeOther)
 }

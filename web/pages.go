@@ -417,11 +417,12 @@ type reviewsData struct {
 	HTML      template.HTML
 	Commit    string
 	HostError string
+	Flash     string
 }
 
 func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "Review", Nav: "reviews"}
-	var d reviewsData
+	d := reviewsData{Flash: r.URL.Query().Get("done")}
 	if err := s.hostCall(r.Context(), "reviews.list", nil, &d.Versions); err != nil {
 		d.HostError = err.Error()
 	}

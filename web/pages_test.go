@@ -3,8 +3,15 @@ package web
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
+	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -129,5 +136,45 @@ func TestRunPageKeepsTheCallApartFromItsProposal(t *testing.T) {
 	code, body, _ := get(t, c, f.url+"/runs/"+req.String())
 	if code != 200 || !strings.Contains(body, `data-status="ok"`) || !strings.Contains(body, `id="later"`) || !strings.Contains(body, "Drift") || !strings.Contains(body, "waited 1500 ms") {
 		t.Fatalf("run page: %d\n%s", code, body)
+	}
+}
+
+// The review page commits the applied changes — only the files approved
+// proposals changed — with the review as the message, in a real git repo.
+func TestReviewCommitsTheAppliedChanges(t *testing.T) {
+	f := newFixture(t)
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "op", "GIT_AUTHOR_EMAIL": "op@example.com", "GIT_COMMITTER_NAME": "op", "GIT_COMMITTER_EMAIL": "op@example.com"} {
+		t.Setenv(k, v)
+	}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", f.ws}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "start")
+	os.WriteFile(filepath.Join(f.ws, "unrelated.txt"), []byte("not mine\n"), 0o644)
+	c, csrf := f.login()
+	pr := f.propose("return 1", "return 2")
+	post(c, f.url, "/do/proposal/"+pr.ID, f.url, url.Values{"csrf": {csrf}, "contentHash": {pr.ContentHash}, "decision": {"approve"}})
+	args, _ := json.Marshal(host.PresentArgs{Content: "# Return two\n\nA returns 2 now: [src/a.go:3][].", Mode: "replace"})
+	if resp, err := f.client.Call(f.ctx, pipe.Request{Command: "present_review", RequestID: f.em.NewID().String(), OperationID: f.em.NewID().String(), Payload: args}); err != nil || !resp.OK {
+		t.Fatalf("present: %v %+v", err, resp)
+	}
+	resp := post(c, f.url, "/do/review/commit", f.url, url.Values{"csrf": {csrf}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "committed") {
+		t.Fatalf("commit: %d %s", resp.StatusCode, loc)
+	}
+	if subject := git("log", "-1", "--format=%s"); subject != "Return two" {
+		t.Fatalf("commit subject %q", subject)
+	}
+	if files := git("show", "--name-only", "--format="); files != "src/a.go" {
+		t.Fatalf("committed files %q, want only src/a.go", files)
+	}
+	if status := git("status", "--porcelain"); !strings.Contains(status, "unrelated.txt") {
+		t.Fatalf("the unrelated file was committed: %q", status)
 	}
 }

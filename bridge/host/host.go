@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path"
 	"strconv"
 	"strings"
@@ -66,6 +67,7 @@ func (h *Host) Handlers() map[string]pipe.Handler {
 			return list, nil
 		},
 		"proposals.show":   h.show,
+		"review.commit":    h.commit,
 		"reviews.list":     func(context.Context, pipe.Request) (any, error) { return h.Reviews.Versions(), nil },
 		"workspace.tree":   func(context.Context, pipe.Request) (any, error) { t, err := h.WS.Tree(); return t, coded(err) },
 		"workspace.file":   h.file,
@@ -321,4 +323,62 @@ func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
 			"content": v.Content, "bytes": strconv.Itoa(len(v.Content)), "refs": strconv.Itoa(len(v.Refs)), "brokenRefs": strconv.Itoa(broken)}})
 	}
 	return v, coded(err)
+}
+
+// CommitArgs is the payload of review.commit: the message (the review as a
+// commit message).
+type CommitArgs struct {
+	Message string `json:"message"`
+}
+
+// commit runs `git commit` in the root with the files the applied
+// proposals changed, and the review as the message: an operator's action,
+// recorded. It commits nothing else of the worktree.
+func (h *Host) commit(ctx context.Context, req pipe.Request) (any, error) {
+	var a CommitArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(a.Message) == "" {
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "the commit message is empty: present a review first"}
+	}
+	seen := map[string]bool{}
+	var paths []string
+	for _, p := range h.Proposals.List() {
+		if p.State != Applied {
+			continue
+		}
+		for _, f := range p.Files {
+			if !seen[f.Path] {
+				seen[f.Path] = true
+				paths = append(paths, f.Path)
+			}
+		}
+	}
+	if len(paths) == 0 {
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "no applied proposal: approve one before committing"}
+	}
+	git := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", h.WS.Dir()}, args...)...).CombinedOutput()
+		if err != nil {
+			return "", &events.Err{Code: events.CodeToolError, Msg: "git " + args[0] + ": " + strings.TrimSpace(string(out))}
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	if _, err := git(append([]string{"add", "--"}, paths...)...); err != nil {
+		return nil, err
+	}
+	if _, err := git(append([]string{"commit", "-q", "-m", a.Message, "--"}, paths...)...); err != nil {
+		return nil, err
+	}
+	rev, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	if h.Rec != nil {
+		id, _ := events.ParseID(req.RequestID)
+		h.Rec.Emit(events.Event{Kind: events.KindReviewCommitted, RequestID: id, Outcome: events.OK,
+			Attrs: map[string]string{"commit": rev, "files": strings.Join(paths, ","), "subject": strings.SplitN(a.Message, "\n", 2)[0]}})
+	}
+	return map[string]any{"commit": rev, "files": paths}, nil
 }
