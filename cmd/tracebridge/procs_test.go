@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,14 @@ func TestConcurrentProcessesShareOneLog(t *testing.T) {
 	verify := exec.Command(tbBin, "--data", data, "verify")
 	verifyOut := make(chan []byte, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond) // while the loaders run
+		// While the loaders run: as soon as the first of them made the log
+		// (a fixed sleep raced with busy machines).
+		for i := 0; i < 1000; i++ {
+			if _, err := os.Stat(filepath.Join(data, "events.db")); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		var stderr strings.Builder
 		verify.Stderr = &stderr // re-election notices go there; the report is on stdout
 		out, err := verify.Output()
