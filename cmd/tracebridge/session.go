@@ -41,7 +41,14 @@ code) and on drift prints which step and event differ and exits 1.
 --update accepts the new behaviour into the files; --artifacts ROOT writes a
 triad per request. Proposal, review and operator events come from the
 host's and operators' own state machines, which a re-drive answers from the
-recording; they are outside the comparison (metadata: scopeExclusions).`
+recording; they are outside the comparison (metadata: scopeExclusions).
+
+Flags of each subcommand (tracebridge session SUBCOMMAND --help for more):
+  list     --limit N (0: all), -n N, --all (also synthetic sessions), --json
+  export   -o FILE (- for stdout), --config FILE (default: the one the bridge
+           recorded), --name NAME
+  replay   --update (accept drift into the files), --artifacts ROOT (a triad
+           per request)`
 
 func runSession(ctx context.Context, m *Main, args []string) error {
 	if len(args) > 0 {
