@@ -91,13 +91,7 @@ func TestClientRefusesAForeignHost(t *testing.T) {
 	for d := dir; d != "/tmp" && d != "/"; d = filepath.Dir(d) {
 		os.Chmod(d, 0o777)
 	}
-	self, _ := os.Executable()
-	bin := filepath.Join(dir, "server")
-	src, _ := os.Open(self)
-	dst, _ := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	io.Copy(dst, src)
-	src.Close()
-	dst.Close()
+	bin := copyTestBinary(t, dir, "server")
 	path := filepath.Join(dir, "host.sock")
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin)
 	cmd.Env = append(os.Environ(), "TB_FOREIGN_PIPE_SERVER="+path)
@@ -127,14 +121,9 @@ func TestClientRefusesAForeignHost(t *testing.T) {
 	if len(got) > 0 {
 		t.Errorf("the foreign host received: %v", got)
 	}
-	r.em.FlushAll(context.Background())
-	all, _ := r.st.Range(1, 1000)
-	for _, e := range all {
-		if e.Kind == events.KindPipeUnavailable && e.Code == events.CodeForeignPeer && e.Attrs["uid"] == "65534" {
-			return
-		}
+	if !r.foreignPeerRecorded(events.KindPipeUnavailable) {
+		t.Fatal("no pipe.unavailable ForeignPeer event naming uid 65534")
 	}
-	t.Fatal("no pipe.unavailable ForeignPeer event naming uid 65534")
 }
 
 // A client running as another user: shut out by the 0700 directory, and,
@@ -148,14 +137,8 @@ func TestForeignUIDIsRefused(t *testing.T) {
 		t.Fatalf("setpriv (util-linux) is needed: %v", err)
 	}
 	r := newRig(t, nil) // the default check: only our own uid
-	self, _ := os.Executable()
 	binDir := t.TempDir()
-	bin := filepath.Join(binDir, "client")
-	src, _ := os.Open(self)
-	dst, _ := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	io.Copy(dst, src)
-	src.Close()
-	dst.Close()
+	bin := copyTestBinary(t, binDir, "client")
 	for d := binDir; d != "/tmp" && d != "/"; d = filepath.Dir(d) {
 		os.Chmod(d, 0o755)
 	}
@@ -179,12 +162,42 @@ func TestForeignUIDIsRefused(t *testing.T) {
 	if out := foreign(); out != "closed" {
 		t.Fatalf("a foreign uid got an answer: %s", out)
 	}
+	if !r.foreignPeerRecorded(events.KindHostReceived) {
+		t.Fatal("no ForeignPeer event naming uid 65534")
+	}
+}
+
+// copyTestBinary copies this test binary to dir/name, where another uid can
+// run it (the original sits in a 0700 build dir).
+func copyTestBinary(t *testing.T, dir, name string) string {
+	t.Helper()
+	self, _ := os.Executable()
+	bin := filepath.Join(dir, name)
+	src, err := os.Open(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// foreignPeerRecorded reports whether the log holds a kind event with code
+// ForeignPeer naming uid 65534.
+func (r *rig) foreignPeerRecorded(kind string) bool {
 	r.em.FlushAll(context.Background())
 	all, _ := r.st.Range(1, 1000)
 	for _, e := range all {
-		if e.Kind == events.KindHostReceived && e.Code == events.CodeForeignPeer && e.Attrs["uid"] == "65534" {
-			return
+		if e.Kind == kind && e.Code == events.CodeForeignPeer && e.Attrs["uid"] == "65534" {
+			return true
 		}
 	}
-	t.Fatal("no ForeignPeer event naming uid 65534")
+	return false
 }
