@@ -21,6 +21,7 @@ type sessionScenario struct {
 	name   string
 	config string
 	host   bool
+	env    []string // the bridge's environment beyond the config
 	drive  func(t *testing.T, r *recording)
 }
 
@@ -142,6 +143,13 @@ func sessionScenarios() []sessionScenario {
 				}
 			}
 		}},
+		{name: "secret-redacted", config: "[secrets.search_key]\nenv = \"TRACEBRIDGE_TEST_SECRET\"\n[tools.regex_text_search]\nsecrets = [\"search_key\"]\n",
+			env: []string{"TRACEBRIDGE_TEST_SECRET=s3cr3t-for-the-recording"}, drive: func(t *testing.T, r *recording) {
+				// The call carries the secret itself: the recording keeps only its marker.
+				if _, _, code := r.b.call(t, "regex_text_search", map[string]any{"query": "s3cr3t-for-the-recording", "text": "x"}); code != "" {
+					t.Fatalf("regex: %s", code)
+				}
+			}},
 		{name: "host-missing", drive: func(t *testing.T, r *recording) {
 			if _, _, code := r.b.call(t, "get_selection", map[string]any{}); code != events.CodePipeUnavailable {
 				t.Fatalf("get_selection: %s", code)
@@ -184,7 +192,7 @@ func TestRecordedSessions(t *testing.T) {
 			}
 			cfg := filepath.Join(base, "tracebridge.toml")
 			os.WriteFile(cfg, []byte(sc.config), 0o600)
-			r.b = startBridge(t, tbBin, r.data, "2025-06-18", "TRACEBRIDGE_CONFIG="+cfg, "TRACEBRIDGE_TEST_UNSET_KEY=")
+			r.b = startBridge(t, tbBin, r.data, "2025-06-18", append([]string{"TRACEBRIDGE_CONFIG=" + cfg, "TRACEBRIDGE_TEST_UNSET_KEY="}, sc.env...)...)
 			sc.drive(t, r)
 			r.b.close(t)
 			if host != nil {
@@ -208,6 +216,9 @@ func TestRecordedSessions(t *testing.T) {
 			if out := r.cli(t, "session", "export", run.SessionID, "-o", "-"); !strings.HasPrefix(out, `{"schema":"tracebridge.session/v1"`) {
 				t.Fatalf("session export -o - did not write the session to stdout: %.200s", out)
 			}
+			if b, _ := os.ReadFile(file); strings.Contains(string(b), "s3cr3t-for-the-recording") {
+				t.Fatal("the exported session holds a secret in the clear")
+			}
 			out, err := exec.Command(tbBin, "session", "replay", file).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "no drift") {
 				b, _ := os.ReadFile(file)
@@ -227,7 +238,7 @@ func toolOfLastCall(name string) string {
 	return map[string]string{"read-ok": "list_projects", "proposal-applied": "propose_text_edit", "proposal-rejected": "propose_text_edit",
 		"proposal-drift": "propose_text_edit", "policy-denied": "regex_text_search", "approval-timeout": "regex_text_search",
 		"secret-unresolved": "regex_text_search", "host-missing": "get_selection", "review-modes": "present_review",
-		"approval-approved": "regex_text_search", "approval-denied": "regex_text_search", "trace-tools": "trace_diagram"}[name]
+		"approval-approved": "regex_text_search", "secret-redacted": "regex_text_search", "approval-denied": "regex_text_search", "trace-tools": "trace_diagram"}[name]
 }
 
 // TestCommittedArtifactsAreCurrent regenerates the triads of every recorded
