@@ -44,6 +44,15 @@ const (
 	CodeMissingStep      Code = "MissingStep"      // a run answered with a step it opened never closed
 )
 
+// Codes of the gateway: upstream MCP servers and their pinned tools.
+const (
+	CodeUpstreamUnavailable Code = "UpstreamUnavailable" // the upstream could not be started or dialed, or exited (the message says which command or URL and how)
+	CodeUpstreamTimeout     Code = "UpstreamTimeout"     // the upstream did not answer within its timeout
+	CodeUpstreamError       Code = "UpstreamError"       // the upstream answered with a JSON-RPC error (its code and message) or a tool error
+	CodeUpstreamProtocol    Code = "UpstreamProtocol"    // the upstream broke the protocol: garbage, an oversized frame, a result that does not decode
+	CodeToolChanged         Code = "ToolChanged"         // the tool's descriptor differs from the one pinned: refused until an operator accepts it
+)
+
 // Codes of the operator UI's access rules.
 const (
 	CodeForeignHost     Code = "ForeignHost"     // the Host header is not a loopback name of the UI (DNS rebinding)
@@ -100,6 +109,12 @@ var codeTable = map[Code]codeInfo{
 	CodeUnsafePath:       {Denied, "the socket path is squatted or its directory is open to others: remove the stale file or fix the directory's owner and mode (0700)"},
 	CodePathRefused:      {Denied, "use a path inside the workspace root that names a regular file"},
 	CodeMissingStep:      {Error, "a boundary answered without recording the end of its step: report it with this request id"},
+
+	CodeUpstreamUnavailable: {Unavailable, "the upstream MCP server could not be reached: run the command or open the URL the message names to see why, fix [servers.<name>] in tracebridge.toml, then call again"},
+	CodeUpstreamTimeout:     {Timeout, "the upstream MCP server did not answer in time: check it is responsive, or raise [servers.<name>] timeout in tracebridge.toml"},
+	CodeUpstreamError:       {Error, "the upstream MCP server answered with an error (its code and message follow): fix the call or the server"},
+	CodeUpstreamProtocol:    {Error, "the upstream MCP server broke the protocol (the message says how): report it to its authors; the bridge restarts it on the next call"},
+	CodeToolChanged:         {Denied, "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)"},
 
 	CodeForeignHost:     {Denied, "open the UI at the URL `tracebridge ui` prints"},
 	CodeUnauthenticated: {Denied, "open the URL `tracebridge ui` prints: its token signs the browser in"},

@@ -19,6 +19,7 @@ const (
 	BoundaryOperator Boundary = "operator"
 	BoundaryLog      Boundary = "log"
 	BoundaryUI       Boundary = "ui"
+	BoundaryUpstream Boundary = "upstream"
 )
 
 // Participants of sequence diagrams, in their canonical order.
@@ -30,6 +31,7 @@ const (
 	Secrets  = "Secrets"
 	Approval = "Approval"
 	Tool     = "Tool"
+	Upstream = "Upstream" // drawn as one participant per server (the event's server attribute)
 	Pipe     = "Pipe"
 	Host     = "Host"
 	Operator = "Operator"
@@ -38,7 +40,7 @@ const (
 )
 
 // Participants lists the diagram participants in canonical order.
-var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Pipe, Host, Operator, UI, Hub}
+var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Upstream, Pipe, Host, Operator, UI, Hub}
 
 // KindInfo describes one kind of event. Diagrams, verdicts and projections
 // read it instead of matching kind strings.
@@ -104,6 +106,25 @@ const (
 	KindHostResponseSent     = "host.response.sent"
 )
 
+// Kinds of the upstream boundary: the MCP servers the gateway starts or
+// dials (attribute server names which), their tool descriptors as pinned
+// by hash, and every request the bridge sends them.
+const (
+	KindUpstreamStarted      = "upstream.started"   // a stdio upstream's process started
+	KindUpstreamExited       = "upstream.exited"    // it exited (exit code, the last stderr lines)
+	KindUpstreamConnected    = "upstream.connected" // the MCP handshake completed
+	KindUpstreamUnavailable  = "upstream.unavailable"
+	KindUpstreamRequestSent  = "upstream.request.sent"
+	KindUpstreamResponse     = "upstream.response.received"
+	KindUpstreamNotification = "upstream.notification.received"
+	KindUpstreamCancelled    = "upstream.cancelled"
+	KindUpstreamTimeout      = "upstream.timeout"
+	KindUpstreamToolPinned   = "upstream.tool.pinned"   // first sight of a tool: its descriptor's hash
+	KindUpstreamToolChanged  = "upstream.tool.changed"  // a pinned tool's descriptor changed: refused until accepted
+	KindUpstreamToolRemoved  = "upstream.tool.removed"  // a pinned tool is no longer listed
+	KindUpstreamToolAccepted = "upstream.tool.accepted" // an operator accepted a changed descriptor
+)
+
 // Kinds of proposals, reviews and operator actions.
 const (
 	KindProposalCreated  = "proposal.created"
@@ -165,6 +186,20 @@ func init() {
 	kind(KindHostDispatched, BoundaryHost, Host, Host, false)
 	kind(KindHostResponseSent, BoundaryHost, Host, Pipe, true)
 
+	kind(KindUpstreamStarted, BoundaryUpstream, Bridge, Upstream, false)
+	kind(KindUpstreamExited, BoundaryUpstream, Upstream, Bridge, true)
+	kind(KindUpstreamConnected, BoundaryUpstream, Upstream, Bridge, true)
+	kind(KindUpstreamUnavailable, BoundaryUpstream, Upstream, Tool, true)
+	kind(KindUpstreamRequestSent, BoundaryUpstream, Tool, Upstream, false)
+	kind(KindUpstreamResponse, BoundaryUpstream, Upstream, Tool, true)
+	kind(KindUpstreamNotification, BoundaryUpstream, Upstream, Tool, true)
+	kind(KindUpstreamCancelled, BoundaryUpstream, Tool, Upstream, true)
+	kind(KindUpstreamTimeout, BoundaryUpstream, Upstream, Tool, true)
+	kind(KindUpstreamToolPinned, BoundaryUpstream, Upstream, Executor, true)
+	kind(KindUpstreamToolChanged, BoundaryUpstream, Upstream, Executor, true)
+	kind(KindUpstreamToolRemoved, BoundaryUpstream, Upstream, Executor, true)
+	kind(KindUpstreamToolAccepted, BoundaryUpstream, Operator, Executor, true)
+
 	kind(KindProposalCreated, BoundaryProposal, Host, Operator, false)
 	kind(KindProposalApproved, BoundaryProposal, Operator, Host, true)
 	kind(KindProposalApplying, BoundaryProposal, Host, Host, false)
@@ -202,6 +237,7 @@ func init() {
 	opens(KindPipeAttempt, KindPipeConnected, KindPipeUnavailable)
 	opens(KindPipeRequestSent, KindPipeResponseReceived, KindPipeTimeout, KindPipeUnavailable)
 	opens(KindHostReceived, KindHostResponseSent)
+	opens(KindUpstreamRequestSent, KindUpstreamResponse, KindUpstreamTimeout, KindUpstreamCancelled, KindUpstreamUnavailable)
 	opens(KindProposalApplying, KindProposalApplied, KindProposalFailed)
 }
 

@@ -1,5 +1,6 @@
 // Package config reads tracebridge.toml: policy grants, approval mode and
-// per-tool overrides, secret references and tool discovery.
+// per-tool overrides, secret references, tool discovery and the upstream
+// MCP servers of the gateway.
 //
 // A missing file means the documented safe defaults (Default). A file that
 // does not parse or does not validate is reported with its line numbers;
@@ -28,6 +29,7 @@ type Config struct {
 	Secrets   map[string]Secret     `toml:"secrets"`
 	Discovery Discovery             `toml:"discovery"`
 	Pipe      Pipe                  `toml:"pipe"`
+	Servers   map[string]Server     `toml:"servers"`
 
 	// Path is the file read, "" for defaults.
 	Path string `toml:"-"`
@@ -227,7 +229,7 @@ func plainTypeError(msg string) string {
 		return strings.TrimPrefix(msg, "toml: ")
 	}
 	want := map[string]string{"string": "a quoted string (\"2m\", \"prompt\")", "[]string": "a list of strings ([\"a\", \"b\"])",
-		"*bool": "true or false", "bool": "true or false"}[m[2]]
+		"*bool": "true or false", "bool": "true or false", "map[string]string": "a table of strings ({ KEY = \"value\" })"}[m[2]]
 	if want == "" {
 		want = "another type"
 	}
@@ -277,6 +279,7 @@ func (c *Config) validate(lines map[string]int) []Problem {
 			}
 		}
 	}
+	c.validateServers(bad)
 	for _, name := range sortedKeys(c.Secrets) {
 		s := c.Secrets[name]
 		if (s.Env == "") == (s.File == "") {

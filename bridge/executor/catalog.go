@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tracebridge/tracebridge/events"
@@ -29,6 +31,9 @@ type Descriptor struct {
 	// Approval is "always" or "never" (tracebridge.toml can override it).
 	Approval string   `json:"approval"`
 	Secrets  []string `json:"secrets,omitempty"`
+	// Timeout bounds one run when [tools.<id>] timeout is not set. Zero:
+	// 30s.
+	Timeout time.Duration `json:"-"`
 }
 
 // Call is what a tool's Run receives.
@@ -38,6 +43,11 @@ type Call struct {
 	// Secrets holds the resolved values of the descriptor's secret
 	// references, by name. They are registered with the redactor first.
 	Secrets map[string]string
+	// Traceparent is the client's W3C trace context, if it sent one.
+	Traceparent string
+	// Progress reports progress to the client; nil when the client asked
+	// for none.
+	Progress func(progress, total float64, message string)
 }
 
 // RunFunc runs a tool. Its result is returned to the client as structured
@@ -49,13 +59,24 @@ type Tool struct {
 	Descriptor
 	// InputSchema describes the arguments; it must be an object schema.
 	InputSchema *jsonschema.Schema
-	Run         RunFunc
+	// RawSchema, when set, is the schema shown to clients instead of
+	// InputSchema (an upstream's own, byte for byte); InputSchema then
+	// validates what the executor can check of it.
+	RawSchema json.RawMessage
+	Run       RunFunc
+	// Admit, when set, is asked at the catalog step whether the tool may be
+	// called now; its *events.Err refuses the call before policy (a
+	// changed upstream descriptor: ToolChanged).
+	Admit func(ctx context.Context) error
 
 	resolved *jsonschema.Resolved
 }
 
-// Catalog is the set of tools a bridge serves. Ids are unique.
+// Catalog is the set of tools a bridge serves. Ids are unique. Tools of a
+// source can be replaced while the bridge runs (an upstream's list
+// changed); it is safe for concurrent use.
 type Catalog struct {
+	mu    sync.RWMutex
 	tools map[string]*Tool
 }
 
@@ -65,42 +86,91 @@ type Catalog struct {
 func NewCatalog(tools ...*Tool) (*Catalog, error) {
 	c := &Catalog{tools: map[string]*Tool{}}
 	for _, t := range tools {
-		if t.ID == "" {
-			return nil, fmt.Errorf("catalog: a tool has no id")
+		if err := prepare(t); err != nil {
+			return nil, err
 		}
 		if _, dup := c.tools[t.ID]; dup {
 			return nil, fmt.Errorf("catalog: duplicate tool id %q (from %s)", t.ID, t.Source)
-		}
-		if t.Run == nil || t.InputSchema == nil {
-			return nil, fmt.Errorf("catalog: tool %q needs a run function and an input schema", t.ID)
-		}
-		if t.InputSchema.Type != "object" {
-			return nil, fmt.Errorf("catalog: tool %q: input schema must be an object", t.ID)
-		}
-		r, err := t.InputSchema.Resolve(nil)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: tool %q: input schema: %w", t.ID, err)
-		}
-		t.resolved = r
-		if t.Name == "" {
-			t.Name = t.ID
-		}
-		if t.Approval == "" {
-			t.Approval = "never"
 		}
 		c.tools[t.ID] = t
 	}
 	return c, nil
 }
 
+// prepare checks one tool and fills its defaults.
+func prepare(t *Tool) error {
+	if t.ID == "" {
+		return fmt.Errorf("catalog: a tool has no id")
+	}
+	if t.Run == nil || t.InputSchema == nil {
+		return fmt.Errorf("catalog: tool %q needs a run function and an input schema", t.ID)
+	}
+	if t.InputSchema.Type != "object" {
+		return fmt.Errorf("catalog: tool %q: input schema must be an object", t.ID)
+	}
+	r, err := t.InputSchema.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("catalog: tool %q: input schema: %w", t.ID, err)
+	}
+	t.resolved = r
+	if t.Name == "" {
+		t.Name = t.ID
+	}
+	if t.Approval == "" {
+		t.Approval = "never"
+	}
+	return nil
+}
+
+// Replace makes tools the catalog's entries of source (every tool whose
+// Source is source), and returns the ids it added and removed. A tool that
+// would take another source's id is an error, and nothing changes.
+func (c *Catalog) Replace(source string, tools []*Tool) (added, removed []string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := map[string]*Tool{}
+	for _, t := range tools {
+		t.Source = source
+		if err := prepare(t); err != nil {
+			return nil, nil, err
+		}
+		if old, ok := c.tools[t.ID]; ok && old.Source != source {
+			return nil, nil, fmt.Errorf("catalog: tool id %q of %s is taken by %s", t.ID, source, old.Source)
+		}
+		if _, dup := next[t.ID]; dup {
+			return nil, nil, fmt.Errorf("catalog: duplicate tool id %q (from %s)", t.ID, source)
+		}
+		next[t.ID] = t
+	}
+	for id, t := range c.tools {
+		if t.Source == source && next[id] == nil {
+			delete(c.tools, id)
+			removed = append(removed, id)
+		}
+	}
+	for id, t := range next {
+		if _, had := c.tools[id]; !had {
+			added = append(added, id)
+		}
+		c.tools[id] = t
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	return added, removed, nil
+}
+
 // Lookup returns the tool with id.
 func (c *Catalog) Lookup(id string) (*Tool, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	t, ok := c.tools[id]
 	return t, ok
 }
 
 // Tools returns every tool, sorted by id.
 func (c *Catalog) Tools() []*Tool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := make([]*Tool, 0, len(c.tools))
 	for _, t := range c.tools {
 		out = append(out, t)

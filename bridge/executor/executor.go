@@ -123,6 +123,8 @@ type Invocation struct {
 	// Client names the caller (clientInfo name/version) for the security
 	// context recorded with the policy decision.
 	Client string
+	// Progress reports progress to the client (nil: it asked for none).
+	Progress func(progress, total float64, message string)
 }
 
 // Result is what a call came to. Code is empty on success.
@@ -182,7 +184,7 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 		c.audit(&res)
 	}()
 	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, map[string]string{"client": inv.Client, AttrArgsHash: ArgsHash(inv.Args)})
-	if r, done := c.resolve(); done {
+	if r, done := c.resolve(ctx); done {
 		return r
 	}
 	if r, done := c.authorize(); done {
@@ -215,7 +217,7 @@ func failed(code events.Code, msg string) Result {
 	return Result{Code: code, Message: msg, Action: events.ActionFor(code)}
 }
 
-func (c *call) resolve() (Result, bool) {
+func (c *call) resolve(ctx context.Context) (Result, bool) {
 	t, ok := c.x.opts.Catalog.Lookup(c.inv.Tool)
 	if !ok {
 		c.emit(events.KindExecutorCatalog, events.Error, events.CodeUnknownTool, time.Time{}, nil)
@@ -227,6 +229,14 @@ func (c *call) resolve() (Result, bool) {
 		msg := c.x.redact("error", err.Error())
 		c.emit(events.KindExecutorCatalog, events.Error, events.CodeInvalidArguments, time.Time{}, map[string]string{"error": msg})
 		return fail(events.CodeInvalidArguments, "invalid arguments: "+msg)
+	}
+	if t.Admit != nil {
+		if err := t.Admit(ctx); err != nil {
+			e := events.AsErr(err, events.CodeToolChanged)
+			msg := c.x.redact("error", e.Msg)
+			c.emit(events.KindExecutorCatalog, events.OutcomeOf(e.Code), e.Code, time.Time{}, map[string]string{"source": t.Source, "error": msg})
+			return fail(e.Code, msg)
+		}
 	}
 	c.emit(events.KindExecutorCatalog, events.OK, "", time.Time{}, map[string]string{"source": t.Source, "category": t.Category})
 	return Result{}, false
@@ -374,6 +384,9 @@ func (c *call) ensureLogged(ctx context.Context) (Result, bool) {
 // context cannot hold the call past its timeout.
 func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 	timeout := c.r.cfg.ToolTimeout(c.tool.ID)
+	if c.r.cfg.Tools[c.tool.ID].Timeout == "" && c.tool.Timeout > 0 {
+		timeout = c.tool.Timeout
+	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t0 := c.x.opts.Now()
@@ -390,7 +403,8 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 				done <- outcome{panic: r}
 			}
 		}()
-		v, err := c.tool.Run(rctx, Call{RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID, Args: c.inv.Args, Secrets: secrets})
+		v, err := c.tool.Run(rctx, Call{RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID, Args: c.inv.Args, Secrets: secrets,
+			Traceparent: c.inv.Traceparent, Progress: c.inv.Progress})
 		done <- outcome{v: v, err: err}
 	}()
 	var o outcome

@@ -33,6 +33,11 @@ func newPolicy(c *config.Config, broken error) *policy {
 		for _, d := range c.Policy.Deny {
 			p.deny[d] = true
 		}
+		// Configuring an upstream server grants the capability its tools
+		// need (upstream.NAME unless it names another).
+		for _, g := range c.ServerCapabilities() {
+			p.grants[g] = true
+		}
 	}
 	return p
 }

@@ -86,3 +86,14 @@ func ConfiguredSecrets(refs map[string]config.Secret, getenv func(string) string
 	}
 	return out
 }
+
+// ResolveSecrets resolves secret references with the configuration in
+// force, registering every value with the redactor before it returns (the
+// gateway's upstream env and headers).
+func (x *Executor) ResolveSecrets(names []string) (map[string]string, error) {
+	if len(names) == 0 {
+		return map[string]string{}, nil
+	}
+	values, _, err := x.rule.Load().broker.resolve(names)
+	return values, err
+}

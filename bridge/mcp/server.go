@@ -47,6 +47,10 @@ type Options struct {
 	// Config is the tracebridge.toml text in force ("" for the defaults),
 	// recorded (redacted) with mcp.session.started so an export carries it.
 	Config string
+	// BeforeList, when set, runs before tools/list is answered (the
+	// gateway connects its lazy upstreams so their tools are listed); req
+	// is the listing request's id.
+	BeforeList func(ctx context.Context, req events.ID)
 }
 
 // Resource is a family of read-only resources, e.g. trace://runs/{requestId}.
@@ -61,6 +65,10 @@ type Resource struct {
 type Server struct {
 	opts Options
 	sdk  *sdk.Server
+	// registered is the catalog as last given to the SDK (id → tool), so
+	// SyncTools adds and removes only what changed.
+	regMu      sync.Mutex
+	registered map[string]*executor.Tool
 	// codes hands each call's result code from the handler to the
 	// connection that writes its response (request id → events.Code), so
 	// the code travels by value, never re-read from the result's JSON.
@@ -89,12 +97,7 @@ func New(opts Options) *Server {
 		Capabilities: capabilities(opts),
 		Instructions: "Every call is recorded as evidence. Each tool result's _meta[\"" + MetaRequestID + "\"] names the request; `tracebridge tail --request ID` shows what happened.",
 	})
-	for _, t := range opts.Executor.Catalog().Tools() {
-		s.sdk.AddTool(&sdk.Tool{
-			Name: t.ID, Description: t.Description, InputSchema: t.InputSchema,
-			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !t.SideEffects},
-		}, s.handle)
-	}
+	s.SyncTools()
 	for _, r := range opts.Resources {
 		prefix := r.URITemplate[:strings.Index(r.URITemplate, "{")]
 		s.sdk.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: r.URITemplate, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType},
@@ -110,8 +113,80 @@ func New(opts Options) *Server {
 				return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: r.MIMEType, Text: text}}}, nil
 			})
 	}
-	s.sdk.AddReceivingMiddleware(s.recoverPanics, s.unknownTools)
+	s.sdk.AddReceivingMiddleware(s.recoverPanics, s.unknownTools, s.beforeList)
 	return s
+}
+
+// SyncTools makes the tools the SDK serves the executor's catalog: tools
+// added or changed in the catalog are (re)registered, removed ones dropped.
+// The SDK tells connected clients notifications/tools/list_changed.
+func (s *Server) SyncTools() {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	if s.registered == nil {
+		s.registered = map[string]*executor.Tool{}
+	}
+	seen := map[string]bool{}
+	for _, t := range s.opts.Executor.Catalog().Tools() {
+		seen[t.ID] = true
+		if s.registered[t.ID] == t {
+			continue
+		}
+		var schema any = t.InputSchema
+		if t.RawSchema != nil {
+			schema = t.RawSchema
+		}
+		if err := addTool(s.sdk, &sdk.Tool{Name: t.ID, Description: t.Description, InputSchema: schema,
+			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !t.SideEffects}}, s.handle); err != nil {
+			s.opts.Logger.Warn("tool not served", "tool", t.ID, "err", err)
+			continue
+		}
+		s.registered[t.ID] = t
+	}
+	var gone []string
+	for id := range s.registered {
+		if !seen[id] {
+			gone = append(gone, id)
+			delete(s.registered, id)
+		}
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveTools(gone...)
+	}
+}
+
+// addTool is the SDK's AddTool, whose panics (a schema it refuses) become
+// an error: an upstream's descriptor must not take the bridge down.
+func addTool(srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	srv.AddTool(t, h)
+	return nil
+}
+
+// ForwardLog sends an upstream's log message to every client session (the
+// SDK sends it only to clients that set a level).
+func (s *Server) ForwardLog(ctx context.Context, p *sdk.LoggingMessageParams) {
+	for ss := range s.sdk.Sessions() {
+		ss.Log(ctx, p)
+	}
+}
+
+// beforeList runs the BeforeList hook ahead of tools/list.
+func (s *Server) beforeList(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method == "tools/list" && s.opts.BeforeList != nil {
+			var id events.ID
+			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+				id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
+			}
+			s.opts.BeforeList(ctx, id)
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // Serve runs one session over r and w until the client closes r, the
@@ -148,6 +223,11 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if ss := req.Session; ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 			inv.Client = ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
+		}
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			inv.Progress = func(progress, total float64, message string) {
+				ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: progress, Total: total, Message: message})
+			}
 		}
 	}
 	res := s.opts.Executor.Execute(ctx, inv)
@@ -188,6 +268,9 @@ func rawArgs(a any) json.RawMessage {
 // action both as text (for the model) and as structured content.
 func toResult(r executor.Result) *sdk.CallToolResult {
 	if r.OK() {
+		if up, ok := r.Value.(*sdk.CallToolResult); ok { // an upstream's answer, as it sent it
+			return up
+		}
 		if text, ok := r.Value.(string); ok { // a document (a diagram): the text itself, not a JSON string
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}
 		}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections/hub"
 )
@@ -49,6 +52,28 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 	}
 	x := executor.New(executor.Options{Catalog: catalog, Emitter: p.Emitter, Log: p.Node, Config: p.Config, ConfigErr: p.ConfigErr,
 		Getenv: p.Getenv, ReadFile: p.ReadFile, After: p.After, Now: p.Now, Logger: p.Logger})
-	srv := bmcp.New(bmcp.Options{Executor: x, Emitter: p.Emitter, Version: p.Version, Now: p.Now, Logger: p.Logger, Resources: traceResources(p.Node), Config: p.ConfigText})
-	return srv, x, func() { hostClient.Close() }, nil
+	// The gateway: every [servers.NAME] behind the executor. Its tools
+	// join the catalog when a server is first listed (a client's
+	// tools/list, a call, or start = "eager").
+	var srv *bmcp.Server
+	var gw *upstream.Gateway
+	opts := bmcp.Options{Executor: x, Emitter: p.Emitter, Version: p.Version, Now: p.Now, Logger: p.Logger, Resources: traceResources(p.Node), Config: p.ConfigText}
+	if p.Config != nil && len(p.Config.Servers) > 0 {
+		gw = upstream.New(upstream.Options{Config: p.Config, Emitter: p.Emitter, Pins: p.Node, Catalog: catalog, Secrets: x.ResolveSecrets,
+			Changed: func() {
+				if srv != nil {
+					srv.SyncTools()
+				}
+			},
+			Log:     func(ctx context.Context, lp *sdk.LoggingMessageParams) { srv.ForwardLog(ctx, lp) },
+			Version: p.Version, Now: p.Now, Logger: p.Logger})
+		opts.BeforeList = gw.Ensure
+	}
+	srv = bmcp.New(opts)
+	closeAll := func() { hostClient.Close() }
+	if gw != nil {
+		gw.Start(context.Background())
+		closeAll = func() { gw.Close(); hostClient.Close() }
+	}
+	return srv, x, closeAll, nil
 }

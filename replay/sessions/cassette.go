@@ -15,11 +15,13 @@ import (
 
 // cassetteConfig is the recording's configuration with everything that
 // would reach outside the re-drive removed: discovered tools (manifests
-// on disk, run as processes) are not loaded, so a call of one is an
-// UnknownTool and shows as drift.
+// on disk, run as processes) are not loaded, and upstream servers are
+// neither started nor dialed, so a call of one is an UnknownTool and shows
+// as drift.
 func cassetteConfig(c *config.Config) *config.Config {
 	out := *c
 	out.Discovery = config.Discovery{}
+	out.Servers = nil
 	return &out
 }
 

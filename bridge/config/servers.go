@@ -1,0 +1,239 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Server is one upstream MCP server the gateway puts behind the executor:
+// a stdio command (Command, Args, Cwd, Env) or a Streamable HTTP endpoint
+// (URL, Headers). Values of Env and Headers may hold secret references,
+// written ${secret:NAME} for a [secrets.NAME] table; they are resolved by
+// the secret broker when the upstream starts and never appear in argv,
+// events or logs.
+type Server struct {
+	Command string            `toml:"command"`
+	Args    []string          `toml:"args"`
+	Cwd     string            `toml:"cwd"`
+	Env     map[string]string `toml:"env"`
+	URL     string            `toml:"url"`
+	Headers map[string]string `toml:"headers"`
+	// Transport of a URL: "streamable" (default) or "sse" (the older
+	// HTTP+SSE transport).
+	Transport string `toml:"transport"`
+	// Start is "lazy" (default: on the first tools/list or call) or
+	// "eager" (when the bridge starts).
+	Start string `toml:"start"`
+	// Timeout bounds one request to the upstream. Default 30s.
+	Timeout string `toml:"timeout"`
+	// Allow and Deny are tool-name patterns (path.Match globs on the
+	// upstream's own names): a tool is exposed when it matches Allow
+	// (default: every tool) and no Deny pattern.
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+	// Capability is what calls of the server's tools need. Default
+	// "upstream.NAME", granted by configuring the server.
+	Capability string `toml:"capability"`
+	// ReadOnly lists patterns of tools to treat as read-only whatever
+	// their annotations say; every other tool whose annotations do not
+	// say readOnlyHint: true is side-effecting.
+	ReadOnly []string `toml:"read_only"`
+	// Approval maps tool patterns to "always" or "never", overriding the
+	// default (side-effecting tools: always; read-only: never). The first
+	// matching pattern in sorted order wins.
+	Approval map[string]string `toml:"approval"`
+}
+
+// serverNameRE is what a server may be called: its name prefixes its tools'
+// names (NAME__tool), which clients limit to [A-Za-z0-9_-]{1,64}.
+var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,31}$`)
+
+// secretRefRE finds ${secret:NAME} references in env and header values.
+var secretRefRE = regexp.MustCompile(`\$\{secret:([^}]*)\}`)
+
+// SecretRefs returns the secret names referenced in v, in order.
+func SecretRefs(v string) []string {
+	var out []string
+	for _, m := range secretRefRE.FindAllStringSubmatch(v, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// ExpandSecrets replaces each ${secret:NAME} in v with lookup(NAME).
+func ExpandSecrets(v string, lookup func(string) string) string {
+	return secretRefRE.ReplaceAllStringFunc(v, func(m string) string {
+		return lookup(secretRefRE.FindStringSubmatch(m)[1])
+	})
+}
+
+// CapabilityOf is the capability calls of server name's tools need.
+func (s Server) CapabilityOf(name string) string {
+	if s.Capability != "" {
+		return s.Capability
+	}
+	return "upstream." + name
+}
+
+// Eager reports whether the server starts with the bridge.
+func (s Server) Eager() bool { return s.Start == "eager" }
+
+// RequestTimeout is the parsed timeout (30s by default).
+func (s Server) RequestTimeout() time.Duration {
+	if d, err := time.ParseDuration(s.Timeout); err == nil && d > 0 {
+		return d
+	}
+	return 30 * time.Second
+}
+
+// Exposes reports whether the upstream tool named tool is exposed.
+func (s Server) Exposes(tool string) bool {
+	if len(s.Allow) > 0 && !matchAny(s.Allow, tool) {
+		return false
+	}
+	return !matchAny(s.Deny, tool)
+}
+
+// IsReadOnly reports whether the configuration declares tool read-only.
+func (s Server) IsReadOnly(tool string) bool { return matchAny(s.ReadOnly, tool) }
+
+// ApprovalOf is the configured approval of tool ("always", "never"), or ""
+// when no pattern matches.
+func (s Server) ApprovalOf(tool string) string {
+	pats := make([]string, 0, len(s.Approval))
+	for p := range s.Approval {
+		pats = append(pats, p)
+	}
+	sort.Strings(pats)
+	for _, p := range pats {
+		if ok, _ := path.Match(p, tool); ok {
+			return s.Approval[p]
+		}
+	}
+	return ""
+}
+
+func matchAny(pats []string, name string) bool {
+	for _, p := range pats {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ServerCapabilities are the capabilities configured servers grant.
+func (c *Config) ServerCapabilities() []string {
+	var out []string
+	for _, name := range sortedKeys(c.Servers) {
+		out = append(out, c.Servers[name].CapabilityOf(name))
+	}
+	return out
+}
+
+func (c *Config) validateServers(bad func(key, format string, args ...any)) {
+	for _, name := range sortedKeys(c.Servers) {
+		s := c.Servers[name]
+		key := "servers." + name
+		if !serverNameRE.MatchString(name) {
+			bad(key, "a server's name prefixes its tools' names (NAME__tool): use 1-32 letters, digits and '-', starting with a letter or digit")
+		}
+		switch {
+		case s.Command == "" && s.URL == "":
+			bad(key, "set command (a stdio server) or url (a Streamable HTTP server)")
+		case s.Command != "" && s.URL != "":
+			bad(key, "set command or url, not both")
+		case s.URL != "":
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad(key+".url", "%q is not an http:// or https:// URL", s.URL)
+			} else if u.User != nil {
+				bad(key+".url", "credentials in the URL would be recorded: put them in headers with a ${secret:NAME} reference")
+			}
+			if len(s.Args) > 0 || s.Cwd != "" || len(s.Env) > 0 {
+				bad(key, "args, cwd and env are for command servers; a url server takes headers")
+			}
+		default:
+			if len(s.Headers) > 0 {
+				bad(key+".headers", "headers are for url servers; a command server takes env")
+			}
+			if s.Transport != "" {
+				bad(key+".transport", "transport is for url servers")
+			}
+		}
+		for _, a := range s.Args {
+			if len(SecretRefs(a)) > 0 {
+				bad(key+".args", "a secret in argv is visible to every local user (ps): pass it in env instead")
+			}
+		}
+		switch s.Transport {
+		case "", "streamable", "sse":
+		default:
+			bad(key+".transport", "%q is not one of streamable, sse", s.Transport)
+		}
+		switch s.Start {
+		case "", "lazy", "eager":
+		default:
+			bad(key+".start", "%q is not one of lazy, eager", s.Start)
+		}
+		if s.Timeout != "" {
+			if d, err := time.ParseDuration(s.Timeout); err != nil || d <= 0 {
+				bad(key+".timeout", "%q is not a positive duration such as \"30s\"", s.Timeout)
+			}
+		}
+		for field, pats := range map[string][]string{"allow": s.Allow, "deny": s.Deny, "read_only": s.ReadOnly} {
+			for _, p := range pats {
+				if _, err := path.Match(p, ""); err != nil {
+					bad(key+"."+field, "%q is not a valid pattern (use * and ?, as in \"create_*\")", p)
+				}
+			}
+		}
+		for _, p := range sortedKeys(s.Approval) {
+			if _, err := path.Match(p, ""); err != nil {
+				bad(key+".approval", "%q is not a valid pattern", p)
+			}
+			if v := s.Approval[p]; v != "always" && v != "never" {
+				bad(key+".approval", "%q = %q: want always or never", p, v)
+			}
+		}
+		if s.Capability != "" && strings.ContainsAny(s.Capability, " \t") {
+			bad(key+".capability", "capability %q has spaces", s.Capability)
+		}
+		check := func(field string, vals map[string]string) {
+			for _, k := range sortedKeys(vals) {
+				for _, ref := range SecretRefs(vals[k]) {
+					if _, ok := c.Secrets[ref]; !ok {
+						bad(key+"."+field, "%s refers to secret %q, which is not defined (add a [secrets.%s] table with env or file)", k, ref, ref)
+					}
+				}
+			}
+		}
+		check("env", s.Env)
+		check("headers", s.Headers)
+	}
+}
+
+// ServerSecrets lists the secrets server s references, sorted, once each.
+func (s Server) ServerSecrets() []string {
+	seen := map[string]bool{}
+	for _, vals := range []map[string]string{s.Env, s.Headers} {
+		for _, v := range vals {
+			for _, r := range SecretRefs(v) {
+				seen[r] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// Describe names where the server is: its command line or URL.
+func (s Server) Describe() string {
+	if s.URL != "" {
+		return s.URL
+	}
+	return strings.TrimSpace(fmt.Sprint(s.Command, " ", strings.Join(s.Args, " ")))
+}

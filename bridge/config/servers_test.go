@@ -1,0 +1,85 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const serversFile = `
+[secrets.GH]
+env = "GITHUB_TOKEN"
+
+[servers.github]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-github"]
+env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${secret:GH}" }
+deny = ["delete_*"]
+read_only = ["search_*"]
+approval = { "create_*" = "always", "get_*" = "never" }
+
+[servers.docs]
+url = "http://127.0.0.1:3001/mcp"
+headers = { Authorization = "Bearer ${secret:GH}" }
+start = "eager"
+timeout = "5s"
+`
+
+func TestServersParse(t *testing.T) {
+	c, err := Parse("tb.toml", []byte(serversFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh := c.Servers["github"]
+	if gh.Command != "npx" || gh.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "${secret:GH}" || gh.Eager() {
+		t.Fatalf("github: %+v", gh)
+	}
+	if gh.Exposes("delete_repo") || !gh.Exposes("create_issue") {
+		t.Fatal("deny patterns not applied")
+	}
+	if gh.ApprovalOf("create_issue") != "always" || gh.ApprovalOf("get_me") != "never" || gh.ApprovalOf("list_x") != "" {
+		t.Fatal("approval patterns not applied")
+	}
+	if !gh.IsReadOnly("search_code") || gh.IsReadOnly("create_issue") {
+		t.Fatal("read_only patterns not applied")
+	}
+	if got := gh.CapabilityOf("github"); got != "upstream.github" {
+		t.Fatalf("capability %q", got)
+	}
+	d := c.Servers["docs"]
+	if !d.Eager() || d.RequestTimeout().String() != "5s" || strings.Join(d.ServerSecrets(), ",") != "GH" {
+		t.Fatalf("docs: %+v", d)
+	}
+	if got := ExpandSecrets(d.Headers["Authorization"], func(string) string { return "tok" }); got != "Bearer tok" {
+		t.Fatalf("expanded %q", got)
+	}
+	if caps := c.ServerCapabilities(); strings.Join(caps, ",") != "upstream.docs,upstream.github" {
+		t.Fatalf("capabilities %v", caps)
+	}
+}
+
+func TestServerProblemsNameTheLine(t *testing.T) {
+	for name, tc := range map[string]struct{ file, want string }{
+		"neither":        {"[servers.a]\nstart = \"lazy\"\n", "tb.toml:1: servers.a: set command"},
+		"both":           {"[servers.a]\ncommand = \"x\"\nurl = \"http://h/mcp\"\n", "tb.toml:1: servers.a: set command or url, not both"},
+		"bad name":       {"[servers.a_b]\ncommand = \"x\"\n", "tb.toml:1: servers.a_b: a server's name"},
+		"bad url":        {"[servers.a]\nurl = \"ftp://h\"\n", `tb.toml:2: servers.a.url: "ftp://h" is not an http`},
+		"url creds":      {"[servers.a]\nurl = \"https://u:p@h/mcp\"\n", "tb.toml:2: servers.a.url: credentials in the URL"},
+		"secret in argv": {"[secrets.S]\nenv = \"S\"\n[servers.a]\ncommand = \"x\"\nargs = [\"${secret:S}\"]\n", "tb.toml:5: servers.a.args: a secret in argv"},
+		"undefined":      {"[servers.a]\ncommand = \"x\"\nenv = { T = \"${secret:NOPE}\" }\n", `tb.toml:3: servers.a.env: T refers to secret "NOPE"`},
+		"start":          {"[servers.a]\ncommand = \"x\"\nstart = \"soon\"\n", `tb.toml:3: servers.a.start: "soon" is not one of lazy, eager`},
+		"timeout":        {"[servers.a]\ncommand = \"x\"\ntimeout = \"1\"\n", `tb.toml:3: servers.a.timeout: "1" is not a positive duration`},
+		"approval":       {"[servers.a]\ncommand = \"x\"\napproval = { \"x*\" = \"sometimes\" }\n", `servers.a.approval: "x*" = "sometimes": want always or never`},
+		"pattern":        {"[servers.a]\ncommand = \"x\"\ndeny = [\"[\"]\n", `tb.toml:3: servers.a.deny: "[" is not a valid pattern`},
+		"headers on cmd": {"[servers.a]\ncommand = \"x\"\nheaders = { A = \"b\" }\n", "tb.toml:3: servers.a.headers: headers are for url servers"},
+		"env type":       {"[servers.a]\ncommand = \"x\"\nenv = \"A=b\"\n", "tb.toml:3: servers.a.env: a TOML string is written here, but the key wants a table of strings"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("tb.toml", []byte(tc.file))
+			var pe *ProblemsError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,190 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
+)
+
+var zeroTime time.Time
+
+// maxProgressEvents bounds the progress notifications one call records
+// (all are forwarded to the client).
+const maxProgressEvents = 50
+
+// progressSink forwards an upstream's progress for one call to its client.
+type progressSink struct {
+	rec      *callRec
+	forward  func(progress, total float64, message string)
+	recorded atomic.Int32
+}
+
+// call runs tool (the upstream's own name) for an executor call: the
+// request goes to the upstream with the client's traceparent and a
+// progress token in _meta, and its answer comes back as the upstream sent
+// it. Every failure is an *events.Err with an upstream code.
+func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, error) {
+	cs, err := s.session(ctx, c.RequestID, c.OperationID)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	case <-ctx.Done():
+		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s has %d calls in flight and none ended before this call's deadline", s.name, maxInFlight)
+	}
+	rec := &callRec{req: c.RequestID, op: c.OperationID, tool: tool}
+	params := &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage("{}")}
+	if len(c.Args) > 0 && string(c.Args) != "null" {
+		params.Arguments = c.Args
+	}
+	meta := sdk.Meta{}
+	if c.Traceparent != "" {
+		meta["traceparent"] = c.Traceparent
+	}
+	if c.Progress != nil {
+		token := c.OperationID.String()
+		meta["progressToken"] = token
+		s.progress.Store(token, &progressSink{rec: rec, forward: c.Progress})
+		defer s.progress.Delete(token)
+	}
+	if len(meta) > 0 {
+		params.Meta = meta
+	}
+	timeout := s.cfg.RequestTimeout()
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, rec), timeout)
+	defer cancel()
+	t0 := s.g.opts.Now()
+	res, err := cs.CallTool(cctx, params)
+	attrs := func(kv ...string) map[string]string {
+		m := map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: tool}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	if err != nil {
+		var rpcErr *jsonrpc.Error
+		switch {
+		case ctx.Err() != nil: // the client cancelled: the SDK sent notifications/cancelled
+			s.emit(events.KindUpstreamCancelled, c.RequestID, c.OperationID, events.Cancelled, events.CodeCancelled, t0, attrs())
+			return nil, events.Errorf(events.CodeCancelled, "the call was cancelled; server %s was told (notifications/cancelled)", s.name)
+		case errors.Is(cctx.Err(), context.DeadlineExceeded):
+			msg := fmt.Sprintf("server %s did not answer tools/call %s within %s", s.name, tool, timeout)
+			s.emit(events.KindUpstreamTimeout, c.RequestID, c.OperationID, events.Timeout, events.CodeUpstreamTimeout, t0, attrs("error", msg))
+			return nil, events.Errorf(events.CodeUpstreamTimeout, "%s", msg)
+		case errors.As(err, &rpcErr):
+			msg := fmt.Sprintf("server %s answered tools/call %s with JSON-RPC error %d: %s", s.name, tool, rpcErr.Code, oneLine(s.g.redact(rpcErr.Message), 500))
+			s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.Error, events.CodeUpstreamError, t0,
+				attrs("error", msg, "rpcCode", fmt.Sprint(rpcErr.Code)))
+			return nil, events.Errorf(events.CodeUpstreamError, "%s", msg)
+		}
+		e := s.lost(err)
+		s.emit(events.KindUpstreamUnavailable, c.RequestID, c.OperationID, events.OutcomeOf(e.Code), e.Code, t0, attrs("error", e.Msg))
+		return nil, e
+	}
+	if res.IsError {
+		msg := fmt.Sprintf("server %s's tool %s failed: %s", s.name, tool, oneLine(s.g.redact(textOf(res)), 1000))
+		s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.Error, events.CodeUpstreamError, t0, attrs("error", msg, "isError", "true"))
+		return nil, events.Errorf(events.CodeUpstreamError, "%s", msg)
+	}
+	s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.OK, "", t0, attrs("content", fmt.Sprint(len(res.Content))))
+	return res, nil
+}
+
+// lost explains a call whose connection broke: the upstream broke the
+// protocol, exited mid-call (with its code and stderr), or went away.
+func (s *Server) lost(err error) *events.Err {
+	s.mu.Lock()
+	conn, p := s.conn, s.proc
+	s.mu.Unlock()
+	if f := conn.fault(); f != "" {
+		return events.Errorf(events.CodeUpstreamProtocol, "server %s (%s) %s; the bridge restarts it on the next call", s.name, s.cfg.Describe(), f)
+	}
+	if p != nil {
+		p.waitExit(200 * time.Millisecond)
+		if st := p.exitText(); st != "" {
+			return events.Errorf(events.CodeUpstreamUnavailable, "server %s (`%s`) %s during the call", s.name, s.cfg.Describe(), st)
+		}
+	}
+	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) lost the connection during the call: %s", s.name, s.cfg.Describe(), oneLine(s.g.redact(err.Error()), 300))
+}
+
+// textOf is a result's text content.
+func textOf(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// onProgress forwards an upstream's progress to the client whose call it
+// belongs to, and records it (the first maxProgressEvents of a call).
+func (s *Server) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	v, ok := s.progress.Load(fmt.Sprint(req.Params.ProgressToken))
+	if !ok {
+		return
+	}
+	sink := v.(*progressSink)
+	if sink.recorded.Add(1) <= maxProgressEvents {
+		s.emit(events.KindUpstreamNotification, sink.rec.req, sink.rec.op, events.OK, "", zeroTime, map[string]string{
+			"method": "notifications/progress", "progress": fmt.Sprint(req.Params.Progress), "total": fmt.Sprint(req.Params.Total),
+			"message": req.Params.Message})
+	}
+	sink.forward(req.Params.Progress, req.Params.Total, req.Params.Message)
+}
+
+// onLog records an upstream's log message and hands it to the gateway's
+// Log hook (the MCP server forwards it to its clients).
+func (s *Server) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	b, _ := json.Marshal(req.Params.Data)
+	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, map[string]string{
+		"method": "notifications/message", "level": string(req.Params.Level), "logger": req.Params.Logger, "data": string(b)})
+	if f := s.g.opts.Log; f != nil {
+		p := *req.Params
+		if p.Logger == "" {
+			p.Logger = s.name
+		} else {
+			p.Logger = s.name + "/" + p.Logger
+		}
+		f(ctx, &p)
+	}
+}
+
+// onToolListChanged lists the upstream's tools again; the catalog and the
+// clients follow (the MCP server tells them tools/list_changed).
+func (s *Server) onToolListChanged(context.Context, *sdk.ToolListChangedRequest) {
+	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, map[string]string{"method": "notifications/tools/list_changed"})
+	go func() { // the handler runs on the connection's reader: never block it
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.sess == nil {
+			return // listed again when the session is (re)made
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout())
+		defer cancel()
+		if err := s.refreshLocked(ctx, events.ID{}); err != nil {
+			s.g.opts.Logger.Warn("upstream tools could not be listed again", "server", s.name, "err", err)
+		}
+	}()
+}

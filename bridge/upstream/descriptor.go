@@ -1,0 +1,36 @@
+package upstream
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Describe returns the canonical JSON of what a tool's pin covers — its
+// name, title, description, input and output schemas and annotations —
+// and its SHA-256. Canonical: keys sorted at every level (encoding/json
+// sorts map keys), no insignificant space, so the same descriptor always
+// hashes the same whatever order the upstream wrote it in.
+func Describe(t *sdk.Tool) (desc, hash string) {
+	d := map[string]any{"name": t.Name, "title": t.Title, "description": t.Description,
+		"inputSchema": canonical(t.InputSchema), "outputSchema": canonical(t.OutputSchema), "annotations": canonical(t.Annotations)}
+	b, _ := json.Marshal(d)
+	sum := sha256.Sum256(b)
+	return string(b), hex.EncodeToString(sum[:])
+}
+
+// canonical turns v into generic JSON values (maps sort their keys when
+// marshalled).
+func canonical(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
+}

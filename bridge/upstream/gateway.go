@@ -1,0 +1,261 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
+)
+
+// Emitter is what the gateway needs of events.Emitter.
+type Emitter interface {
+	Emit(events.Event) events.ID
+	Flush(ctx context.Context, req events.ID) error
+	Redactor() *events.Redactor
+}
+
+// PinLog reads the pins view (a hub.Node).
+type PinLog interface {
+	View(ctx context.Context, q projections.Query) ([]json.RawMessage, error)
+}
+
+// Options configures New. Config, Emitter, Pins, Catalog and Secrets are
+// required.
+type Options struct {
+	Config  *config.Config
+	Emitter Emitter
+	Pins    PinLog
+	// Catalog receives each server's tools as source "upstream:NAME".
+	Catalog *executor.Catalog
+	// Secrets resolves secret references (registering the values with the
+	// redactor before anything uses them): the executor's broker.
+	Secrets func(names []string) (map[string]string, error)
+	// Changed is called after the catalog's upstream tools changed.
+	Changed func()
+	// Log receives upstream log messages to forward to clients.
+	Log func(ctx context.Context, p *sdk.LoggingMessageParams)
+	// MaxFrame caps one frame from an upstream. Zero: 8 MiB.
+	MaxFrame int
+	Version  string
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// Gateway is every configured upstream.
+type Gateway struct {
+	opts    Options
+	servers map[string]*Server
+	names   []string
+	changed sync.Mutex // serialises Changed calls
+}
+
+// New returns a gateway over opts.Config's servers; nothing starts yet.
+func New(opts Options) *Gateway {
+	if opts.MaxFrame <= 0 {
+		opts.MaxFrame = 8 << 20
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	g := &Gateway{opts: opts, servers: map[string]*Server{}}
+	if opts.Config != nil {
+		for name, cfg := range opts.Config.Servers {
+			g.servers[name] = newServer(g, name, cfg)
+			g.names = append(g.names, name)
+		}
+	}
+	sort.Strings(g.names)
+	return g
+}
+
+// Servers lists the configured servers' names.
+func (g *Gateway) Servers() []string { return g.names }
+
+// Start connects the eager servers (in the background: a slow one does not
+// hold the bridge's start).
+func (g *Gateway) Start(ctx context.Context) {
+	for _, name := range g.names {
+		if s := g.servers[name]; s.cfg.Eager() {
+			go func() {
+				if _, err := s.session(ctx, events.ID{}, events.ID{}); err != nil {
+					g.opts.Logger.Warn("upstream did not start", "server", name, "err", err)
+				}
+			}()
+		}
+	}
+}
+
+// Ensure connects every server that has no session yet, so a tools/list
+// shows their tools; req is the request that asked (its run records the
+// starts). It waits for all of them, each bounded by its own timeout; a
+// server that fails is logged and recorded, and the others still list.
+func (g *Gateway) Ensure(ctx context.Context, req events.ID) {
+	var wg sync.WaitGroup
+	for _, name := range g.names {
+		s := g.servers[name]
+		s.mu.Lock()
+		live := s.sess != nil
+		s.mu.Unlock()
+		if live {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.session(ctx, req, events.ID{}); err != nil {
+				g.opts.Logger.Warn("upstream unavailable", "server", name, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Close ends every session and stops every process.
+func (g *Gateway) Close() {
+	var wg sync.WaitGroup
+	for _, s := range g.servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.close() }()
+	}
+	wg.Wait()
+}
+
+func (g *Gateway) redact(s string) string { return g.opts.Emitter.Redactor().Value("error", s) }
+
+// refreshLocked lists the server's tools, compares each descriptor with its
+// pin (recording first sights, changes and removals), and puts the exposed
+// tools in the catalog. s.mu is held.
+func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
+	var listed []*sdk.Tool
+	for t, err := range s.sess.Tools(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		listed = append(listed, t)
+	}
+	pins, err := s.g.pins(ctx, s.name)
+	if err != nil {
+		return fmt.Errorf("read the pins: %w", err)
+	}
+	next := map[string]*toolState{}
+	for _, t := range listed {
+		if t == nil || !s.cfg.Exposes(t.Name) {
+			continue
+		}
+		desc, hash := Describe(t)
+		st := &toolState{tool: t, desc: desc, hash: hash}
+		next[t.Name] = st
+		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, events.AttrTool: ToolName(s.name, t.Name),
+			projections.AttrHash: hash, projections.AttrDescriptor: desc}
+		p, known := pins[t.Name]
+		switch {
+		case !known || (p.Hash == hash && p.State == projections.PinRemoved):
+			s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
+		case p.Hash == hash || p.Pending == hash:
+			// as pinned, or a change already announced
+		default:
+			pinAttrs["pinned"] = p.Hash
+			pinAttrs["error"] = fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name)
+			s.emit(events.KindUpstreamToolChanged, req, events.ID{}, events.Denied, events.CodeToolChanged, zeroTime, pinAttrs)
+			s.g.opts.Logger.Warn("upstream tool changed: refused until accepted", "server", s.name, "tool", t.Name,
+				"run", "tracebridge tools diff "+ToolName(s.name, t.Name))
+		}
+	}
+	for name, p := range pins {
+		if next[name] == nil && p.State != projections.PinRemoved && s.cfg.Exposes(name) {
+			s.emit(events.KindUpstreamToolRemoved, req, events.ID{}, events.OK, "", zeroTime, map[string]string{
+				projections.AttrUpTool: name, events.AttrTool: p.Name, projections.AttrHash: p.Hash})
+		}
+	}
+	// The pins must be in the log before a call checks against them.
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.g.opts.Emitter.Flush(fctx, req); err != nil {
+		s.g.opts.Logger.Warn("pins not durable yet", "server", s.name, "err", err)
+	}
+	s.tools = next
+	var tools []*executor.Tool
+	for _, name := range sortedToolNames(next) {
+		if t := s.executorTool(next[name]); t != nil {
+			tools = append(tools, t)
+		}
+	}
+	// Descriptors may change under the same names: the clients hear of
+	// every refresh, not only of added and removed tools.
+	if _, _, err := s.g.opts.Catalog.Replace("upstream:"+s.name, tools); err != nil {
+		return err
+	}
+	if s.g.opts.Changed != nil {
+		s.g.changed.Lock()
+		s.g.opts.Changed()
+		s.g.changed.Unlock()
+	}
+	return nil
+}
+
+func sortedToolNames(m map[string]*toolState) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pins reads the pins of server's tools, by upstream tool name.
+func (g *Gateway) pins(ctx context.Context, server string) (map[string]projections.Pin, error) {
+	rows, err := g.opts.Pins.View(ctx, projections.Query{View: "pins", Limit: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]projections.Pin{}
+	for _, r := range rows {
+		var p projections.Pin
+		if json.Unmarshal(r, &p) == nil && p.Server == server {
+			out[p.Tool] = p
+		}
+	}
+	return out, nil
+}
+
+// admit refuses a tool whose listed descriptor is not the pinned one.
+func (s *Server) admit(ctx context.Context, tool string) error {
+	s.mu.Lock()
+	st := s.tools[tool]
+	s.mu.Unlock()
+	if st == nil {
+		return events.Errorf(events.CodeUnknownTool, "server %s no longer lists tool %s", s.name, tool)
+	}
+	rows, err := s.g.opts.Pins.View(ctx, projections.Query{View: "pins", Key: projections.PinKey(s.name, tool)})
+	if err != nil {
+		return events.Errorf(events.CodeLogUnavailable, "the pinned descriptor of %s cannot be read: %v", ToolName(s.name, tool), err)
+	}
+	var p projections.Pin
+	if len(rows) == 0 || json.Unmarshal(rows[0], &p) != nil {
+		return events.Errorf(events.CodeToolChanged, "tool %s of server %s has no pinned descriptor yet", tool, s.name)
+	}
+	if p.Hash != st.hash {
+		return events.Errorf(events.CodeToolChanged, "server %s changed tool %s's description, schema or annotations since it was pinned (pinned %s, now %s)",
+			s.name, tool, short(p.Hash), short(st.hash))
+	}
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

@@ -1,0 +1,152 @@
+package upstream
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// tailLines is how many of an upstream's last stderr lines an exit records.
+const tailLines = 10
+
+// process is a stdio upstream's child: its pipes, its stderr (logged,
+// redacted, the last lines kept) and its exit.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	done   chan struct{} // closed when the process has exited
+	err    error         // from Wait, valid after done
+
+	mu       sync.Mutex
+	lines    []string
+	stopFlag atomic.Bool
+}
+
+// startProcess starts cfg's command with env. Its stderr goes to log, line
+// by line, redacted; never to the bridge's stdout.
+func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events.Redactor) (*process, error) {
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Dir = cfg.Cwd
+	cmd.Env = env
+	setProcAttrs(cmd)
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if p.stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var stderrDone sync.WaitGroup
+	stderrDone.Add(1)
+	go func() {
+		defer stderrDone.Done()
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 0, 4096), 64<<10)
+		for sc.Scan() {
+			line := red.Value("stderr", sc.Text())
+			log.Info("upstream stderr", "line", line)
+			p.mu.Lock()
+			p.lines = append(p.lines, oneLine(line, 300))
+			if len(p.lines) > tailLines {
+				p.lines = p.lines[len(p.lines)-tailLines:]
+			}
+			p.mu.Unlock()
+		}
+	}()
+	go func() {
+		stderrDone.Wait() // every stderr line is read before Wait closes the pipe
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// tail is the last stderr lines, joined with " | ".
+func (p *process) tail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, " | ")
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitExit waits up to d for the process to exit.
+func (p *process) waitExit(d time.Duration) {
+	select {
+	case <-p.done:
+	case <-time.After(d):
+	}
+}
+
+func (p *process) exitCode() int {
+	if !p.exited() {
+		return -1
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	return 0
+}
+
+// exitText says how the process ended ("" while it runs): its exit code or
+// signal and its last stderr lines.
+func (p *process) exitText() string {
+	if !p.exited() {
+		return ""
+	}
+	how := fmt.Sprintf("exited with code %d", p.exitCode())
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) && ee.ExitCode() < 0 {
+		how = "was killed (" + ee.String() + ")"
+	}
+	if t := p.tail(); t != "" {
+		how += "; its last stderr lines: " + t
+	}
+	return how
+}
+
+func (p *process) markStopping()  { p.stopFlag.Store(true) }
+func (p *process) stopping() bool { return p.stopFlag.Load() }
+
+// stop closes stdin (a well-behaved server exits), then kills the process
+// if it has not exited within 2s.
+func (p *process) stop() {
+	p.markStopping()
+	p.stdin.Close()
+	select {
+	case <-p.done:
+		return
+	case <-time.After(2 * time.Second):
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+}

@@ -1,0 +1,292 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
+)
+
+// Server is one upstream: its connection, its process (stdio), the tools it
+// listed, and the backoff after a crash. Safe for concurrent use.
+type Server struct {
+	g    *Gateway
+	name string
+	cfg  config.Server
+
+	mu        sync.Mutex
+	sess      *sdk.ClientSession
+	conn      *evidenceConn
+	proc      *process
+	crashes   int
+	nextStart time.Time
+	lastFault string               // why the last session ended, for the next refusal
+	tools     map[string]*toolState // upstream tool name → what was listed
+	closed    bool
+
+	sem      chan struct{} // bounds the calls in flight
+	progress sync.Map      // progress token → *progressSink
+}
+
+// toolState is one listed tool: its descriptor as the upstream sent it and
+// the hash that is compared with the pin.
+type toolState struct {
+	tool *sdk.Tool
+	desc string
+	hash string
+}
+
+// maxInFlight bounds one upstream's concurrent calls; a call waits for a
+// slot no longer than its own deadline.
+const maxInFlight = 32
+
+func newServer(g *Gateway, name string, cfg config.Server) *Server {
+	return &Server{g: g, name: name, cfg: cfg, tools: map[string]*toolState{}, sem: make(chan struct{}, maxInFlight)}
+}
+
+// emit records one upstream event for request req (zero: none).
+func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	attrs[projections.AttrServer] = s.name
+	e := events.Event{Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: attrs}
+	if !since.IsZero() {
+		e.DurationMs = float64(s.g.opts.Now().Sub(since).Microseconds()) / 1000
+	}
+	s.g.opts.Emitter.Emit(e)
+}
+
+// session returns a live session, starting or dialing the upstream when
+// there is none. A start within the backoff after a crash is refused at
+// once with why the last one ended.
+func (s *Server) session(ctx context.Context, req, op events.ID) (*sdk.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess != nil {
+		return s.sess, nil
+	}
+	if s.closed {
+		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: the bridge is shutting down", s.name)
+	}
+	if wait := s.nextStart.Sub(s.g.opts.Now()); wait > 0 {
+		err := events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) %s; the bridge starts it again in %s",
+			s.name, s.cfg.Describe(), s.lastFault, wait.Round(time.Millisecond))
+		s.emit(events.KindUpstreamUnavailable, req, op, events.Unavailable, err.Code, time.Time{}, map[string]string{"error": err.Msg})
+		return nil, err
+	}
+	cs, err := s.connect(ctx, req, op)
+	if err != nil {
+		s.crashed(err.Error())
+		e := events.AsErr(err, events.CodeUpstreamUnavailable)
+		s.emit(events.KindUpstreamUnavailable, req, op, events.OutcomeOf(e.Code), e.Code, time.Time{}, map[string]string{"error": e.Msg})
+		return nil, e
+	}
+	s.sess = cs
+	s.crashes = 0
+	if err := s.refreshLocked(ctx, req); err != nil {
+		s.g.opts.Logger.Warn("upstream tools could not be listed", "server", s.name, "err", err)
+	}
+	go s.watch(cs)
+	return cs, nil
+}
+
+// crashed notes a failed start or a lost session: the next start waits
+// 250ms, doubling per crash in a row, at most 30s.
+func (s *Server) crashed(why string) {
+	s.crashes++
+	backoff := 250 * time.Millisecond << min(s.crashes-1, 7)
+	backoff = min(backoff, 30*time.Second)
+	s.nextStart = s.g.opts.Now().Add(backoff)
+	s.lastFault = why
+}
+
+// watch waits for the session to end and forgets it, so the next call
+// starts the upstream again; an eager server is restarted after backoff.
+func (s *Server) watch(cs *sdk.ClientSession) {
+	cs.Wait()
+	s.mu.Lock()
+	if s.sess != cs {
+		s.mu.Unlock()
+		return
+	}
+	s.sess = nil
+	why := "closed its connection"
+	if f := s.conn.fault(); f != "" {
+		why = f
+	}
+	if p := s.proc; p != nil {
+		p.stop()
+		if st := p.exitText(); st != "" {
+			why = st
+		}
+	}
+	closed := s.closed
+	if !closed {
+		s.crashed(why)
+	}
+	s.mu.Unlock()
+	if !closed && s.cfg.Eager() {
+		time.AfterFunc(time.Until(s.nextStart), func() {
+			if _, err := s.session(context.Background(), events.ID{}, events.ID{}); err != nil {
+				s.g.opts.Logger.Warn("upstream restart failed", "server", s.name, "err", err)
+			}
+		})
+	}
+}
+
+// connect starts or dials the upstream and completes the MCP handshake.
+// Its errors say which command or URL failed and how.
+func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSession, error) {
+	secrets, err := s.g.opts.Secrets(s.cfg.ServerSecrets())
+	if err != nil {
+		return nil, events.Errorf(events.CodeSecretUnresolved, "server %s: %v", s.name, err)
+	}
+	expand := func(v string) string { return config.ExpandSecrets(v, func(n string) string { return secrets[n] }) }
+	var inner sdk.Transport
+	if s.cfg.URL != "" {
+		hc := &http.Client{Transport: &headerTransport{headers: map[string]string{}}}
+		for k, v := range s.cfg.Headers {
+			hc.Transport.(*headerTransport).headers[k] = expand(v)
+		}
+		if s.cfg.Transport == "sse" {
+			inner = &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
+		} else {
+			inner = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame, MaxRetries: -1}
+		}
+	} else {
+		env := os.Environ()
+		for _, k := range sortedKeys(s.cfg.Env) {
+			env = append(env, k+"="+expand(s.cfg.Env[k]))
+		}
+		p, err := startProcess(s.cfg, env, s.g.opts.Logger.With("server", s.name), s.g.opts.Emitter.Redactor())
+		if err != nil {
+			return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
+		}
+		s.proc = p
+		s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, map[string]string{"command": s.cfg.Describe(), "pid": fmt.Sprint(p.pid())})
+		go s.recordExit(p, req, op)
+		inner = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.g.opts.MaxFrame}
+	}
+	s.conn = nil
+	t := &evidenceTransport{inner: inner, s: s}
+	client := sdk.NewClient(&sdk.Implementation{Name: "tracebridge", Version: s.g.opts.Version}, &sdk.ClientOptions{
+		Capabilities:                &sdk.ClientCapabilities{},
+		ToolListChangedHandler:      s.onToolListChanged,
+		ProgressNotificationHandler: s.onProgress,
+		LoggingMessageHandler:       s.onLog,
+	})
+	t0 := s.g.opts.Now()
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout())
+	defer cancel()
+	cs, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		return nil, s.connectError(err, cctx)
+	}
+	attrs := map[string]string{"url": s.cfg.URL}
+	if ir := cs.InitializeResult(); ir != nil {
+		attrs["protocol"] = ir.ProtocolVersion
+		if ir.ServerInfo != nil {
+			attrs["serverInfo"] = ir.ServerInfo.Name + "/" + ir.ServerInfo.Version
+		}
+	}
+	s.emit(events.KindUpstreamConnected, req, op, events.OK, "", t0, attrs)
+	return cs, nil
+}
+
+// connectError says how the handshake failed: the process exited (with its
+// code and last stderr lines), the URL refused, or no answer in time.
+func (s *Server) connectError(err error, ctx context.Context) error {
+	if p := s.proc; p != nil {
+		p.waitExit(500 * time.Millisecond)
+		defer p.stop()
+		if st := p.exitText(); st != "" {
+			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: `%s` %s before the MCP handshake", s.name, s.cfg.Describe(), st)
+		}
+	}
+	if f := s.conn.fault(); f != "" {
+		return events.Errorf(events.CodeUpstreamProtocol, "server %s (%s) %s during the MCP handshake", s.name, s.cfg.Describe(), f)
+	}
+	if ctx.Err() != nil {
+		return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) did not complete the MCP handshake within %s", s.name, s.cfg.Describe(), s.cfg.RequestTimeout())
+	}
+	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s): MCP handshake failed: %s", s.name, s.cfg.Describe(), s.g.redact(err.Error()))
+}
+
+// recordExit records the process's end with its exit code and the last
+// lines it wrote to stderr (redacted).
+func (s *Server) recordExit(p *process, req, op events.ID) {
+	<-p.done
+	s.mu.Lock()
+	closing := s.closed || p.stopping()
+	s.mu.Unlock()
+	attrs := map[string]string{"exitCode": fmt.Sprint(p.exitCode()), "stderr": p.tail()}
+	if closing {
+		s.emit(events.KindUpstreamExited, events.ID{}, events.ID{}, events.OK, "", time.Time{}, attrs)
+		return
+	}
+	attrs["error"] = p.exitText()
+	s.emit(events.KindUpstreamExited, events.ID{}, events.ID{}, events.Unavailable, events.CodeUpstreamUnavailable, time.Time{}, attrs)
+}
+
+// close ends the session and stops the process.
+func (s *Server) close() {
+	s.mu.Lock()
+	s.closed = true
+	cs, p := s.sess, s.proc
+	s.sess = nil
+	s.mu.Unlock()
+	if p != nil {
+		p.markStopping()
+	}
+	if cs != nil {
+		cs.Close()
+	}
+	if p != nil {
+		p.stop()
+	}
+}
+
+// headerTransport adds the configured headers (secrets expanded) to every
+// request to an HTTP upstream.
+type headerTransport struct {
+	headers map[string]string
+}
+
+func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// oneLine shortens s to one line of at most n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,107 @@
+package projections
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Pin is what the log says of one upstream tool's descriptor: the hash an
+// operator accepted (first sight pins it), and a changed descriptor that
+// waits for acceptance. Its key is "server/tool" (the upstream's own name).
+type Pin struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Name is the tool's name in the bridge's catalog (server__tool).
+	Name       string `json:"name"`
+	Hash       string `json:"hash"`
+	Descriptor string `json:"descriptor"`
+	// Pending is the hash of a changed descriptor not yet accepted.
+	Pending           string    `json:"pending,omitempty"`
+	PendingDescriptor string    `json:"pendingDescriptor,omitempty"`
+	State             string    `json:"state"` // pinned | changed | removed
+	Pinned            time.Time `json:"pinned"`
+	Changed           time.Time `json:"changed,omitzero"`
+	AcceptedBy        string    `json:"acceptedBy,omitempty"`
+}
+
+// Pin states.
+const (
+	PinPinned  = "pinned"
+	PinChanged = "changed"
+	PinRemoved = "removed"
+)
+
+// Attributes of the upstream.tool.* events.
+const (
+	AttrServer     = "server"
+	AttrUpTool     = "upstreamTool"
+	AttrHash       = "hash"
+	AttrDescriptor = "descriptor"
+)
+
+// PinKey is the key of server's tool in the pins view.
+func PinKey(server, tool string) string { return server + "/" + tool }
+
+type pins struct{}
+
+func (pins) Name() string { return "pins" }
+func (pins) Version() int { return 1 }
+
+func (pins) Apply(kv KV, e *events.Event) error {
+	server, tool, hash := e.Attrs[AttrServer], e.Attrs[AttrUpTool], e.Attrs[AttrHash]
+	if server == "" || tool == "" || hash == "" {
+		return nil
+	}
+	key := []byte(PinKey(server, tool))
+	var p Pin
+	found, err := getJSON(kv, key, &p)
+	if err != nil {
+		return err
+	}
+	switch e.Kind {
+	case events.KindUpstreamToolPinned:
+		switch {
+		case !found:
+			p = Pin{Server: server, Tool: tool, Name: e.Attrs[events.AttrTool], Hash: hash, Descriptor: e.Attrs[AttrDescriptor], Pinned: e.Time}
+		case p.Hash != hash:
+			return nil // pinned already with another descriptor: the first stands
+		}
+		p.State = PinPinned
+		if p.Pending != "" {
+			p.State = PinChanged
+		}
+	case events.KindUpstreamToolChanged:
+		if !found || hash == p.Hash {
+			return nil
+		}
+		p.Pending, p.PendingDescriptor, p.State, p.Changed = hash, e.Attrs[AttrDescriptor], PinChanged, e.Time
+	case events.KindUpstreamToolAccepted:
+		if !found || hash != p.Pending {
+			return nil // accepts a descriptor that no longer waits
+		}
+		p.Hash, p.Descriptor, p.Pending, p.PendingDescriptor, p.State, p.AcceptedBy = p.Pending, p.PendingDescriptor, "", "", PinPinned, e.Attrs["by"]
+	case events.KindUpstreamToolRemoved:
+		if !found {
+			return nil
+		}
+		p.State = PinRemoved
+	default:
+		return nil
+	}
+	return putJSON(kv, key, &p)
+}
+
+func (pins) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
+	if q.Status == "" && q.Tool == "" {
+		return copyJSON(v), true, nil
+	}
+	var p Pin
+	if err := json.Unmarshal(v, &p); err != nil {
+		return nil, false, err
+	}
+	return copyJSON(v), (q.Status == "" || p.State == q.Status) && (q.Tool == "" || p.Name == q.Tool || p.Tool == q.Tool), nil
+}
+
+func (pins) Key(s string) ([]byte, error) { return []byte(s), nil }
