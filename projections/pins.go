@@ -37,6 +37,7 @@ const (
 const (
 	AttrServer     = "server"
 	AttrUpTool     = "upstreamTool"
+	AttrExposed    = "exposed" // the name in the bridge's catalog (server__tool)
 	AttrHash       = "hash"
 	AttrDescriptor = "descriptor"
 )
@@ -64,7 +65,7 @@ func (pins) Apply(kv KV, e *events.Event) error {
 	case events.KindUpstreamToolPinned:
 		switch {
 		case !found:
-			p = Pin{Server: server, Tool: tool, Name: e.Attrs[events.AttrTool], Hash: hash, Descriptor: e.Attrs[AttrDescriptor], Pinned: e.Time}
+			p = Pin{Server: server, Tool: tool, Name: e.Attrs[AttrExposed], Hash: hash, Descriptor: e.Attrs[AttrDescriptor], Pinned: e.Time}
 		case p.Hash != hash:
 			return nil // pinned already with another descriptor: the first stands
 		}

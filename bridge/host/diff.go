@@ -52,3 +52,7 @@ func lines(s string) []string {
 	}
 	return l
 }
+
+// UnifiedDiff is the same compact diff for any two texts (an upstream
+// tool's pinned descriptor against a changed one), labelled name.
+func UnifiedDiff(name, a, b string) string { return unifiedDiff(name, a, b) }

@@ -47,9 +47,9 @@ type Options struct {
 	// Config is the tracebridge.toml text in force ("" for the defaults),
 	// recorded (redacted) with mcp.session.started so an export carries it.
 	Config string
-	// BeforeList, when set, runs before tools/list is answered (the
-	// gateway connects its lazy upstreams so their tools are listed); req
-	// is the listing request's id.
+	// BeforeList, when set, runs before tools/list is answered, and before
+	// a call of a tool the catalog does not hold yet (the gateway connects
+	// its lazy upstreams so their tools are there); req is the request's id.
 	BeforeList func(ctx context.Context, req events.ID)
 }
 
@@ -310,6 +310,13 @@ func (s *Server) unknownTools(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		if _, known := s.opts.Executor.Catalog().Lookup(call.Params.Name); known {
 			return next(ctx, method, req)
+		}
+		if s.opts.BeforeList != nil { // an upstream's tool before any tools/list: start the upstreams first
+			var id events.ID
+			if ex := call.GetExtra(); ex != nil && ex.Header != nil {
+				id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
+			}
+			s.opts.BeforeList(ctx, id)
 		}
 		return s.handle(ctx, call)
 	}

@@ -157,7 +157,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		desc, hash := Describe(t)
 		st := &toolState{tool: t, desc: desc, hash: hash}
 		next[t.Name] = st
-		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, events.AttrTool: ToolName(s.name, t.Name),
+		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: ToolName(s.name, t.Name),
 			projections.AttrHash: hash, projections.AttrDescriptor: desc}
 		p, known := pins[t.Name]
 		switch {
@@ -176,7 +176,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 	for name, p := range pins {
 		if next[name] == nil && p.State != projections.PinRemoved && s.cfg.Exposes(name) {
 			s.emit(events.KindUpstreamToolRemoved, req, events.ID{}, events.OK, "", zeroTime, map[string]string{
-				projections.AttrUpTool: name, events.AttrTool: p.Name, projections.AttrHash: p.Hash})
+				projections.AttrUpTool: name, projections.AttrExposed: p.Name, projections.AttrHash: p.Hash})
 		}
 	}
 	// The pins must be in the log before a call checks against them.

@@ -28,7 +28,7 @@ type Server struct {
 	proc      *process
 	crashes   int
 	nextStart time.Time
-	lastFault string               // why the last session ended, for the next refusal
+	lastFault string                // why the last session ended, for the next refusal
 	tools     map[string]*toolState // upstream tool name → what was listed
 	closed    bool
 
@@ -191,7 +191,10 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 	if err != nil {
 		return nil, s.connectError(err, cctx)
 	}
-	attrs := map[string]string{"url": s.cfg.URL}
+	attrs := map[string]string{}
+	if s.cfg.URL != "" {
+		attrs["url"] = s.cfg.URL
+	}
 	if ir := cs.InitializeResult(); ir != nil {
 		attrs["protocol"] = ir.ProtocolVersion
 		if ir.ServerInfo != nil {

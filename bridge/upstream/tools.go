@@ -70,4 +70,3 @@ func checkable(raw json.RawMessage) *jsonschema.Schema {
 	}
 	return &jsonschema.Schema{Type: "object"}
 }
-

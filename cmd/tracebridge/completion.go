@@ -11,6 +11,7 @@ import (
 var subcommands = map[string][]string{
 	"proposals":  {"list", "show", "approve", "reject", "reset"},
 	"approvals":  {"list", "approve", "deny"},
+	"tools":      {"list", "diff", "accept"},
 	"session":    {"list", "export", "replay"},
 	"config":     {"check"},
 	"checkpoint": {"export"},

@@ -24,6 +24,10 @@ import (
 var tbBin, tbTestBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("TB_FAULT_UPSTREAM") == "1" {
+		runFaultUpstream() // an upstream MCP server of the gateway tests, re-executed from this test binary
+		return
+	}
 	if os.Getenv("TB_BARE_MCP_SERVER") == "1" {
 		runBareServer() // the baseline of BenchmarkToolCall, re-executed from this test binary
 		return

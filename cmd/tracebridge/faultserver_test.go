@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// runFaultUpstream is an MCP server (go-sdk, stdio) that misbehaves on
+// demand, run from this test binary as an upstream of the bridge
+// (TB_FAULT_UPSTREAM=1). Its tool ok's description is read from the file
+// TB_FAULT_DESC names, so a test can change the descriptor between two
+// starts; TB_FAULT_MARK names a file each call appends the tool's name to,
+// so a test sees from the upstream's side which calls reached it.
+func runFaultUpstream() {
+	desc := "answers ok"
+	if f := os.Getenv("TB_FAULT_DESC"); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			desc = strings.TrimSpace(string(b))
+		}
+	}
+	mark := func(name string) {
+		if f := os.Getenv("TB_FAULT_MARK"); f != "" {
+			fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err == nil {
+				fmt.Fprintln(fh, name)
+				fh.Close()
+			}
+		}
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "fault", Version: "1"}, nil)
+	type textArgs struct {
+		Text string `json:"text,omitempty"`
+	}
+	add := func(name, d string, ro bool, h func(ctx context.Context, req *sdk.CallToolRequest, a textArgs) (string, error)) {
+		sdk.AddTool(s, &sdk.Tool{Name: name, Description: d, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro}},
+			func(ctx context.Context, req *sdk.CallToolRequest, a textArgs) (*sdk.CallToolResult, any, error) {
+				mark(name)
+				text, err := h(ctx, req, a)
+				if err != nil {
+					return nil, nil, err
+				}
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, nil, nil
+			})
+	}
+	add("ok", desc, true, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+		return "ok " + a.Text + " env=" + os.Getenv("TB_FAULT_SECRET"), nil
+	})
+	add("write", "changes something", false, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+		return "written " + a.Text, nil
+	})
+	add("crash", "exits mid-call", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		fmt.Fprintln(os.Stderr, "fault upstream: crashing on purpose")
+		os.Exit(3)
+		return "", nil
+	})
+	add("hang", "never answers", true, func(ctx context.Context, _ *sdk.CallToolRequest, _ textArgs) (string, error) {
+		<-ctx.Done()
+		mark("hang-cancelled")
+		return "", ctx.Err()
+	})
+	add("garbage", "writes garbage to stdout", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		os.Stdout.WriteString("this is not JSON-RPC\n")
+		time.Sleep(2 * time.Second)
+		return "late", nil
+	})
+	add("big", "answers 10 MiB", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		return strings.Repeat("x", 10<<20), nil
+	})
+	add("fails", "answers a tool error", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		return "", fmt.Errorf("the fault upstream fails on purpose")
+	})
+	add("grow", "adds a tool (list_changed)", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		add("extra", "a tool added later", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) { return "extra", nil })
+		return "grown", nil
+	})
+	add("slow", "reports progress, then answers", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			for i := 1; i <= 3; i++ {
+				req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: "step"})
+			}
+		}
+		return "slow done", nil
+	})
+	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "fault upstream:", err)
+		os.Exit(1)
+	}
+}
