@@ -347,6 +347,9 @@ func (s *Server) recoverPanics(next sdk.MethodHandler) sdk.MethodHandler {
 
 func capabilities(opts Options) *sdk.ServerCapabilities {
 	c := &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}
+	if opts.BeforeList != nil { // a gateway: upstreams change the catalog while a session runs
+		c.Tools.ListChanged = true
+	}
 	if len(opts.Resources) > 0 {
 		c.Resources = &sdk.ResourceCapabilities{}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -27,6 +28,9 @@ type process struct {
 	stdout io.ReadCloser
 	done   chan struct{} // closed when the process has exited
 	err    error         // from Wait, valid after done
+	// requested is whether the bridge had asked the process to stop when
+	// it exited (else it crashed or quit on its own); valid after done.
+	requested bool
 
 	mu       sync.Mutex
 	lines    []string
@@ -45,14 +49,23 @@ func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
-	if p.stdout, err = cmd.StdoutPipe(); err != nil {
+	// Our own pipe, not StdoutPipe: Wait closes StdoutPipe's read end when
+	// the process exits, and a read racing it would see "file already
+	// closed" instead of the EOF that says the upstream exited.
+	pr, pw, err := os.Pipe()
+	if err != nil {
 		return nil, err
 	}
+	cmd.Stdout = pw
+	p.stdout = pr
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close() // the child holds its own copy
+	if err != nil {
+		pr.Close()
 		return nil, err
 	}
 	var stderrDone sync.WaitGroup
@@ -75,6 +88,7 @@ func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events
 	go func() {
 		stderrDone.Wait() // every stderr line is read before Wait closes the pipe
 		p.err = cmd.Wait()
+		p.requested = p.stopFlag.Load()
 		close(p.done)
 	}()
 	return p, nil

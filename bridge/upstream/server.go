@@ -118,24 +118,33 @@ func (s *Server) watch(cs *sdk.ClientSession) {
 		s.mu.Unlock()
 		return
 	}
+	// Forget the session at once (a call now starts a new one, after the
+	// backoff), then learn how it ended.
 	s.sess = nil
+	conn, p, closed := s.conn, s.proc, s.closed
 	why := "closed its connection"
-	if f := s.conn.fault(); f != "" {
+	if f := conn.fault(); f != "" {
 		why = f
 	}
-	if p := s.proc; p != nil {
-		p.stop()
-		if st := p.exitText(); st != "" {
-			why = st
-		}
-	}
-	closed := s.closed
 	if !closed {
 		s.crashed(why)
 	}
+	next := s.nextStart
 	s.mu.Unlock()
+	if p != nil {
+		// A process that crashed exits on its own within moments; only one
+		// that is still running after that is stopped by us (and its exit
+		// is then not a crash).
+		p.waitExit(500 * time.Millisecond)
+		if st := p.exitText(); st != "" && conn.fault() == "" {
+			s.mu.Lock()
+			s.lastFault = st
+			s.mu.Unlock()
+		}
+		p.stop()
+	}
 	if !closed && s.cfg.Eager() {
-		time.AfterFunc(time.Until(s.nextStart), func() {
+		time.AfterFunc(time.Until(next), func() {
 			if _, err := s.session(context.Background(), events.ID{}, events.ID{}); err != nil {
 				s.g.opts.Logger.Warn("upstream restart failed", "server", s.name, "err", err)
 			}
@@ -229,7 +238,7 @@ func (s *Server) connectError(err error, ctx context.Context) error {
 func (s *Server) recordExit(p *process, req, op events.ID) {
 	<-p.done
 	s.mu.Lock()
-	closing := s.closed || p.stopping()
+	closing := s.closed || p.requested
 	s.mu.Unlock()
 	attrs := map[string]string{"exitCode": fmt.Sprint(p.exitCode()), "stderr": p.tail()}
 	if closing {
