@@ -27,11 +27,22 @@ func Sequence(evs []events.Event, opts Options) string {
 	var b strings.Builder
 	b.WriteString("sequenceDiagram\n")
 	present := map[string]bool{}
+	var upstreams []string
 	for i := range evs {
-		present[participant(evs[i].From)] = true
-		present[participant(evs[i].To)] = true
+		for _, p := range []string{participantOf(&evs[i], evs[i].From), participantOf(&evs[i], evs[i].To)} {
+			if !present[p] && strings.HasPrefix(p, events.Upstream+"_") {
+				upstreams = append(upstreams, p)
+			}
+			present[p] = true
+		}
 	}
+	slices.Sort(upstreams)
 	for _, p := range append(slices.Clone(events.Participants), Other) {
+		if p == events.Upstream { // one participant per upstream server, in name order
+			for _, u := range upstreams {
+				fmt.Fprintf(&b, "    participant %s as %s\n", u, strings.Replace(u, "_", " ", 1))
+			}
+		}
 		if present[p] {
 			fmt.Fprintf(&b, "    participant %s\n", p)
 		}
@@ -45,7 +56,7 @@ func Sequence(evs []events.Event, opts Options) string {
 	}
 	for i := range evs {
 		e := &evs[i]
-		from, to := participant(e.From), participant(e.To)
+		from, to := participantOf(e, e.From), participantOf(e, e.To)
 		if i == failed {
 			b.WriteString("    rect rgb(255, 228, 225)\n")
 		}
@@ -81,6 +92,29 @@ func Sequence(evs []events.Event, opts Options) string {
 		}
 	}
 	return b.String()
+}
+
+// participantOf is p's participant in the diagram: Upstream is drawn once
+// per server, as Upstream_<server> (letters and digits of the event's
+// server attribute only, so a name can never add syntax).
+func participantOf(e *events.Event, p string) string {
+	p = participant(p)
+	if p != events.Upstream {
+		return p
+	}
+	var b strings.Builder
+	for _, r := range e.Attrs["server"] {
+		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+		if b.Len() >= 32 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return p
+	}
+	return events.Upstream + "_" + b.String()
 }
 
 func participant(p string) string {

@@ -41,6 +41,14 @@ var runs = map[string][]events.Event{
 		ev(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, 1, map[string]string{"error": "dial unix /x/host.sock: connect: no such file"}),
 		ev(events.KindMCPResponseSent, events.Unavailable, events.CodePipeUnavailable, 2, nil),
 	},
+	"upstream": {
+		ev(events.KindMCPRequestReceived, events.OK, "", 0, map[string]string{"tool": "github__create_issue"}),
+		ev(events.KindToolStarted, events.OK, "", 1, nil),
+		ev(events.KindUpstreamRequestSent, events.OK, "", 2, map[string]string{"server": "github"}),
+		ev(events.KindUpstreamResponse, events.Error, events.CodeUpstreamError, 9, map[string]string{"server": "github", "error": "JSON-RPC error -32602"}),
+		ev(events.KindUpstreamRequestSent, events.OK, "", 10, map[string]string{"server": "docs-1\nparticipant Evil"}),
+		ev(events.KindToolCompleted, events.Error, events.CodeUpstreamError, 11, nil),
+	},
 	"hostile_labels": {
 		ev(events.KindMCPRequestReceived, events.OK, "", 0, map[string]string{"tool": "x\nparticipant Evil\nClient->>Evil: pwned"}),
 		ev(events.KindPolicyDecided, events.Denied, events.CodePolicyDenied, 1, map[string]string{"reason": "%%{init: {'theme':'dark'}}%%; Note over Client: injected #35; <script>"}),
@@ -79,7 +87,7 @@ func TestGoldenDiagrams(t *testing.T) {
 
 // No text can add a statement: every line is one of the forms the renderer
 // writes, and participants are only the catalog's.
-var line = regexp.MustCompile(`^(sequenceDiagram|    participant (Client|Bridge|Executor|Policy|Secrets|Approval|Tool|Pipe|Host|Operator|Hub|Other)|    (Client|Bridge|Executor|Policy|Secrets|Approval|Tool|Pipe|Host|Operator|Hub|Other)(->>|-x)(Client|Bridge|Executor|Policy|Secrets|Approval|Tool|Pipe|Host|Operator|Hub|Other): [A-Za-z0-9 ._/(),=+#;…]*|    Note over [A-Za-z]+: [A-Za-z0-9 ._/(),=+#;…]*|    rect rgb\(255, 228, 225\)|    end)$`)
+var line = regexp.MustCompile(`^(sequenceDiagram|    participant (Client|Bridge|Executor|Policy|Secrets|Approval|Tool|Pipe|Host|Operator|Hub|Other)|    participant Upstream_[A-Za-z0-9]+ as Upstream [A-Za-z0-9]+|    (Client|Bridge|Executor|Policy|Secrets|Approval|Tool|Upstream_[A-Za-z0-9]+|Pipe|Host|Operator|Hub|Other)(->>|-x)(Client|Bridge|Executor|Policy|Secrets|Approval|Tool|Upstream_[A-Za-z0-9]+|Pipe|Host|Operator|Hub|Other): [A-Za-z0-9 ._/(),=+#;…]*|    Note over [A-Za-z]+: [A-Za-z0-9 ._/(),=+#;…]*|    rect rgb\(255, 228, 225\)|    end)$`)
 
 func checkStructure(t *testing.T, out string) {
 	t.Helper()
