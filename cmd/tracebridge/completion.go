@@ -12,6 +12,7 @@ var subcommands = map[string][]string{
 	"proposals":  {"list", "show", "approve", "reject", "reset"},
 	"approvals":  {"list", "approve", "deny"},
 	"tools":      {"list", "diff", "accept"},
+	"servers":    {"import"},
 	"session":    {"list", "export", "replay"},
 	"config":     {"check"},
 	"checkpoint": {"export"},

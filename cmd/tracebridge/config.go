@@ -11,6 +11,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/tools"
+	"github.com/tracebridge/tracebridge/bridge/upstream"
 )
 
 const configHelp = `config check [FILE | --config FILE]
@@ -47,8 +48,26 @@ The file:
   [pipe]
   timeout = "5s"         # one call to the workspace host
 
+  [servers.github]       # an upstream MCP server behind the executor: its tools
+                         # are served as github__<tool>
+  command = "npx"        # a stdio server: command, args, cwd, env
+  args = ["-y", "@modelcontextprotocol/server-github"]
+  env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${secret:GITHUB}" }   # secret references
+  # url = "https://host/mcp"   # or a Streamable HTTP server: url, headers
+  # headers = { Authorization = "Bearer ${secret:GITHUB}" }
+  # transport = "sse"    # the older HTTP+SSE transport
+  start = "lazy"         # lazy (first tools/list or call) | eager (at start)
+  timeout = "30s"        # one request to the server
+  allow = ["*"]          # tool-name patterns exposed (default all) ...
+  deny = ["delete_*"]    # ... minus these
+  read_only = ["search_*"]   # read-only whatever the annotations say (tools
+                         # without readOnlyHint are side-effecting: approval)
+  approval = { "create_*" = "always", "get_*" = "never" }
+  # capability = "upstream.github"   # what its calls need (the default; granted
+                                     # by configuring the server)
+
 Capabilities: text.search, trace.read, workspace.read, workspace.write, process.run
-(discovered tools always need process.run).`
+(discovered tools always need process.run), upstream.NAME per configured server.`
 
 func runConfig(_ context.Context, m *Main, args []string) error {
 	fs := m.flags("config")
@@ -89,13 +108,18 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 			problems = append(problems, fmt.Sprintf("%s: policy.grant: %q is not a capability (known: %s)", path, g, strings.Join(sortedKeys(caps), ", ")))
 		}
 	}
+	upstreamTool := func(id string) bool { // server__tool of a configured server: its tools are listed only when it runs
+		server, _, ok := strings.Cut(id, upstream.Sep)
+		_, configured := c.Servers[server]
+		return ok && configured
+	}
 	for _, d := range c.Policy.Deny {
-		if !ids[d] {
+		if !ids[d] && !upstreamTool(d) {
 			problems = append(problems, fmt.Sprintf("%s: policy.deny: %q is not a tool this bridge serves (see tools/list, or the discovery dirs)", path, d))
 		}
 	}
 	for _, id := range sortedKeys(c.Tools) {
-		if !ids[id] {
+		if !ids[id] && !upstreamTool(id) {
 			problems = append(problems, fmt.Sprintf("%s: [tools.%s]: not a tool this bridge serves (see tools/list, or the discovery dirs)", path, id))
 		}
 	}
@@ -103,8 +127,8 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, strings.Join(problems, "\n"))
 		return errFound
 	}
-	fmt.Fprintf(m.Stdout, "ok: %s (approval %s, %d tool overrides, %d secrets, %d discovery dirs)\n",
-		path, c.Approval.Mode, len(c.Tools), len(c.Secrets), len(c.Discovery.Dirs))
+	fmt.Fprintf(m.Stdout, "ok: %s (approval %s, %d tool overrides, %d secrets, %d discovery dirs, %d upstream servers)\n",
+		path, c.Approval.Mode, len(c.Tools), len(c.Secrets), len(c.Discovery.Dirs), len(c.Servers))
 	// Secrets that cannot be resolved in this environment: not an error
 	// (the bridge's may differ), but the calls that need them would fail.
 	for _, name := range sortedKeys(c.Secrets) {
@@ -132,6 +156,9 @@ func (m *Main) knownTools(c *config.Config) (ids, caps map[string]bool) {
 	if len(c.Discovery.Dirs) > 0 {
 		found, _ := tools.Discover(expandHome(c.Discovery.Dirs, m.Getenv("HOME")))
 		all = append(all, found...)
+	}
+	for name, s := range c.Servers {
+		caps[s.CapabilityOf(name)] = true
 	}
 	for _, t := range all {
 		ids[t.ID] = true

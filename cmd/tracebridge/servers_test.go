@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/config"
+)
+
+// Each client's format imports into [servers.*] sections that config
+// check accepts, with secrets moved into the client entry's env (never
+// into tracebridge.toml), and a client entry in the client's own format.
+func TestServersImportEveryClientFormat(t *testing.T) {
+	cases := map[string]struct {
+		servers []string
+		secret  string // a value that must not reach the TOML
+		entry   string // the replacing entry's top-level key
+	}{
+		"claude_desktop_config.json": {[]string{"filesystem", "github"}, "ghp_exampleexampleexampleexample0000", "mcpServers"},
+		"cursor_mcp.json":            {[]string{"filesystem", "github"}, "ghp_exampleexampleexampleexample0000", "mcpServers"},
+		"vscode_mcp.json":            {[]string{"memory", "remote-docs"}, "", "servers"},
+		"claude_code.json":           {[]string{"postgres", "sentry"}, "sntrys_secretsecretsecret", "mcpServers"},
+	}
+	for file, tc := range cases {
+		t.Run(file, func(t *testing.T) {
+			out, err := exec.Command(tbBin, "servers", "import", filepath.Join("testdata", "clients", file)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			toml, entry, ok := strings.Cut(string(out), "# The client entry that replaces them")
+			if !ok {
+				t.Fatalf("no client entry:\n%s", out)
+			}
+			c, err := config.Parse(file, []byte(toml))
+			if err != nil {
+				t.Fatalf("the imported sections do not parse: %v\n%s", err, toml)
+			}
+			for _, s := range tc.servers {
+				if _, ok := c.Servers[s]; !ok {
+					t.Fatalf("server %s missing: %v", s, c.Servers)
+				}
+			}
+			if tc.secret != "" && strings.Contains(toml, tc.secret) {
+				t.Fatal("a secret value was written to tracebridge.toml")
+			}
+			line := entry[strings.Index(entry, "{"):]
+			var doc map[string]map[string]struct {
+				Command string            `json:"command"`
+				Args    []string          `json:"args"`
+				Env     map[string]string `json:"env"`
+			}
+			json.Unmarshal([]byte(strings.TrimSpace(line)), &doc)
+			e := doc[tc.entry]["tracebridge"]
+			if len(e.Args) != 1 || e.Args[0] != "mcp" {
+				t.Fatalf("client entry %s", line)
+			}
+			if tc.secret != "" && !strings.Contains(fmt.Sprint(e.Env), tc.secret) {
+				t.Fatalf("the secret is not passed in the client entry's env: %v", e.Env)
+			}
+		})
+	}
+}
+
+// The user's story: a Claude Desktop config with a real server, imported
+// with --write, and the client entry it prints launching tracebridge: the
+// server's tools are served through it, recorded, and a second import
+// refuses to add the same server twice.
+func TestServersImportThenUse(t *testing.T) {
+	long(t)
+	everything := npmServer(t, "server-everything")
+	dir := t.TempDir()
+	desktop := filepath.Join(dir, "claude_desktop_config.json")
+	os.WriteFile(desktop, fmt.Appendf(nil, `{"mcpServers": {"everything": {"command": "node", "args": [%q, "stdio"], "env": {"EVERYTHING_TOKEN": "desktop-secret-value-123456"}}}}`, everything), 0o600)
+	cfgPath := filepath.Join(dir, "config", "tracebridge.toml")
+	out, err := exec.Command(tbBin, "servers", "import", desktop, "--write", "--config", cfgPath).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "wrote 1 servers") {
+		t.Fatalf("import --write: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(cfgPath); strings.Contains(string(b), "desktop-secret-value") || !strings.Contains(string(b), "[servers.everything]") {
+		t.Fatalf("written config:\n%s", b)
+	}
+	if out, err := exec.Command(tbBin, "config", "check", cfgPath).CombinedOutput(); err != nil {
+		t.Fatalf("config check: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(tbBin, "servers", "import", desktop, "--write", "--config", cfgPath).CombinedOutput(); err == nil || !strings.Contains(string(out), "already has [servers.everything]") {
+		t.Fatalf("a second import: %v\n%s", err, out)
+	}
+	line := string(out[strings.LastIndex(string(out), "{\"mcpServers\""):])
+	var doc struct {
+		MCPServers map[string]struct {
+			Args []string          `json:"args"`
+			Env  map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &doc); err != nil {
+		t.Fatalf("client entry %q: %v", line, err)
+	}
+	// The client launches what the entry says (the test's binary stands in
+	// for the path), with the entry's env.
+	env := []string{"TRACEBRIDGE_CONFIG=" + cfgPath}
+	for k, v := range doc.MCPServers["tracebridge"].Env {
+		env = append(env, k+"="+v)
+	}
+	data := filepath.Join(dir, "data")
+	b := startBridgeWith(t, tbBin, data, "", &sdk.ClientOptions{}, env...)
+	res, req, code := b.call(t, "everything__echo", map[string]any{"message": "imported"})
+	if code != "" || !strings.Contains(textOf(res), "imported") {
+		t.Fatalf("echo through the imported server: %s %q", code, textOf(res))
+	}
+	b.close(t)
+	if evs := requestEvents(t, data, req); !hasKind(evs, "upstream.response.received", "") {
+		t.Fatalf("no upstream hop recorded: %v", kindsOf(evs))
+	}
+	if hits := canaryHits(t, data, "desktop-secret-value-123456"); len(hits) > 0 {
+		t.Fatalf("the imported secret leaked into %v", hits)
+	}
+}
