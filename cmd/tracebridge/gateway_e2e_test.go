@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -373,5 +374,90 @@ func TestGatewayPinning(t *testing.T) {
 	out, _ = exec.Command(tbBin, "--data", data, "tools", "list").CombinedOutput()
 	if !strings.Contains(string(out), "fault__extra") {
 		t.Fatalf("the added tool is not pinned:\n%s", out)
+	}
+}
+
+// freePort is a loopback port nothing listens on right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// An upstream dialed over Streamable HTTP (server-everything's own HTTP
+// mode) serves calls with the same boundary, its header secret never
+// reaches the evidence, and a URL nothing answers is UpstreamUnavailable
+// at once, naming the URL and how it failed.
+func TestGatewayStreamableHTTPUpstream(t *testing.T) {
+	long(t)
+	everything := npmServer(t, "server-everything")
+	port := freePort(t)
+	srv := exec.Command("node", everything, "streamableHttp")
+	srv.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	var srvErr lockedBuffer
+	srv.Stderr = &srvErr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	eventually(t, 15*time.Second, "server-everything listens", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	down := freePort(t)
+	canary := fmt.Sprintf("tb-header-canary-%d", time.Now().UnixNano())
+	cfg := writeConfig(t, fmt.Sprintf(`
+[secrets.WEB]
+env = "TB_WEB_TOKEN"
+
+[servers.web]
+url = "http://127.0.0.1:%d/mcp"
+headers = { Authorization = "Bearer ${secret:WEB}" }
+
+[servers.down]
+url = "http://127.0.0.1:%d/mcp"
+`, port, down))
+	data := filepath.Join(t.TempDir(), "data")
+	b := startBridge(t, tbBin, data, "", cfg, "TB_WEB_TOKEN="+canary)
+	if names := toolNames(t, b.session); !slices.Contains(names, "web__get-sum") {
+		t.Fatalf("tools/list lacks web__get-sum: %v\n%s", names, b.stderr)
+	}
+	res, req, code := b.call(t, "web__get-sum", map[string]any{"a": 2, "b": 3})
+	if code != "" || !strings.Contains(textOf(res), "5") {
+		t.Fatalf("get-sum over HTTP: %s %q", code, textOf(res))
+	}
+	start := time.Now()
+	res, _, code = b.call(t, "down__anything", map[string]any{})
+	// Nothing listed for "down": the call is UnknownTool, and its run names
+	// why the server is not there.
+	if code != events.CodeUnknownTool || time.Since(start) > 10*time.Second {
+		t.Fatalf("a call of a down server's tool: %s %q after %s", code, textOf(res), time.Since(start))
+	}
+	b.close(t)
+	evs := requestEvents(t, data, req)
+	if !hasKind(evs, events.KindUpstreamRequestSent, "") || !hasKind(evs, events.KindUpstreamResponse, "") {
+		t.Fatalf("the HTTP hop is not recorded: %v", kindsOf(evs))
+	}
+	st := readStore(t, data)
+	all, _ := st.Range(1, 100000)
+	st.Close()
+	var refused string
+	for _, e := range all {
+		if e.Kind == events.KindUpstreamUnavailable && e.Attrs["server"] == "down" {
+			refused = e.Attrs["error"]
+		}
+	}
+	if !strings.Contains(refused, fmt.Sprintf("127.0.0.1:%d", down)) || !strings.Contains(refused, "refused") {
+		t.Fatalf("the down server's refusal does not say which URL and how: %q", refused)
+	}
+	if hits := canaryHits(t, data, canary); len(hits) > 0 || strings.Contains(b.stderr.String(), canary) {
+		t.Fatalf("the header secret leaked: %v", hits)
 	}
 }
