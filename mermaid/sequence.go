@@ -54,12 +54,22 @@ func Sequence(evs []events.Event, opts Options) string {
 			break
 		}
 	}
+	// Consecutive identical arrows without notes (an upstream pinning its
+	// tools) are drawn once, with their count.
+	pending, repeat := "", 0
+	flush := func() {
+		if pending == "" {
+			return
+		}
+		if repeat > 1 {
+			pending = strings.TrimSuffix(pending, "\n") + Escape(fmt.Sprintf(" ×%d", repeat)) + "\n"
+		}
+		b.WriteString(pending)
+		pending, repeat = "", 0
+	}
 	for i := range evs {
 		e := &evs[i]
 		from, to := participantOf(e, e.From), participantOf(e, e.To)
-		if i == failed {
-			b.WriteString("    rect rgb(255, 228, 225)\n")
-		}
 		label := e.Kind
 		if e.Outcome != "" && e.Outcome != events.OK {
 			label += " " + string(e.Outcome)
@@ -77,20 +87,35 @@ func Sequence(evs []events.Event, opts Options) string {
 		if e.Outcome.Failed() {
 			arrow = "-x"
 		}
-		fmt.Fprintf(&b, "    %s%s%s: %s\n", from, arrow, to, Escape(label))
+		line := fmt.Sprintf("    %s%s%s: %s\n", from, arrow, to, Escape(label))
+		var note string
 		info, _ := events.Lookup(e.Kind)
 		if e.Outcome.Failed() || info.Boundary == events.BoundaryPolicy || info.Boundary == events.BoundaryApproval {
 			for _, k := range noteAttrs {
 				if v := e.Attrs[k]; v != "" {
-					fmt.Fprintf(&b, "    Note over %s: %s\n", to, Escape(truncate(v, 120)))
+					note = fmt.Sprintf("    Note over %s: %s\n", to, Escape(truncate(v, 120)))
 					break
 				}
 			}
 		}
-		if i == failed {
-			b.WriteString("    end\n")
+		if i != failed && note == "" && line == pending {
+			repeat++
+			continue
 		}
+		flush()
+		if i == failed {
+			b.WriteString("    rect rgb(255, 228, 225)\n")
+			b.WriteString(line + note)
+			b.WriteString("    end\n")
+			continue
+		}
+		if note != "" {
+			b.WriteString(line + note)
+			continue
+		}
+		pending, repeat = line, 1
 	}
+	flush()
 	return b.String()
 }
 

@@ -18,6 +18,13 @@ import (
 
 var zeroTime time.Time
 
+// Attributes of upstream.response.received that a recorded session
+// replays: the arguments sent and the answer received, as JSON.
+const (
+	AttrRequest = "request"
+	AttrAnswer  = "answer"
+)
+
 // maxProgressEvents bounds the progress notifications one call records
 // (all are forwarded to the client).
 const maxProgressEvents = 50
@@ -45,10 +52,11 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s has %d calls in flight and none ended before this call's deadline", s.name, maxInFlight)
 	}
 	rec := &callRec{req: c.RequestID, op: c.OperationID, tool: tool}
-	params := &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage("{}")}
+	args := json.RawMessage("{}")
 	if len(c.Args) > 0 && string(c.Args) != "null" {
-		params.Arguments = c.Args
+		args = c.Args
 	}
+	params := &sdk.CallToolParams{Name: tool, Arguments: args}
 	meta := sdk.Meta{}
 	if c.Traceparent != "" {
 		meta["traceparent"] = c.Traceparent
@@ -86,20 +94,27 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 			return nil, events.Errorf(events.CodeUpstreamTimeout, "%s", msg)
 		case errors.As(err, &rpcErr):
 			msg := fmt.Sprintf("server %s answered tools/call %s with JSON-RPC error %d: %s", s.name, tool, rpcErr.Code, oneLine(s.g.redact(rpcErr.Message), 500))
+			answer, _ := json.Marshal(map[string]any{"error": map[string]any{"code": rpcErr.Code, "message": rpcErr.Message}})
 			s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.Error, events.CodeUpstreamError, t0,
-				attrs("error", msg, "rpcCode", fmt.Sprint(rpcErr.Code)))
+				attrs("error", msg, "rpcCode", fmt.Sprint(rpcErr.Code), AttrRequest, string(args), AttrAnswer, string(answer)))
 			return nil, events.Errorf(events.CodeUpstreamError, "%s", msg)
 		}
 		e := s.lost(err)
 		s.emit(events.KindUpstreamUnavailable, c.RequestID, c.OperationID, events.OutcomeOf(e.Code), e.Code, t0, attrs("error", e.Msg))
 		return nil, e
 	}
+	// The request and the answer as sent (redacted by the emitter): what a
+	// recorded session replays and compares.
+	answer, _ := json.Marshal(res)
+	sent := string(args)
 	if res.IsError {
 		msg := fmt.Sprintf("server %s's tool %s failed: %s", s.name, tool, oneLine(s.g.redact(textOf(res)), 1000))
-		s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.Error, events.CodeUpstreamError, t0, attrs("error", msg, "isError", "true"))
+		s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.Error, events.CodeUpstreamError, t0,
+			attrs("error", msg, "isError", "true", AttrRequest, sent, AttrAnswer, string(answer)))
 		return nil, events.Errorf(events.CodeUpstreamError, "%s", msg)
 	}
-	s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.OK, "", t0, attrs("content", fmt.Sprint(len(res.Content))))
+	s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.OK, "", t0,
+		attrs("content", fmt.Sprint(len(res.Content)), AttrRequest, sent, AttrAnswer, string(answer)))
 	return res, nil
 }
 

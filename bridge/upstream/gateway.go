@@ -43,6 +43,9 @@ type Options struct {
 	Changed func()
 	// Log receives upstream log messages to forward to clients.
 	Log func(ctx context.Context, p *sdk.LoggingMessageParams)
+	// Dial, when set, connects to a server instead of starting its command
+	// or dialing its URL (a session re-drive answers from the recording).
+	Dial func(ctx context.Context, server string) (sdk.Transport, error)
 	// MaxFrame caps one frame from an upstream. Zero: 8 MiB.
 	MaxFrame int
 	Version  string

@@ -161,7 +161,14 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 	}
 	expand := func(v string) string { return config.ExpandSecrets(v, func(n string) string { return secrets[n] }) }
 	var inner sdk.Transport
-	if s.cfg.URL != "" {
+	switch {
+	case s.g.opts.Dial != nil:
+		t, err := s.g.opts.Dial(ctx, s.name)
+		if err != nil {
+			return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: %v", s.name, err)
+		}
+		inner = t
+	case s.cfg.URL != "":
 		hc := &http.Client{Transport: &headerTransport{headers: map[string]string{}}}
 		for k, v := range s.cfg.Headers {
 			hc.Transport.(*headerTransport).headers[k] = expand(v)
@@ -171,7 +178,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 		} else {
 			inner = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame, MaxRetries: -1}
 		}
-	} else {
+	default:
 		env := os.Environ()
 		for _, k := range sortedKeys(s.cfg.Env) {
 			env = append(env, k+"="+expand(s.cfg.Env[k]))

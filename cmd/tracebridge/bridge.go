@@ -34,6 +34,9 @@ type bridgeParts struct {
 	Version string
 	// ConfigText is the configuration's text, recorded at session start.
 	ConfigText string
+	// Dial connects the gateway's upstreams (a re-drive: the recording);
+	// nil: they are started or dialed as configured.
+	Dial func(ctx context.Context, server string) (sdk.Transport, error)
 }
 
 // newBridge is the one way a bridge is wired: the catalog, the executor
@@ -65,8 +68,8 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 					srv.SyncTools()
 				}
 			},
-			Log:     func(ctx context.Context, lp *sdk.LoggingMessageParams) { srv.ForwardLog(ctx, lp) },
-			Version: p.Version, Now: p.Now, Logger: p.Logger})
+			Log:  func(ctx context.Context, lp *sdk.LoggingMessageParams) { srv.ForwardLog(ctx, lp) },
+			Dial: p.Dial, Version: p.Version, Now: p.Now, Logger: p.Logger})
 		opts.BeforeList = gw.Ensure
 	}
 	srv = bmcp.New(opts)

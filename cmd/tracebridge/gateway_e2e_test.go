@@ -461,3 +461,58 @@ url = "http://127.0.0.1:%d/mcp"
 		t.Fatalf("the header secret leaked: %v", hits)
 	}
 }
+
+// The committed upstream sessions re-drive offline — no node on PATH, so no
+// upstream could start — with no drift; a recorded answer turned into an
+// error, or a recorded request the bridge would no longer send, is drift
+// with a readable diff.
+func TestUpstreamSessionsReplayOffline(t *testing.T) {
+	long(t)
+	repo := filepath.Join("..", "..", "artifacts", "sessions")
+	offline := append(os.Environ(), "PATH=/nonexistent")
+	replay := func(file string) (string, error) {
+		cmd := exec.Command(tbBin, "session", "replay", file)
+		cmd.Env = offline
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, name := range []string{"upstream-everything", "upstream-filesystem"} {
+		if out, err := replay(filepath.Join(repo, name+".jsonl")); err != nil || !strings.Contains(out, "no drift") {
+			t.Fatalf("%s offline: %v\n%s", name, err, out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(repo, "upstream-everything.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate := func(name string, f func(line string) string) string {
+		lines := strings.Split(string(b), "\n")
+		for i, l := range lines {
+			lines[i] = f(l)
+		}
+		p := filepath.Join(t.TempDir(), name+".jsonl")
+		os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o600)
+		return p
+	}
+	answer := mutate("answer", func(l string) string {
+		if strings.Contains(l, `"step":"upstream"`) && strings.Contains(l, `"command":"get-sum"`) {
+			i := strings.Index(l, `"result":`)
+			return l[:i] + `"result":{"error":{"code":-32603,"message":"mutated"}}}`
+		}
+		return l
+	})
+	out, err := replay(answer)
+	if err == nil || !strings.Contains(out, "upstream.response.received") || !strings.Contains(out, "UpstreamError") {
+		t.Fatalf("a mutated answer: %v\n%s", err, out)
+	}
+	request := mutate("request", func(l string) string {
+		if strings.Contains(l, `"step":"upstream"`) && strings.Contains(l, `"command":"echo"`) {
+			return strings.Replace(l, `"message":"recorded"`, `"message":"something else"`, 1)
+		}
+		return l
+	})
+	out, err = replay(request)
+	if err == nil || !strings.Contains(out, "another request") || !strings.Contains(out, "something else") {
+		t.Fatalf("a recorded request the bridge no longer sends: %v\n%s", err, out)
+	}
+}

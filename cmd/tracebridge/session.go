@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/projections"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/replay/sessions"
 	"github.com/tracebridge/tracebridge/store"
@@ -225,6 +225,18 @@ func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (sessio
 		}
 		in.Runs = append(in.Runs, evs)
 	}
+	// The pinned descriptors of upstream tools: the file serves those of
+	// the servers the session called.
+	rows, err := node.View(ctx, projections.Query{View: "pins", Limit: 1 << 20})
+	if err != nil {
+		return in, err
+	}
+	for _, r := range rows {
+		var p projections.Pin
+		if json.Unmarshal(r, &p) == nil {
+			in.Pins = append(in.Pins, p)
+		}
+	}
 	if len(proposals) == 0 {
 		return in, nil
 	}
@@ -382,7 +394,8 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 // and the disk (secrets resolve as recorded, on every machine).
 func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
 	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath,
-		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: "session-replay"})
+		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: "session-replay",
+		Dial: env.Upstreams})
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,14 @@ func (r *recording) decideOnly(t *testing.T, verb string) string {
 }
 
 // approvalPrompt makes regex_text_search wait for an operator.
+// The upstream scenarios run the npm servers installed under testdata
+// (everything by a path relative to this package, the bridge's working
+// directory; the filesystem server in the recording's workspace, which it
+// serves). A re-drive starts neither: it answers from the recording.
+const everythingConfig = "[servers.everything]\ncommand = \"node\"\nargs = [\"testdata/upstreams/node_modules/@modelcontextprotocol/server-everything/dist/index.js\", \"stdio\"]\n"
+
+const filesystemConfig = approvalPrompt + "[policy]\ndeny = [\"fs__move_file\"]\n[servers.fs]\ncommand = \"node\"\nargs = [\"$FSJS\", \".\"]\ncwd = \"$WS\"\n"
+
 const approvalPrompt = "[approval]\nmode = \"prompt\"\ntimeout = \"30s\"\n[tools.regex_text_search]\napproval = \"always\"\n"
 
 // answerApproval waits for the one call waiting for approval and answers
@@ -150,6 +158,27 @@ func sessionScenarios() []sessionScenario {
 					t.Fatalf("regex: %s", code)
 				}
 			}},
+		{name: "upstream-everything", config: everythingConfig, drive: func(t *testing.T, r *recording) {
+			if res, _, code := r.b.call(t, "everything__echo", map[string]any{"message": "recorded"}); code != "" || !strings.Contains(textOf(res), "recorded") {
+				t.Fatalf("echo: %s", code)
+			}
+			if _, _, code := r.b.call(t, "everything__get-sum", map[string]any{"a": 20, "b": 22}); code != "" {
+				t.Fatalf("get-sum: %s", code)
+			}
+		}},
+		{name: "upstream-filesystem", host: true, config: filesystemConfig, drive: func(t *testing.T, r *recording) {
+			// write_file has no readOnlyHint: it waits for an operator.
+			go r.answerApproval(t, "approve", "new notes file")
+			if _, _, code := r.b.call(t, "fs__write_file", map[string]any{"path": "notes.txt", "content": "from the recording\n"}); code != "" {
+				t.Fatalf("write_file: %s", code)
+			}
+			if _, _, code := r.b.call(t, "fs__move_file", map[string]any{"source": "notes.txt", "destination": "moved.txt"}); code != events.CodePolicyDenied {
+				t.Fatalf("move_file: %s", code)
+			}
+			if res, _, code := r.b.call(t, "fs__read_text_file", map[string]any{"path": "notes.txt"}); code != "" || !strings.Contains(textOf(res), "from the recording") {
+				t.Fatalf("read_text_file: %s %s", code, textOf(res))
+			}
+		}},
 		{name: "host-missing", drive: func(t *testing.T, r *recording) {
 			if _, _, code := r.b.call(t, "get_selection", map[string]any{}); code != events.CodePipeUnavailable {
 				t.Fatalf("get_selection: %s", code)
@@ -191,7 +220,8 @@ func TestRecordedSessions(t *testing.T) {
 				})
 			}
 			cfg := filepath.Join(base, "tracebridge.toml")
-			os.WriteFile(cfg, []byte(sc.config), 0o600)
+			fsjs, _ := filepath.Abs(filepath.Join("testdata", "upstreams", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
+			os.WriteFile(cfg, []byte(strings.NewReplacer("$WS", r.ws, "$FSJS", fsjs).Replace(sc.config)), 0o600)
 			r.b = startBridge(t, tbBin, r.data, "2025-06-18", append([]string{"TRACEBRIDGE_CONFIG=" + cfg, "TRACEBRIDGE_TEST_UNSET_KEY="}, sc.env...)...)
 			sc.drive(t, r)
 			r.b.close(t)
@@ -238,7 +268,8 @@ func toolOfLastCall(name string) string {
 	return map[string]string{"read-ok": "list_projects", "proposal-applied": "propose_text_edit", "proposal-rejected": "propose_text_edit",
 		"proposal-drift": "propose_text_edit", "policy-denied": "regex_text_search", "approval-timeout": "regex_text_search",
 		"secret-unresolved": "regex_text_search", "host-missing": "get_selection", "review-modes": "present_review",
-		"approval-approved": "regex_text_search", "secret-redacted": "regex_text_search", "approval-denied": "regex_text_search", "trace-tools": "trace_diagram"}[name]
+		"approval-approved": "regex_text_search", "secret-redacted": "regex_text_search", "approval-denied": "regex_text_search", "trace-tools": "trace_diagram",
+		"upstream-everything": "everything__get-sum", "upstream-filesystem": "fs__read_text_file"}[name]
 }
 
 // TestCommittedArtifactsAreCurrent regenerates the triads of every recorded

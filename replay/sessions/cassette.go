@@ -21,7 +21,14 @@ import (
 func cassetteConfig(c *config.Config) *config.Config {
 	out := *c
 	out.Discovery = config.Discovery{}
-	out.Servers = nil
+	// Upstream servers keep what decides policy and approval (names,
+	// patterns, capability, timeout) and lose what would start or reach
+	// anything: a re-drive dials the recording instead (RecordedUpstreams).
+	out.Servers = map[string]config.Server{}
+	for name, sv := range c.Servers {
+		sv.Command, sv.Args, sv.Cwd, sv.Env, sv.URL, sv.Headers, sv.Start = "", nil, "", nil, "", nil, ""
+		out.Servers[name] = sv
+	}
 	return &out
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 // ExportInput is what a session export reads from the log.
@@ -21,6 +22,9 @@ type ExportInput struct {
 	Notifications []events.Event
 	Config        string
 	Version       string
+	// Pins are the pinned descriptors of upstream tools (the pins view):
+	// the session file keeps those of the servers it called.
+	Pins []projections.Pin
 }
 
 // Export turns a session's evidence into a session file: the client's
@@ -80,6 +84,24 @@ func Export(in ExportInput) (*Session, error) {
 	if len(s.Steps) == 0 {
 		return nil, fmt.Errorf("session %s left no requests to export", in.Session)
 	}
+	for _, st := range s.Steps {
+		if st.Step != StepUpstream || s.Header.Upstreams[st.Server] != nil {
+			continue
+		}
+		if s.Header.Upstreams == nil {
+			s.Header.Upstreams = map[string][]json.RawMessage{}
+		}
+		s.Header.Upstreams[st.Server] = []json.RawMessage{}
+		for _, p := range in.Pins {
+			if p.Server != st.Server || p.State == projections.PinRemoved {
+				continue
+			}
+			if !json.Valid([]byte(p.Descriptor)) {
+				return nil, fmt.Errorf("the pinned descriptor of %s was cut in the log (over 4 KiB); the session cannot serve it", p.Name)
+			}
+			s.Header.Upstreams[st.Server] = append(s.Header.Upstreams[st.Server], json.RawMessage(p.Descriptor))
+		}
+	}
 	return s, nil
 }
 
@@ -91,7 +113,7 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 	answered := false
 	for i := range run {
 		e := &run[i]
-		if InScope(e.Boundary) {
+		if InScopeEvent(e) {
 			expect = append(expect, CrossingOf(e))
 		}
 		switch e.Kind {
@@ -130,6 +152,13 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 					lead.Decisions = append(lead.Decisions, Decision{Decision: e.Attrs[events.AttrDecision], By: by, Reason: e.Attrs[events.AttrReason]})
 				}
 			}
+		case events.KindUpstreamResponse:
+			req, ans := e.Attrs["request"], e.Attrs["answer"]
+			if !json.Valid([]byte(req)) || !json.Valid([]byte(ans)) || strings.Contains(ans, "[TRUNCATED") {
+				return nil, fmt.Errorf("request %s (seq %d): the upstream's answer was cut in the log (over 4 KiB) or is missing, so it cannot be replayed", e.RequestID, e.Seq)
+			}
+			hosts = append(hosts, Step{Step: StepUpstream, Server: e.Attrs["server"], Command: e.Attrs["upstreamTool"],
+				Params: json.RawMessage(req), Result: json.RawMessage(ans)})
 		case events.KindPipeResponseReceived:
 			var a pipe.Answer
 			if err := json.Unmarshal([]byte(e.Attrs["answer"]), &a); err != nil {

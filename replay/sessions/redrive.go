@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
@@ -48,6 +49,9 @@ type BridgeEnv struct {
 	// for a step whose recording timed out, and never for one an operator
 	// decided (the recorded decision is given again).
 	After func(time.Duration) <-chan time.Time
+	// Upstreams dials the recorded upstream servers: the bridge's gateway
+	// must use it instead of starting or dialing anything.
+	Upstreams func(ctx context.Context, server string) (sdk.Transport, error)
 }
 
 // Log is the re-drive's own, fresh event log (a hub on a temporary data
@@ -91,6 +95,12 @@ type Drift struct {
 }
 
 func (d Drift) String() string {
+	if d.Step < 0 {
+		return d.Label + ": " + d.Got
+	}
+	if d.Run == 0 { // an upstream request, not a run
+		return fmt.Sprintf("%s (line %d of the file): the bridge would send the upstream another request:\n    expected %s\n    got      %s", d.Label, d.Step+2, d.Want, d.Got)
+	}
 	if d.Event == 0 {
 		return fmt.Sprintf("run %02d (%s, line %d of the file): %s", d.Run, d.Label, d.Step+2, d.Got)
 	}
@@ -148,6 +158,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		defer stop()
 	}
 
+	upstreams := NewRecordedUpstreams(s)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	bctx, cancel := context.WithCancel(ctx)
@@ -155,7 +166,8 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	served := make(chan error, 1)
 	go func() {
 		served <- opts.Bridge(bctx, BridgeEnv{Emitter: em, Config: cfg, PipePath: opts.PipePath,
-			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger, Getenv: secrets.Getenv, ReadFile: secrets.ReadFile, After: secrets.After})
+			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger, Getenv: secrets.Getenv, ReadFile: secrets.ReadFile, After: secrets.After,
+			Upstreams: upstreams.Dial})
 		outW.Close()
 	}()
 	answers := readAnswers(outR)
@@ -217,7 +229,12 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	if err := em.FlushAll(ctx); err != nil {
 		return nil, err
 	}
-	return collect(ctx, s, node, stepOf, operatorReqs)
+	res, err := collect(ctx, s, node, stepOf, operatorReqs)
+	if err != nil {
+		return nil, err
+	}
+	res.Drift = append(res.Drift, upstreams.Drift()...)
+	return res, nil
 }
 
 // Clock is a re-drive's clock: it stands still at the recording's start,
@@ -346,7 +363,7 @@ func sideName(host bool) string {
 func Crossings(evs []events.Event) []Crossing {
 	var out []Crossing
 	for i := range evs {
-		if InScope(evs[i].Boundary) {
+		if InScopeEvent(&evs[i]) {
 			out = append(out, CrossingOf(&evs[i]))
 		}
 	}

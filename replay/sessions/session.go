@@ -26,6 +26,7 @@ const (
 	StepNotify   = "notify"   // a notification the client sent
 	StepHost     = "host"     // an answer the host gave over the pipe
 	StepOperator = "operator" // a pipe command an operator sent (a proposal decision)
+	StepUpstream = "upstream" // an answer an upstream MCP server gave to a tools/call
 )
 
 // Session is a recorded session: everything needed to re-drive it and the
@@ -48,8 +49,11 @@ type SessionHeader struct {
 	Config string `json:"config"`
 	// Host says a workspace host answered; a re-drive without one leaves
 	// the pipe unanswered, as the recording found it.
-	Host  bool `json:"host"`
-	Steps int  `json:"steps"`
+	Host bool `json:"host"`
+	// Upstreams are the tool descriptors of each upstream server the
+	// session used, as pinned: a re-drive serves them from the recording.
+	Upstreams map[string][]json.RawMessage `json:"upstreams,omitempty"`
+	Steps     int                          `json:"steps"`
 }
 
 // Step is one line after the header.
@@ -60,6 +64,11 @@ type Step struct {
 	Command string          `json:"command,omitempty"` // host, operator
 	Payload json.RawMessage `json:"payload,omitempty"` // operator
 	Answer  *pipe.Answer    `json:"answer,omitempty"`  // host
+	// Server names the upstream of an upstream step; Command is its tool,
+	// Params the arguments the bridge sent and Result what it answered (a
+	// CallToolResult, or {"error": {"code", "message"}}).
+	Server string          `json:"server,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
 	// RequestID is the request id the step had in the recording (client
 	// steps): a later step that names it (trace_replay) gets the re-drive's
 	// id for the same step instead.
@@ -101,6 +110,18 @@ func (c Crossing) String() string {
 func CrossingOf(e *events.Event) Crossing {
 	return Crossing{Kind: e.Kind, Boundary: e.Boundary, From: e.From, To: e.To, Outcome: e.Outcome, Code: e.Code}
 }
+
+// outOfScopeKinds are upstream events that depend on the bridge's history,
+// not on the session: whether the upstream was running already, what was
+// pinned before, and progress that arrives as fast as the upstream runs.
+var outOfScopeKinds = map[string]bool{
+	events.KindUpstreamStarted: true, events.KindUpstreamExited: true, events.KindUpstreamConnected: true,
+	events.KindUpstreamNotification: true, events.KindUpstreamToolPinned: true, events.KindUpstreamToolChanged: true,
+	events.KindUpstreamToolRemoved: true, events.KindUpstreamToolAccepted: true,
+}
+
+// InScopeEvent says whether a re-drive reproduces e.
+func InScopeEvent(e *events.Event) bool { return InScope(e.Boundary) && !outOfScopeKinds[e.Kind] }
 
 // InScope says whether a re-drive reproduces events of boundary b.
 func InScope(b events.Boundary) bool {
@@ -200,8 +221,12 @@ func (st *Step) check() error {
 		if st.Command == "" {
 			return errors.New("operator step without a command")
 		}
+	case StepUpstream:
+		if st.Server == "" || st.Command == "" || !json.Valid(st.Result) || len(st.Params) > 0 && !json.Valid(st.Params) {
+			return errors.New("upstream step needs a server, a tool (command), JSON params and a JSON result")
+		}
 	default:
-		return fmt.Errorf("unknown step %q (want client, notify, host or operator)", st.Step)
+		return fmt.Errorf("unknown step %q (want client, notify, host, operator or upstream)", st.Step)
 	}
 	return nil
 }

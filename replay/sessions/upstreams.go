@@ -1,0 +1,131 @@
+package sessions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// RecordedUpstreams stands in for the session's upstream MCP servers: each
+// is an in-memory go-sdk server that lists the recorded descriptors and
+// answers each tools/call with the next recorded answer for that tool. A
+// call whose arguments differ from the recorded request is refused and
+// noted as drift: the bridge would have sent the upstream something else.
+// Nothing is started or dialed.
+type RecordedUpstreams struct {
+	mu    sync.Mutex
+	tools map[string][]json.RawMessage
+	queue map[string][]int // server/tool → indexes of its upstream steps, in order
+	steps []Step
+	drift []Drift
+}
+
+// NewRecordedUpstreams reads s's upstream steps.
+func NewRecordedUpstreams(s *Session) *RecordedUpstreams {
+	r := &RecordedUpstreams{tools: s.Header.Upstreams, queue: map[string][]int{}, steps: s.Steps}
+	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Step == StepUpstream {
+			k := st.Server + "/" + st.Command
+			r.queue[k] = append(r.queue[k], i)
+		}
+	}
+	return r
+}
+
+// Dial connects to the recorded server named server.
+func (r *RecordedUpstreams) Dial(ctx context.Context, server string) (sdk.Transport, error) {
+	descs, ok := r.tools[server]
+	if !ok {
+		return nil, fmt.Errorf("the recording has no answers of server %s", server)
+	}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "recorded-" + server, Version: "recording"}, nil)
+	for _, d := range descs {
+		var t sdk.Tool
+		if err := json.Unmarshal(d, &t); err != nil || t.Name == "" {
+			continue
+		}
+		name := t.Name
+		if err := addRecordedTool(srv, &t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return r.answer(server, name, req.Params.Arguments)
+		}); err != nil {
+			return nil, fmt.Errorf("recorded tool %s of %s: %v", name, server, err)
+		}
+	}
+	ct, st := sdk.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		return nil, err
+	}
+	return ct, nil
+}
+
+// addRecordedTool is AddTool with its panic (a schema it refuses) as an
+// error: a session file is data.
+func addRecordedTool(srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	srv.AddTool(t, h)
+	return nil
+}
+
+func (r *RecordedUpstreams) answer(server, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := server + "/" + tool
+	if len(r.queue[k]) == 0 {
+		r.drift = append(r.drift, Drift{Step: -1, Label: "upstream " + k, Got: fmt.Sprintf("the bridge called %s's tool %s more often than the recording did", server, tool)})
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the recording has no more answers for " + k}
+	}
+	i := r.queue[k][0]
+	r.queue[k] = r.queue[k][1:]
+	st := &r.steps[i]
+	if !sameJSON(args, st.Params) {
+		r.drift = append(r.drift, Drift{Step: i, Label: "upstream " + k, Event: 1, Want: "tools/call " + tool + " " + string(st.Params), Got: "tools/call " + tool + " " + string(args)})
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the arguments differ from the recording"}
+	}
+	var e struct {
+		Error *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(st.Result, &e) == nil && e.Error != nil {
+		return nil, &jsonrpc.Error{Code: e.Error.Code, Message: e.Error.Message}
+	}
+	var res sdk.CallToolResult
+	if err := json.Unmarshal(st.Result, &res); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the recorded answer does not decode: " + err.Error()}
+	}
+	return &res, nil
+}
+
+// Drift lists the upstream requests that differed from the recording.
+func (r *RecordedUpstreams) Drift() []Drift {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Drift(nil), r.drift...)
+}
+
+// sameJSON compares two JSON texts by value (key order and spacing aside).
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 {
+		a = json.RawMessage("{}")
+	}
+	if len(b) == 0 {
+		b = json.RawMessage("{}")
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
