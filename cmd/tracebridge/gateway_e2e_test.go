@@ -217,7 +217,7 @@ env = "TB_FAULT_CANARY"
 [servers.fault]
 command = %q
 env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_DESC = %q, TB_FAULT_MARK = %q, TB_FAULT_SECRET = "${secret:FAULT}" }
-timeout = "1500ms"
+timeout = "4s"
 %s
 `, self, descFile, markFile, extra)), descFile, markFile
 }
