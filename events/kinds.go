@@ -76,6 +76,7 @@ const (
 	KindMCPRequestReceived      = "mcp.request.received"
 	KindMCPResponseSent         = "mcp.response.sent"
 	KindMCPNotificationReceived = "mcp.notification.received"
+	KindMCPHTTPRejected         = "mcp.http.rejected" // the HTTP front door refused a request (token, Host, Origin, size)
 )
 
 // Kinds of the executor and the steps it drives.
@@ -163,6 +164,7 @@ func init() {
 	kind(KindMCPRequestReceived, BoundaryMCP, Client, Bridge, false)
 	kind(KindMCPResponseSent, BoundaryMCP, Bridge, Client, true)
 	kind(KindMCPNotificationReceived, BoundaryMCP, Client, Bridge, true)
+	kind(KindMCPHTTPRejected, BoundaryMCP, Client, Bridge, true)
 
 	kind(KindExecutorStarted, BoundaryExecutor, Bridge, Executor, false)
 	kind(KindExecutorCatalog, BoundaryExecutor, Executor, Executor, true)

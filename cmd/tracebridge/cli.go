@@ -68,6 +68,7 @@ func commands() map[string]command {
 		"ui":         {"print the URL (with its token) of the running operator UI", runUI},
 		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion},
 		"servers":    {"import a client's MCP servers (Claude Desktop, Cursor, VS Code, Claude Code) behind tracebridge", runServers},
+		"token":      {"print the bearer token of `mcp --http`", runToken},
 		"tools":      {"list the pinned tools of upstream servers; diff and accept a changed one", runTools},
 		"prune":      {"remove old bridge log files and the demo's temp dirs (never the event log)", runPrune},
 	}

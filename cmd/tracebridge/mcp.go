@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +26,8 @@ import (
 func runMCP(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("mcp")
 	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` (default $TRACEBRIDGE_CONFIG, else tracebridge.toml in the user config dir; none: safe defaults)")
-	if err := m.parse(fs, "mcp [--data DIR] [--config FILE]\n\nServes MCP on stdin/stdout for an AI client (Claude Desktop, Claude Code, Cursor,\nVS Code). Every request, policy decision, secret resolution, approval and tool\nrun is recorded in the data dir's event log; each tool result names its request\nid in _meta[\"tracebridge/requestId\"]. stdout carries only protocol frames; logs\ngo to stderr and to logs/mcp-<pid>.log in the data dir.", args); err != nil {
+	httpAddr := fs.String("http", "", "serve MCP over Streamable HTTP at `ADDR` (127.0.0.1:PORT; loopback only, bearer token from `tracebridge token`) instead of stdio")
+	if err := m.parse(fs, "mcp [--data DIR] [--config FILE]\n\nServes MCP on stdin/stdout for an AI client (Claude Desktop, Claude Code, Cursor,\nVS Code). Every request, policy decision, secret resolution, approval and tool\nrun is recorded in the data dir's event log; each tool result names its request\nid in _meta[\"tracebridge/requestId\"]. stdout carries only protocol frames; logs\ngo to stderr and to logs/mcp-<pid>.log in the data dir.\n\nWith --http 127.0.0.1:PORT it serves the same bridge at http://127.0.0.1:PORT/mcp\nfor clients that connect by URL: every request needs the header\n\"Authorization: Bearer <token>\" (`tracebridge token` prints it), a loopback Host\nwith this port and, when sent, this Origin.", args); err != nil {
 		return err
 	}
 	dir, err := m.dataDir()
@@ -71,6 +74,27 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		m.watchConfig(ctx, *cfgPath, x, em, logger)
 		return nil
 	})
+	if *httpAddr != "" {
+		l, token, err := m.httpListener(dir, *httpAddr)
+		if err != nil {
+			return err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port}), ReadHeaderTimeout: 10 * time.Second}
+		logger.Info("serving MCP over HTTP", "url", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), "token", "`tracebridge token` prints it")
+		fmt.Fprintf(m.Stderr, "tracebridge: MCP at http://127.0.0.1:%d/mcp (Authorization: Bearer $(tracebridge token))\n", port)
+		g.add("http", func() error {
+			if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		}, func(error) {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			hs.Shutdown(sctx)
+		})
+		return g.run()
+	}
 	g.addContext(ctx, "mcp", func(ctx context.Context) error {
 		err := srv.Serve(ctx, readCloser(m.Stdin), protoOut)
 		if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
@@ -79,6 +103,57 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		return err
 	})
 	return g.run()
+}
+
+// httpListener listens on addr, which must be a loopback address, and
+// returns the bearer token clients must send (created 0600 on first use).
+func (m *Main) httpListener(dir hub.DataDir, addr string) (net.Listener, string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", usageError{fmt.Sprintf("--http %q: want 127.0.0.1:PORT", addr)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, "", usageError{fmt.Sprintf("--http %q: only a loopback address (127.0.0.1:PORT) is served; other machines must not reach the bridge", addr)}
+	}
+	token, err := mcpToken(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--http: %w", err)
+	}
+	return l, token, nil
+}
+
+// mcpToken is the data dir's bearer token for `mcp --http` (32 random
+// bytes in keys/mcp-http.key, 0600, made on first use), as hex.
+func mcpToken(dir hub.DataDir) (string, error) {
+	key, err := events.LoadKeyFile(filepath.Join(string(dir), "keys", "mcp-http.key"), 32)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(key), nil
+}
+
+func runToken(_ context.Context, m *Main, args []string) error {
+	fs := m.flags("token")
+	if err := m.parse(fs, "token\n\nPrints the bearer token clients of `tracebridge mcp --http` send\n(\"Authorization: Bearer <token>\"). It is made on first use and kept 0600 in the data\ndir's keys/; delete keys/mcp-http.key to make a new one.", args); err != nil {
+		return err
+	}
+	dir, err := m.dataDir()
+	if err != nil {
+		return err
+	}
+	if err := dir.Ensure(); err != nil {
+		return err
+	}
+	tok, err := mcpToken(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(m.Stdout, tok)
+	return nil
 }
 
 // catalog is every tool this bridge serves: the built-in ones (the

@@ -1,0 +1,481 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// HTTPOptions configures HTTPHandler. Token and Port are required.
+type HTTPOptions struct {
+	// Token is the bearer token every request must carry.
+	Token string
+	// Port is the port the handler is served on: the Host header must be
+	// a loopback name with it, and an Origin, when sent, too.
+	Port int
+	// MaxBody caps one request body. Zero: the stdio line cap.
+	MaxBody int64
+	// MaxSessions bounds the open sessions. Zero: 64.
+	MaxSessions int
+	// IdleTimeout closes a session no request used for this long. Zero: 30m.
+	IdleTimeout time.Duration
+}
+
+// HTTPHandler serves the bridge over Streamable HTTP at /mcp. Each session
+// (initialize without Mcp-Session-Id, the 2025 protocols) and each request
+// without one (the 2026-07-28 stateless path) is a session of Serve over
+// pipes, so a request over HTTP is recorded exactly as over stdio. Before
+// anything reaches it: the Host must be loopback with this port (DNS
+// rebinding), an Origin must be this origin, the bearer token must match,
+// and the body must fit MaxBody; a refusal is recorded (mcp.http.rejected,
+// with its code) and nothing reaches the executor.
+func (s *Server) HTTPHandler(ctx context.Context, opts HTTPOptions) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = int64(s.opts.MaxLineLength)
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 64
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 30 * time.Minute
+	}
+	return &front{s: s, ctx: ctx, opts: opts, sessions: map[string]*httpSession{}, rejects: map[events.Code]int{}}
+}
+
+type front struct {
+	s    *Server
+	ctx  context.Context
+	opts HTTPOptions
+
+	mu       sync.Mutex
+	sessions map[string]*httpSession
+	rejects  map[events.Code]int // this minute's refusals per code
+	minute   int64
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if code, status, msg := f.guard(r); code != "" {
+		f.reject(w, r, code, status, msg)
+		return
+	}
+	if r.URL.Path != "/mcp" {
+		http.NotFound(w, r)
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodGet:
+		if sess := f.session(sid); sess != nil {
+			sess.serveGET(w, r)
+			return
+		}
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "GET needs an Mcp-Session-Id of an open session", http.StatusMethodNotAllowed)
+		return
+	case http.MethodDelete:
+		if sess := f.session(sid); sess != nil {
+			f.drop(sid)
+			sess.close()
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		http.Error(w, "no such session", http.StatusNotFound)
+		return
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			f.reject(w, r, events.CodeTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body exceeds %d bytes", f.opts.MaxBody))
+			return
+		}
+		http.Error(w, "reading the body failed", http.StatusBadRequest)
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		f.reject(w, r, events.CodeMalformedFrame, http.StatusBadRequest, "the body is not one JSON-RPC message (batches are not supported)")
+		return
+	}
+	call := len(msg.ID) > 0 && msg.Method != ""
+	switch {
+	case sid != "":
+		sess := f.session(sid)
+		if sess == nil {
+			http.Error(w, "no such session (it ended or expired): initialize again", http.StatusNotFound)
+			return
+		}
+		sess.post(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call)
+	case msg.Method == "initialize":
+		sess, err := f.open(true)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", sess.id)
+		sess.post(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call)
+	case call:
+		// No session: the stateless path. The request is a session of
+		// its own, ended once it is answered.
+		sess, err := f.open(false)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		sess.post(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call)
+		sess.close()
+	default:
+		w.WriteHeader(http.StatusAccepted) // a notification outside a session: nothing to tell
+	}
+}
+
+// guard checks Host, Origin and the bearer token, in that order.
+func (f *front) guard(r *http.Request) (events.Code, int, string) {
+	if !f.loopbackHostPort(r.Host) {
+		return events.CodeForeignHost, http.StatusMisdirectedRequest, "the Host header must be 127.0.0.1, localhost or [::1] with this port"
+	}
+	if o := r.Header.Get("Origin"); o != "" && !f.ownOrigin(o) {
+		return events.CodeForeignOrigin, http.StatusForbidden, "requests from other origins are refused"
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(f.opts.Token)) != 1 {
+		return events.CodeUnauthenticated, http.StatusUnauthorized, "a bearer token is required: `tracebridge token` prints it"
+	}
+	return "", 0, ""
+}
+
+func (f *front) loopbackHostPort(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || port != strconv.Itoa(f.opts.Port) {
+		return false
+	}
+	return host == "127.0.0.1" || host == "localhost" || host == "::1"
+}
+
+func (f *front) ownOrigin(o string) bool {
+	rest, ok := strings.CutPrefix(o, "http://")
+	return ok && f.loopbackHostPort(rest)
+}
+
+// maxRejectsPerMinute is how many refusals of one code a minute records;
+// the rest are counted into the next one recorded.
+const maxRejectsPerMinute = 20
+
+// reject answers a refused request and records it (aggregated: a flood of
+// refusals cannot grow the log without bound).
+func (f *front) reject(w http.ResponseWriter, r *http.Request, code events.Code, status int, msg string) {
+	f.mu.Lock()
+	if m := time.Now().Unix() / 60; m != f.minute {
+		f.minute, f.rejects = m, map[events.Code]int{}
+	}
+	f.rejects[code]++
+	n := f.rejects[code]
+	f.mu.Unlock()
+	if n <= maxRejectsPerMinute {
+		attrs := map[string]string{"method": r.Method, "path": cut(r.URL.Path, 256), "host": cut(r.Host, 256), "origin": cut(r.Header.Get("Origin"), 256), "error": msg}
+		if n == maxRejectsPerMinute {
+			attrs["note"] = "more refusals of this code this minute are not recorded one by one"
+		}
+		f.s.opts.Emitter.Emit(events.Event{Kind: events.KindMCPHTTPRejected, Outcome: events.OutcomeOf(code), Code: code, Attrs: attrs})
+	}
+	if code == events.CodeUnauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tracebridge"`)
+	}
+	http.Error(w, string(code)+": "+msg, status)
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func (f *front) session(id string) *httpSession {
+	if id == "" {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sessions[id]
+	if s != nil {
+		s.touch()
+	}
+	return s
+}
+
+func (f *front) drop(id string) {
+	f.mu.Lock()
+	delete(f.sessions, id)
+	f.mu.Unlock()
+}
+
+// open starts a session of Serve over pipes; kept ones are listed under a
+// new Mcp-Session-Id and closed after IdleTimeout without requests.
+func (f *front) open(keep bool) (*httpSession, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.sessions) >= f.opts.MaxSessions {
+		return nil, fmt.Errorf("%d sessions are open: close one (DELETE) or wait", len(f.sessions))
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	sess := &httpSession{id: hex.EncodeToString(b), in: inW, waiters: map[string]chan []byte{}, progress: map[string]chan []byte{},
+		done: make(chan struct{}), served: make(chan struct{}), last: time.Now()}
+	go func() {
+		defer close(sess.served)
+		f.s.Serve(f.ctx, inR, outW)
+		outW.Close()
+	}()
+	go sess.demux(outR)
+	if keep {
+		f.sessions[sess.id] = sess
+		go func() { // idle expiry
+			t := time.NewTicker(f.opts.IdleTimeout / 4)
+			defer t.Stop()
+			for {
+				select {
+				case <-sess.done:
+					return
+				case <-t.C:
+					if sess.idle() > f.opts.IdleTimeout {
+						f.drop(sess.id)
+						sess.close()
+						return
+					}
+				}
+			}
+		}()
+	}
+	return sess, nil
+}
+
+// httpSession is one bridge session behind HTTP: requests go in as lines,
+// answers come back by JSON-RPC id, notifications to the stream that asked
+// for them (progress by token) or to the GET stream.
+type httpSession struct {
+	id string
+	in *io.PipeWriter
+
+	mu       sync.Mutex
+	waiters  map[string]chan []byte // JSON-RPC id → its response
+	progress map[string]chan []byte // progress token → the POST stream waiting for it
+	get      chan []byte            // the GET stream, when one is open
+	last     time.Time
+	closed   bool
+	done     chan struct{} // closed by close
+	served   chan struct{} // closed when Serve returned (its events are durable)
+}
+
+func (h *httpSession) touch() { h.mu.Lock(); h.last = time.Now(); h.mu.Unlock() }
+
+func (h *httpSession) idle() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return time.Since(h.last)
+}
+
+// close ends the session's input; Serve answers what it read and returns.
+func (h *httpSession) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	close(h.done)
+	h.mu.Unlock()
+	h.in.Close()
+	<-h.served
+}
+
+// demux routes the bridge's output lines.
+func (h *httpSession) demux(out io.Reader) {
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := append([]byte(nil), sc.Bytes()...)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		h.mu.Lock()
+		var to chan []byte
+		switch {
+		case m.Method == "" && len(m.ID) > 0:
+			to = h.waiters[string(m.ID)]
+			delete(h.waiters, string(m.ID))
+		case m.Method == "notifications/progress":
+			to = h.progress[string(m.Params.ProgressToken)]
+		default:
+			to = h.get
+		}
+		h.mu.Unlock()
+		if to != nil {
+			select {
+			case to <- line:
+			default: // a stream that does not keep up loses notifications, never the session
+			}
+		}
+	}
+	h.mu.Lock()
+	for id, ch := range h.waiters {
+		close(ch)
+		delete(h.waiters, id)
+	}
+	h.mu.Unlock()
+}
+
+// post sends one message into the session and, for a call, answers with
+// its response: as an SSE stream (progress first) when the client accepts
+// one, else as JSON.
+func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, token json.RawMessage, call bool) {
+	h.touch()
+	var resp, prog chan []byte
+	if call {
+		resp = make(chan []byte, 1)
+		prog = make(chan []byte, 64)
+		h.mu.Lock()
+		if _, dup := h.waiters[string(id)]; dup {
+			h.mu.Unlock()
+			http.Error(w, "a request with this id is in flight", http.StatusConflict)
+			return
+		}
+		h.waiters[string(id)] = resp
+		if len(token) > 0 {
+			h.progress[string(token)] = prog
+		}
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			if len(token) > 0 {
+				delete(h.progress, string(token))
+			}
+			h.mu.Unlock()
+		}()
+	}
+	if _, err := h.in.Write(append(bytes.TrimSpace(body), '\n')); err != nil {
+		http.Error(w, "the session has ended: initialize again", http.StatusNotFound)
+		return
+	}
+	if !call {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+	}
+	for {
+		select {
+		case line := <-prog:
+			if stream {
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", line)
+				if fl != nil {
+					fl.Flush()
+				}
+			}
+		case line, ok := <-resp:
+			if !ok {
+				if !stream {
+					http.Error(w, "the session ended before answering", http.StatusServiceUnavailable)
+				}
+				return
+			}
+			if stream {
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", line)
+				if fl != nil {
+					fl.Flush()
+				}
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(line)
+			return
+		case <-r.Context().Done():
+			// The client went away: cancel the request as a client would.
+			cancel, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+				"params": map[string]any{"requestId": json.RawMessage(id), "reason": "the HTTP request ended"}})
+			h.in.Write(append(cancel, '\n'))
+			return
+		}
+	}
+}
+
+// serveGET streams the session's notifications (tools/list_changed, log
+// messages) until the client disconnects or the session ends.
+func (h *httpSession) serveGET(w http.ResponseWriter, r *http.Request) {
+	ch := make(chan []byte, 64)
+	h.mu.Lock()
+	if h.get != nil {
+		h.mu.Unlock()
+		http.Error(w, "this session has a GET stream open already", http.StatusConflict)
+		return
+	}
+	h.get = ch
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.get = nil
+		h.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	if fl != nil {
+		fl.Flush()
+	}
+	for {
+		select {
+		case line := <-ch:
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", line)
+			if fl != nil {
+				fl.Flush()
+			}
+		case <-r.Context().Done():
+			return
+		case <-h.done:
+			return
+		}
+	}
+}

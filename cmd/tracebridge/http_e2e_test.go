@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// bearer adds the token to every request of a client.
+type bearer struct {
+	token string
+	host  string // "" keeps the URL's
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.host != "" {
+		r.Host = b.host
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The HTTP front door: a go-sdk client connects by URL with the token, in
+// both protocol modes, lists built-in and upstream tools and calls them,
+// and every request is recorded as over stdio; requests without the token,
+// with a wrong one, a foreign Host or Origin, or an oversized body are
+// refused with a recorded code and reach nothing.
+func TestMCPOverHTTP(t *testing.T) {
+	long(t)
+	everything := npmServer(t, "server-everything")
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := writeConfig(t, fmt.Sprintf("[servers.everything]\ncommand = \"node\"\nargs = [%q, \"stdio\"]\n", everything))
+	tok, err := exec.Command(tbBin, "--data", data, "token").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tok))
+	port := freePort(t)
+	var stderr lockedBuffer
+	cmd := exec.Command(tbBin, "--data", data, "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.Env = append(os.Environ(), cfg, "XDG_CONFIG_HOME="+t.TempDir())
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	eventually(t, 10*time.Second, "the front door listens", func() bool {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	for _, proto := range []string{"2025-06-18", ""} {
+		t.Run("proto="+proto, func(t *testing.T) {
+			client := sdk.NewClient(&sdk.Implementation{Name: "http-e2e", Version: "1"}, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var opts *sdk.ClientSessionOptions
+			if proto != "" {
+				opts = &sdk.ClientSessionOptions{ProtocolVersion: proto}
+			}
+			s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: token}}, MaxRetries: -1}, opts)
+			if err != nil {
+				t.Fatalf("connect: %v\n%s", err, stderr.String())
+			}
+			defer s.Close()
+			names := toolNames(t, s)
+			if !slices.Contains(names, "regex_text_search") || !slices.Contains(names, "everything__echo") {
+				t.Fatalf("tools over HTTP: %v", names)
+			}
+			b := &bridge{session: s, stderr: &lockedBuffer{}, data: data}
+			if _, _, code := b.call(t, "regex_text_search", map[string]any{"query": "x", "text": "x"}); code != "" {
+				t.Fatal(code)
+			}
+			res, req, code := b.call(t, "everything__echo", map[string]any{"message": "over http"})
+			if code != "" || !strings.Contains(textOf(res), "over http") {
+				t.Fatalf("echo over HTTP: %s %q", code, textOf(res))
+			}
+			eventually(t, 5*time.Second, "the call's events", func() bool {
+				out, _ := exec.Command(tbBin, "--data", data, "tail", "--request", req.String()).Output()
+				return strings.Contains(string(out), "upstream.response.received") && strings.Contains(string(out), "mcp.response.sent")
+			})
+		})
+	}
+
+	before := countKind(t, data, events.KindMCPRequestReceived)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	for _, c := range []struct {
+		name   string
+		mutate func(r *http.Request)
+		body   []byte
+		status int
+		code   events.Code
+	}{
+		{"no token", func(r *http.Request) { r.Header.Del("Authorization") }, body, 401, events.CodeUnauthenticated},
+		{"wrong token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+strings.Repeat("0", 64)) }, body, 401, events.CodeUnauthenticated},
+		{"foreign host", func(r *http.Request) { r.Host = fmt.Sprintf("evil.example:%d", port) }, body, 421, events.CodeForeignHost},
+		{"other port", func(r *http.Request) { r.Host = "127.0.0.1:1" }, body, 421, events.CodeForeignHost},
+		{"foreign origin", func(r *http.Request) { r.Header.Set("Origin", "http://evil.example") }, body, 403, events.CodeForeignOrigin},
+		{"oversized", func(*http.Request) {}, bytes.Repeat([]byte("x"), 5<<20), 413, events.CodeTooLarge},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := http.NewRequest("POST", url, bytes.NewReader(c.body))
+			r.Header.Set("Authorization", "Bearer "+token)
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			c.mutate(r)
+			resp, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
+			}
+			eventually(t, 5*time.Second, "the refusal is recorded", func() bool { return countCode(t, data, events.KindMCPHTTPRejected, c.code) > 0 })
+		})
+	}
+	if after := countKind(t, data, events.KindMCPRequestReceived); after != before {
+		t.Fatalf("refused requests reached the bridge: %d requests before, %d after", before, after)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("mcp --http did not stop cleanly on SIGINT: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("mcp --http did not stop on SIGINT")
+	}
+}
+
+func countKind(t *testing.T, data, kind string) int { return countCode(t, data, kind, "*") }
+
+// countCode counts the stored events of kind with code ("*": any), through
+// the live hub's tail.
+func countCode(t *testing.T, data, kind string, code events.Code) int {
+	t.Helper()
+	out, err := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
+	if err != nil {
+		t.Fatalf("tail: %v", err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, `"kind":"`+kind+`"`) && (code == "*" || strings.Contains(l, `"code":"`+string(code)+`"`)) {
+			n++
+		}
+	}
+	return n
+}
