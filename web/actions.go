@@ -10,7 +10,9 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 // actions are the state-changing routes. The guard admits only POST with a
@@ -21,7 +23,42 @@ func (s *Server) actions() map[string]http.Handler {
 		"/do/proposal/{id}": http.HandlerFunc(s.decideProposal),
 		"/do/focus":         http.HandlerFunc(s.focus),
 		"/do/review/commit": http.HandlerFunc(s.commitReview),
+		"/do/tool/{name}":   http.HandlerFunc(s.acceptTool),
 	}
+}
+
+// acceptTool pins the changed descriptor of an upstream tool, bound to the
+// hash the page showed: a descriptor that changed again since is refused.
+func (s *Server) acceptTool(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	name, hash := r.PathValue("name"), r.PostForm.Get("hash")
+	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: "pins", Limit: 1 << 20})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	var pin *projections.Pin
+	for _, row := range rows {
+		var p projections.Pin
+		if json.Unmarshal(row, &p) == nil && p.Name == name {
+			pin = &p
+		}
+	}
+	switch {
+	case pin == nil || pin.Pending == "":
+		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "no changed descriptor of "+name+" waits: it was accepted already")
+		return
+	case pin.Pending != hash:
+		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the tool changed again since the page showed it: reload and look again")
+		return
+	}
+	req := s.opts.Rec.NewID()
+	s.opts.Rec.Emit(upstream.Acceptance(req, *pin, s.opts.Operator+" (ui)", r.PostForm.Get("reason")))
+	if err := s.opts.Rec.Flush(r.Context(), req); err != nil {
+		http.Error(w, "the acceptance was not recorded: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	back(w, r, "accepted the new descriptor of "+name)
 }
 
 // decideApproval answers a tool call waiting for approval. The form names

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
@@ -368,10 +369,18 @@ func (s *Server) hostCall(ctx context.Context, command string, payload, out any)
 
 type approvalsData struct {
 	Tools     []executor.Pending
+	Changed   []changedTool
 	Pending   []*host.Proposal
 	Done      []*host.Proposal
 	HostError string
 	Flash     string
+}
+
+// changedTool is an upstream tool refused with ToolChanged until an
+// operator accepts its new descriptor, with the diff to look at.
+type changedTool struct {
+	Pin  projections.Pin
+	Diff string
 }
 
 // recentDone is how many decided proposals the approvals page shows with
@@ -386,6 +395,16 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		p.Error = err.Error()
 	}
 	d.Tools = tools
+	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: "pins", Status: projections.PinChanged, Limit: 1000})
+	if err != nil && p.Error == "" {
+		p.Error = err.Error()
+	}
+	for _, row := range rows {
+		var pin projections.Pin
+		if json.Unmarshal(row, &pin) == nil && pin.Pending != "" {
+			d.Changed = append(d.Changed, changedTool{Pin: pin, Diff: upstream.DescriptorDiff(pin)})
+		}
+	}
 	var list []*host.Proposal
 	if err := s.hostCall(r.Context(), "proposals.list", nil, &list); err != nil {
 		d.HostError = err.Error()

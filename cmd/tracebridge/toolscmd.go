@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os/user"
-	"strings"
 	"text/tabwriter"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/projections/hub"
@@ -106,7 +104,7 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 			fmt.Fprintf(m.Stdout, "%s is as pinned (%s): nothing to accept\n", p.Name, short12(p.Hash))
 			return nil
 		}
-		fmt.Fprint(m.Stdout, DescriptorDiff(p))
+		fmt.Fprint(m.Stdout, upstream.DescriptorDiff(p))
 		return nil
 	case "accept":
 		if len(rest) != 2 {
@@ -145,31 +143,12 @@ func acceptTool(ctx context.Context, m *Main, node events.Appender, p projection
 	if err != nil {
 		return err
 	}
-	req := em.NewID()
-	em.Emit(events.Event{Kind: events.KindUpstreamToolAccepted, RequestID: req, Outcome: events.OK, Attrs: map[string]string{
-		projections.AttrServer: p.Server, projections.AttrUpTool: p.Tool, projections.AttrExposed: p.Name,
-		projections.AttrHash: p.Pending, "pinned": p.Hash, "by": by, events.AttrReason: reason}})
+	em.Emit(upstream.Acceptance(em.NewID(), p, by, reason))
 	if err := em.Close(ctx); err != nil {
 		return errors.New("the acceptance was not recorded: " + err.Error())
 	}
 	fmt.Fprintf(m.Stdout, "accepted %s: %s is pinned now (was %s)\n", p.Name, short12(p.Pending), short12(p.Hash))
 	return nil
-}
-
-// DescriptorDiff is a unified diff of p's pinned descriptor against the
-// changed one, one JSON key per line so a changed description or schema
-// reads as such.
-func DescriptorDiff(p projections.Pin) string {
-	before, after := indentJSON(p.Descriptor), indentJSON(p.PendingDescriptor)
-	return host.UnifiedDiff(p.Name, before, after)
-}
-
-func indentJSON(s string) string {
-	var b bytes.Buffer
-	if json.Indent(&b, []byte(s), "", "  ") != nil {
-		return s + "\n"
-	}
-	return strings.TrimRight(b.String(), "\n") + "\n"
 }
 
 func short12(h string) string {
