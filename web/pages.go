@@ -16,8 +16,8 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/projections"
