@@ -233,6 +233,12 @@ func (g *Gateway) pins(ctx context.Context, server string) (map[string]projectio
 	return out, nil
 }
 
+// admittedFor is how long a tool found as pinned is admitted without asking
+// the pins view again: a refusal is never cached (an acceptance counts at
+// once), and another bridge's acceptance of a newer descriptor counts
+// within this bound.
+const admittedFor = 2 * time.Second
+
 // admit refuses a tool whose listed descriptor is not the pinned one.
 func (s *Server) admit(ctx context.Context, tool string) error {
 	s.mu.Lock()
@@ -240,6 +246,9 @@ func (s *Server) admit(ctx context.Context, tool string) error {
 	s.mu.Unlock()
 	if st == nil {
 		return events.Errorf(events.CodeUnknownTool, "server %s no longer lists tool %s", s.name, tool)
+	}
+	if until, ok := st.admitted.Load().(time.Time); ok && s.g.opts.Now().Before(until) {
+		return nil
 	}
 	rows, err := s.g.opts.Pins.View(ctx, projections.Query{View: "pins", Key: projections.PinKey(s.name, tool)})
 	if err != nil {
@@ -253,6 +262,7 @@ func (s *Server) admit(ctx context.Context, tool string) error {
 		return events.Errorf(events.CodeToolChanged, "server %s changed tool %s's description, schema or annotations since it was pinned (pinned %s, now %s)",
 			s.name, tool, short(p.Hash), short(st.hash))
 	}
+	st.admitted.Store(s.g.opts.Now().Add(admittedFor))
 	return nil
 }
 

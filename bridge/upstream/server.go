@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,8 @@ type toolState struct {
 	tool *sdk.Tool
 	desc string
 	hash string
+	// admitted is until when the pin check passed (a time.Time).
+	admitted atomic.Value
 }
 
 // maxInFlight bounds one upstream's concurrent calls; a call waits for a

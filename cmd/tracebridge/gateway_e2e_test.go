@@ -378,7 +378,7 @@ func TestGatewayPinning(t *testing.T) {
 }
 
 // freePort is a loopback port nothing listens on right now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
