@@ -93,6 +93,13 @@ var codeClasses = map[events.Code]struct{ severity, risk string }{
 	events.CodeToolPanic:        {"error", "high"},
 	events.CodeToolTimeout:      {"error", "medium"},
 	events.CodeLogUnavailable:   {"error", "high"},
+	// An upstream server that fails is a tool that failed; a changed
+	// descriptor is a possible rug pull, refused before it ran.
+	events.CodeUpstreamError:       {"error", "high"},
+	events.CodeUpstreamProtocol:    {"error", "high"},
+	events.CodeUpstreamUnavailable: {"error", "medium"},
+	events.CodeUpstreamTimeout:     {"error", "medium"},
+	events.CodeToolChanged:         {"warning", "high"},
 }
 
 func riskiest(a, b string) string {

@@ -47,8 +47,9 @@ func runFaultUpstream() {
 				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, nil, nil
 			})
 	}
-	add("ok", desc, true, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
-		return "ok " + a.Text + " env=" + os.Getenv("TB_FAULT_SECRET"), nil
+	add("ok", desc, true, func(_ context.Context, req *sdk.CallToolRequest, a textArgs) (string, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		return "ok " + a.Text + " env=" + os.Getenv("TB_FAULT_SECRET") + " traceparent=" + tp, nil
 	})
 	add("write", "changes something", false, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
 		return "written " + a.Text, nil

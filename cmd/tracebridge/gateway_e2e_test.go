@@ -264,6 +264,12 @@ func TestGatewayUpstreamFaults(t *testing.T) {
 			t.Fatalf("call %d %s: code %q text %q, want %q containing %q\nstderr:\n%s", i, c.tool, code, oneLine(textOf(res)), c.code, c.text, b.stderr)
 		}
 	}
+	// The client's trace context reaches the upstream in _meta.
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	res, err := b.session.CallTool(context.Background(), &sdk.CallToolParams{Name: "fault__ok", Arguments: map[string]any{}, Meta: sdk.Meta{"traceparent": tp}})
+	if err != nil || !strings.Contains(textOf(res), "traceparent="+tp) {
+		t.Fatalf("traceparent not forwarded: %v %q", err, textOf(res))
+	}
 	// A call cancelled by the client is cancelled at the upstream too.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	b.session.CallTool(ctx, &sdk.CallToolParams{Name: "fault__hang", Arguments: map[string]any{}})
@@ -285,9 +291,12 @@ func TestGatewayUpstreamFaults(t *testing.T) {
 	st := readStore(t, data)
 	all, _ := st.Range(1, 100000)
 	st.Close()
-	var exited, timeout, cancelled bool
+	var exited, timeout, cancelled, audited bool
 	for _, e := range all {
 		switch {
+		case e.Kind == events.KindExecutorAudit && e.Code == events.CodeUpstreamProtocol:
+			audited = strings.Contains(e.Attrs["envelope"], `"severity":"error"`) && strings.Contains(e.Attrs["envelope"], `"risk":"high"`) &&
+				strings.Contains(e.Attrs["envelope"], `"host":"upstream:fault"`)
 		case e.Kind == events.KindUpstreamExited && e.Code == events.CodeUpstreamUnavailable && e.Attrs["exitCode"] == "3" && strings.Contains(e.Attrs["stderr"], "crashing on purpose"):
 			exited = true
 		case e.Kind == events.KindUpstreamTimeout:
@@ -302,6 +311,9 @@ func TestGatewayUpstreamFaults(t *testing.T) {
 				t.Logf("%s %s %v", e.Kind, e.Code, e.Attrs)
 			}
 		}
+	}
+	if !audited {
+		t.Fatal("the audit envelope of an upstream protocol failure is not error/high naming the upstream")
 	}
 	if !exited || !timeout || !cancelled {
 		t.Fatalf("upstream events: exited with code and stderr %v, timeout %v, cancelled %v", exited, timeout, cancelled)
