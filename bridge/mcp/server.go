@@ -51,6 +51,19 @@ type Options struct {
 	// a call of a tool the catalog does not hold yet (the gateway connects
 	// its lazy upstreams so their tools are there); req is the request's id.
 	BeforeList func(ctx context.Context, req events.ID)
+	// Passthrough, when set, offers upstream servers' prompts and
+	// resources (the gateway); SyncTools serves them too.
+	Passthrough Passthrough
+}
+
+// Passthrough is what the server needs of the gateway to pass upstream
+// prompts and resources through, each fetch recorded under its request.
+type Passthrough interface {
+	Prompts() []*sdk.Prompt
+	Resources() []*sdk.Resource
+	ResourceTemplates() []*sdk.ResourceTemplate
+	GetPrompt(ctx context.Context, req events.ID, name string, args map[string]string) (*sdk.GetPromptResult, error)
+	ReadResource(ctx context.Context, req events.ID, uri string) (*sdk.ReadResourceResult, error)
 }
 
 // Resource is a family of read-only resources, e.g. trace://runs/{requestId}.
@@ -69,6 +82,8 @@ type Server struct {
 	// SyncTools adds and removes only what changed.
 	regMu      sync.Mutex
 	registered map[string]*executor.Tool
+	passed     map[string]any // upstream prompts and resources served: kind + name/URI → what
+
 	// codes hands each call's result code from the handler to the
 	// connection that writes its response (request id → events.Code), so
 	// the code travels by value, never re-read from the result's JSON.
@@ -153,6 +168,86 @@ func (s *Server) SyncTools() {
 	if len(gone) > 0 {
 		s.sdk.RemoveTools(gone...)
 	}
+	if s.opts.Passthrough != nil {
+		s.syncPassthrough()
+	}
+}
+
+// syncPassthrough serves the upstreams' prompts, resources and templates
+// as last listed. s.regMu is held.
+func (s *Server) syncPassthrough() {
+	pt := s.opts.Passthrough
+	if s.passed == nil {
+		s.passed = map[string]any{}
+	}
+	seen := map[string]bool{}
+	reqOf := func(ex *sdk.RequestExtra) events.ID {
+		var id events.ID
+		if ex != nil && ex.Header != nil {
+			id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
+		}
+		return id
+	}
+	for _, p := range pt.Prompts() {
+		k := "prompt " + p.Name
+		seen[k] = true
+		if s.passed[k] == p {
+			continue
+		}
+		s.passed[k] = p
+		safely(s.opts.Logger, k, func() {
+			s.sdk.AddPrompt(p, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+				return pt.GetPrompt(ctx, reqOf(req.GetExtra()), req.Params.Name, req.Params.Arguments)
+			})
+		})
+	}
+	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return pt.ReadResource(ctx, reqOf(req.GetExtra()), req.Params.URI)
+	}
+	for _, r := range pt.Resources() {
+		k := "resource " + r.URI
+		seen[k] = true
+		if s.passed[k] == r {
+			continue
+		}
+		s.passed[k] = r
+		safely(s.opts.Logger, k, func() { s.sdk.AddResource(r, read) })
+	}
+	for _, t := range pt.ResourceTemplates() {
+		k := "template " + t.URITemplate
+		seen[k] = true
+		if s.passed[k] == t {
+			continue
+		}
+		s.passed[k] = t
+		safely(s.opts.Logger, k, func() { s.sdk.AddResourceTemplate(t, read) })
+	}
+	for k := range s.passed {
+		if seen[k] {
+			continue
+		}
+		delete(s.passed, k)
+		kind, name, _ := strings.Cut(k, " ")
+		switch kind {
+		case "prompt":
+			s.sdk.RemovePrompts(name)
+		case "resource":
+			s.sdk.RemoveResources(name)
+		case "template":
+			s.sdk.RemoveResourceTemplates(name)
+		}
+	}
+}
+
+// safely runs an SDK registration whose panic (an upstream's prompt or URI
+// it refuses) must not take the bridge down.
+func safely(log *slog.Logger, what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Warn("not served", "what", what, "err", fmt.Sprint(r))
+		}
+	}()
+	f()
 }
 
 // addTool is the SDK's AddTool, whose panics (a schema it refuses) become
@@ -178,7 +273,7 @@ func (s *Server) ForwardLog(ctx context.Context, p *sdk.LoggingMessageParams) {
 // beforeList runs the BeforeList hook ahead of tools/list.
 func (s *Server) beforeList(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if method == "tools/list" && s.opts.BeforeList != nil {
+		if s.opts.BeforeList != nil && (method == "tools/list" || strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "resources/")) {
 			var id events.ID
 			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 				id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
@@ -349,6 +444,10 @@ func capabilities(opts Options) *sdk.ServerCapabilities {
 	c := &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}
 	if opts.BeforeList != nil { // a gateway: upstreams change the catalog while a session runs
 		c.Tools.ListChanged = true
+	}
+	if opts.Passthrough != nil {
+		c.Prompts = &sdk.PromptCapabilities{ListChanged: true}
+		c.Resources = &sdk.ResourceCapabilities{ListChanged: true}
 	}
 	if len(opts.Resources) > 0 {
 		c.Resources = &sdk.ResourceCapabilities{}

@@ -83,25 +83,13 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 		return m
 	}
 	if err != nil {
+		var answer string
 		var rpcErr *jsonrpc.Error
-		switch {
-		case ctx.Err() != nil: // the client cancelled: the SDK sent notifications/cancelled
-			s.emit(events.KindUpstreamCancelled, c.RequestID, c.OperationID, events.Cancelled, events.CodeCancelled, t0, attrs())
-			return nil, events.Errorf(events.CodeCancelled, "the call was cancelled; server %s was told (notifications/cancelled)", s.name)
-		case errors.Is(cctx.Err(), context.DeadlineExceeded):
-			msg := fmt.Sprintf("server %s did not answer tools/call %s within %s", s.name, tool, timeout)
-			s.emit(events.KindUpstreamTimeout, c.RequestID, c.OperationID, events.Timeout, events.CodeUpstreamTimeout, t0, attrs("error", msg))
-			return nil, events.Errorf(events.CodeUpstreamTimeout, "%s", msg)
-		case errors.As(err, &rpcErr):
-			msg := fmt.Sprintf("server %s answered tools/call %s with JSON-RPC error %d: %s", s.name, tool, rpcErr.Code, oneLine(s.g.redact(rpcErr.Message), 500))
-			answer, _ := json.Marshal(map[string]any{"error": map[string]any{"code": rpcErr.Code, "message": rpcErr.Message}})
-			s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.Error, events.CodeUpstreamError, t0,
-				attrs("error", msg, "rpcCode", fmt.Sprint(rpcErr.Code), AttrRequest, string(args), AttrAnswer, string(answer)))
-			return nil, events.Errorf(events.CodeUpstreamError, "%s", msg)
+		if errors.As(err, &rpcErr) {
+			b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": rpcErr.Code, "message": rpcErr.Message}})
+			answer = string(b)
 		}
-		e := s.lost(err)
-		s.emit(events.KindUpstreamUnavailable, c.RequestID, c.OperationID, events.OutcomeOf(e.Code), e.Code, t0, attrs("error", e.Msg))
-		return nil, e
+		return nil, s.failed(ctx, cctx, err, rec, "tools/call "+tool, t0, attrs(AttrRequest, string(args), AttrAnswer, answer))
 	}
 	// The request and the answer as sent (redacted by the emitter): what a
 	// recorded session replays and compares.
@@ -116,6 +104,33 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.OK, "", t0,
 		attrs("content", fmt.Sprint(len(res.Content)), AttrRequest, sent, AttrAnswer, string(answer)))
 	return res, nil
+}
+
+// failed records and explains a request to the upstream that got no
+// answer: the client cancelled (the SDK told the upstream), the deadline
+// passed, the upstream answered a JSON-RPC error, or the connection broke.
+// what names the request ("tools/call x"); attrs go on its event.
+func (s *Server) failed(ctx, cctx context.Context, err error, rec *callRec, what string, t0 time.Time, attrs map[string]string) *events.Err {
+	var rpcErr *jsonrpc.Error
+	switch {
+	case ctx.Err() != nil:
+		s.emit(events.KindUpstreamCancelled, rec.req, rec.op, events.Cancelled, events.CodeCancelled, t0, attrs)
+		return events.Errorf(events.CodeCancelled, "the request was cancelled; server %s was told (notifications/cancelled)", s.name)
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		msg := fmt.Sprintf("server %s did not answer %s within %s", s.name, what, s.cfg.RequestTimeout())
+		attrs["error"] = msg
+		s.emit(events.KindUpstreamTimeout, rec.req, rec.op, events.Timeout, events.CodeUpstreamTimeout, t0, attrs)
+		return events.Errorf(events.CodeUpstreamTimeout, "%s", msg)
+	case errors.As(err, &rpcErr):
+		msg := fmt.Sprintf("server %s answered %s with JSON-RPC error %d: %s", s.name, what, rpcErr.Code, oneLine(s.g.redact(rpcErr.Message), 500))
+		attrs["error"], attrs["rpcCode"] = msg, fmt.Sprint(rpcErr.Code)
+		s.emit(events.KindUpstreamResponse, rec.req, rec.op, events.Error, events.CodeUpstreamError, t0, attrs)
+		return events.Errorf(events.CodeUpstreamError, "%s", msg)
+	}
+	e := s.lost(err)
+	attrs["error"] = e.Msg
+	s.emit(events.KindUpstreamUnavailable, rec.req, rec.op, events.OutcomeOf(e.Code), e.Code, t0, attrs)
+	return e
 }
 
 // lost explains a call whose connection broke: the upstream broke the

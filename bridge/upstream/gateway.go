@@ -195,6 +195,9 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 			tools = append(tools, t)
 		}
 	}
+	if err := s.listExtrasLocked(ctx); err != nil {
+		s.g.opts.Logger.Warn("upstream prompts or resources could not be listed", "server", s.name, "err", err)
+	}
 	// Descriptors may change under the same names: the clients hear of
 	// every refresh, not only of added and removed tools.
 	if _, _, err := s.g.opts.Catalog.Replace("upstream:"+s.name, tools); err != nil {

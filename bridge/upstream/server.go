@@ -31,6 +31,7 @@ type Server struct {
 	nextStart time.Time
 	lastFault string                // why the last session ended, for the next refusal
 	tools     map[string]*toolState // upstream tool name → what was listed
+	extras    atomic.Pointer[extras] // its prompts and resources (read without mu: SyncTools runs under it)
 	closed    bool
 
 	sem      chan struct{} // bounds the calls in flight

@@ -71,6 +71,7 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 			Log:  func(ctx context.Context, lp *sdk.LoggingMessageParams) { srv.ForwardLog(ctx, lp) },
 			Dial: p.Dial, Version: p.Version, Now: p.Now, Logger: p.Logger})
 		opts.BeforeList = gw.Ensure
+		opts.Passthrough = gw
 	}
 	srv = bmcp.New(opts)
 	closeAll := func() { hostClient.Close() }

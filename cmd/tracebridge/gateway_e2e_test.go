@@ -118,6 +118,31 @@ args = [%q, %q]
 			if got, _ := os.ReadFile(victim); string(got) != "original\n" {
 				t.Fatalf("a denied call reached the filesystem server: %q", got)
 			}
+			// Prompts and resources pass through, each fetch a run of its own.
+			pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			prompt, err := b.session.GetPrompt(pctx, &sdk.GetPromptParams{Name: "everything__args-prompt", Arguments: map[string]string{"city": "Lyon"}})
+			if err != nil || len(prompt.Messages) == 0 || !strings.Contains(fmt.Sprint(prompt.Messages[0].Content), "Lyon") {
+				t.Fatalf("prompts/get through the bridge: %v %+v", err, prompt)
+			}
+			var uris []string
+			for r, err := range b.session.Resources(pctx, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				uris = append(uris, r.URI)
+			}
+			if !slices.Contains(uris, "demo://resource/static/document/architecture.md") {
+				t.Fatalf("resources through the bridge: %v", uris)
+			}
+			doc, err := b.session.ReadResource(pctx, &sdk.ReadResourceParams{URI: "demo://resource/static/document/architecture.md"})
+			if err != nil || len(doc.Contents) == 0 || doc.Contents[0].Text == "" {
+				t.Fatalf("resources/read through the bridge: %v", err)
+			}
+			dyn, err := b.session.ReadResource(pctx, &sdk.ReadResourceParams{URI: "demo://resource/dynamic/text/7"})
+			if err != nil || len(dyn.Contents) == 0 {
+				t.Fatalf("a templated resource through the bridge: %v", err)
+			}
+			pcancel()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			params := &sdk.CallToolParams{Name: "everything__trigger-long-running-operation", Arguments: map[string]any{"duration": 1, "steps": 3}}
 			params.SetProgressToken("p1")
@@ -142,6 +167,18 @@ args = [%q, %q]
 			out, err := exec.Command(tbBin, "--data", data, "replay", req.String()).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "upstream") {
 				t.Fatalf("replay: %v\n%s", err, out)
+			}
+			st := readStore(t, data)
+			all, _ := st.Range(1, 100000)
+			st.Close()
+			hops := map[string]bool{}
+			for _, e := range all {
+				if e.Kind == events.KindUpstreamResponse && !e.RequestID.IsZero() {
+					hops[strings.Fields(e.Attrs["upstreamTool"])[0]] = true
+				}
+			}
+			if !hops["prompts/get"] || !hops["resources/read"] {
+				t.Fatalf("prompt and resource fetches are not recorded as upstream hops: %v", hops)
 			}
 			leaks := canaryHits(t, data, canary)
 			if strings.Contains(b.stderr.String(), canary) {
