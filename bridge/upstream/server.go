@@ -29,8 +29,8 @@ type Server struct {
 	proc      *process
 	crashes   int
 	nextStart time.Time
-	lastFault string                // why the last session ended, for the next refusal
-	tools     map[string]*toolState // upstream tool name → what was listed
+	lastFault string                 // why the last session ended, for the next refusal
+	tools     map[string]*toolState  // upstream tool name → what was listed
 	extras    atomic.Pointer[extras] // its prompts and resources (read without mu: SyncTools runs under it)
 	closed    bool
 
