@@ -188,39 +188,28 @@ func (s *Server) syncPassthrough() {
 		}
 		return id
 	}
-	for _, p := range pt.Prompts() {
-		k := "prompt " + p.Name
+	put := func(k string, v any, add func()) {
 		seen[k] = true
-		if s.passed[k] == p {
-			continue
+		if s.passed[k] != v {
+			s.passed[k] = v
+			safely(s.opts.Logger, k, add)
 		}
-		s.passed[k] = p
-		safely(s.opts.Logger, k, func() {
+	}
+	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return pt.ReadResource(ctx, reqOf(req.GetExtra()), req.Params.URI)
+	}
+	for _, p := range pt.Prompts() {
+		put("prompt "+p.Name, p, func() {
 			s.sdk.AddPrompt(p, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
 				return pt.GetPrompt(ctx, reqOf(req.GetExtra()), req.Params.Name, req.Params.Arguments)
 			})
 		})
 	}
-	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		return pt.ReadResource(ctx, reqOf(req.GetExtra()), req.Params.URI)
-	}
 	for _, r := range pt.Resources() {
-		k := "resource " + r.URI
-		seen[k] = true
-		if s.passed[k] == r {
-			continue
-		}
-		s.passed[k] = r
-		safely(s.opts.Logger, k, func() { s.sdk.AddResource(r, read) })
+		put("resource "+r.URI, r, func() { s.sdk.AddResource(r, read) })
 	}
 	for _, t := range pt.ResourceTemplates() {
-		k := "template " + t.URITemplate
-		seen[k] = true
-		if s.passed[k] == t {
-			continue
-		}
-		s.passed[k] = t
-		safely(s.opts.Logger, k, func() { s.sdk.AddResourceTemplate(t, read) })
+		put("template "+t.URITemplate, t, func() { s.sdk.AddResourceTemplate(t, read) })
 	}
 	for k := range s.passed {
 		if seen[k] {

@@ -125,30 +125,11 @@ func gatewaySession(b *testing.B, path string) (*sdk.ClientSession, string) {
 		cmd.Env = append(os.Environ(), "TRACEBRIDGE_CONFIG="+gatewayConfig(b, "up"), "XDG_CONFIG_HOME="+b.TempDir())
 		return connectCmd(b, cmd), "up__ok"
 	}
-	data := filepath.Join(b.TempDir(), "data")
-	tok, err := exec.Command(tbBin, "--data", data, "token").Output()
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := freePort(b)
-	cmd := exec.Command(tbBin, "--data", data, "--log-level", "error", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
-	cmd.Env = append(os.Environ(), "TRACEBRIDGE_CONFIG="+gatewayConfig(b, "up"), "XDG_CONFIG_HOME="+b.TempDir())
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-	eventually(b, 10*time.Second, "mcp --http listens", func() bool {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
+	url, token, _, _ := startHTTPBridge(b, filepath.Join(b.TempDir(), "data"), "TRACEBRIDGE_CONFIG="+gatewayConfig(b, "up"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx,
-		&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: strings.TrimSpace(string(tok))}}, MaxRetries: -1},
+		&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: token}}, MaxRetries: -1},
 		&sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 	if err != nil {
 		b.Fatal(err)

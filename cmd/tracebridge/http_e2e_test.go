@@ -17,18 +17,47 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 )
 
-// bearer adds the token to every request of a client.
-type bearer struct {
-	token string
-	host  string // "" keeps the URL's
+// startHTTPBridge runs `tracebridge mcp --http` on a free port with env
+// and returns its URL, the bearer token, its stderr and the process (killed
+// at cleanup), once it listens.
+func startHTTPBridge(t testing.TB, data string, env ...string) (url, token string, stderr *lockedBuffer, cmd *exec.Cmd) {
+	t.Helper()
+	tok, err := exec.Command(tbBin, "--data", data, "token").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	stderr = &lockedBuffer{}
+	cmd = exec.Command(tbBin, "--data", data, "--log-level", "warn", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url = fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	eventually(t, 10*time.Second, "the front door listens", func() bool {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	return url, strings.TrimSpace(string(tok)), stderr, cmd
 }
+
+func portOf(url string) int {
+	var port int
+	fmt.Sscanf(url[strings.LastIndex(url, ":")+1:], "%d/mcp", &port)
+	return port
+}
+
+// bearer adds the token to every request of a client.
+type bearer struct{ token string }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
-	if b.host != "" {
-		r.Host = b.host
-	}
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -42,28 +71,8 @@ func TestMCPOverHTTP(t *testing.T) {
 	everything := npmServer(t, "server-everything")
 	data := filepath.Join(t.TempDir(), "data")
 	cfg := writeConfig(t, fmt.Sprintf("[servers.everything]\ncommand = \"node\"\nargs = [%q, \"stdio\"]\n", everything))
-	tok, err := exec.Command(tbBin, "--data", data, "token").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(tok))
-	port := freePort(t)
-	var stderr lockedBuffer
-	cmd := exec.Command(tbBin, "--data", data, "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
-	cmd.Env = append(os.Environ(), cfg, "XDG_CONFIG_HOME="+t.TempDir())
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-	eventually(t, 10*time.Second, "the front door listens", func() bool {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
+	url, token, stderr, cmd := startHTTPBridge(t, data, cfg)
+	port := portOf(url)
 	for _, proto := range []string{"2025-06-18", ""} {
 		t.Run("proto="+proto, func(t *testing.T) {
 			client := sdk.NewClient(&sdk.Implementation{Name: "http-e2e", Version: "1"}, nil)

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/tracebridge/tracebridge/store/storetest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store/storetest"
 )
 
 // bridge is a real `tracebridge mcp` child driven by the SDK client.
@@ -45,24 +43,7 @@ func (l *lockedBuffer) String() string {
 // and connects with protocol version proto ("" for the SDK's newest).
 func startBridge(t *testing.T, bin, data, proto string, env ...string) *bridge {
 	t.Helper()
-	b := &bridge{stderr: &lockedBuffer{}, data: data}
-	cmd := exec.Command(bin, "--data", data, "mcp")
-	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
-	cmd.Stderr = b.stderr
-	client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1.0"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var opts *sdk.ClientSessionOptions
-	if proto != "" {
-		opts = &sdk.ClientSessionOptions{ProtocolVersion: proto}
-	}
-	s, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, opts)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, b.stderr)
-	}
-	b.session = s
-	t.Cleanup(func() { s.Close() })
-	return b
+	return startBridgeWith(t, bin, data, proto, nil, env...)
 }
 
 // call calls a tool and returns the result, its request id and its error
