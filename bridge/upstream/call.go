@@ -57,7 +57,9 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 		args = c.Args
 	}
 	params := &sdk.CallToolParams{Name: tool, Arguments: args}
-	meta := sdk.Meta{}
+	// The server's log messages at info and above (2026-07-28 asks per
+	// request; older protocols were asked once, at connect).
+	meta := sdk.Meta{sdk.MetaKeyLogLevel: "info"}
 	if c.Traceparent != "" {
 		meta["traceparent"] = c.Traceparent
 	}

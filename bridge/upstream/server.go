@@ -222,6 +222,13 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 		}
 	}
 	s.emit(events.KindUpstreamConnected, req, op, events.OK, "", t0, attrs)
+	// Ask for the server's log messages (forwarded to the clients, which
+	// each get those at their own level); a server without logging says no.
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+		if err := cs.SetLoggingLevel(cctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+			s.g.opts.Logger.Debug("upstream refused a logging level", "server", s.name, "err", err)
+		}
+	}
 	return cs, nil
 }
 

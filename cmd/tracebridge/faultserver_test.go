@@ -32,7 +32,7 @@ func runFaultUpstream() {
 			}
 		}
 	}
-	s := sdk.NewServer(&sdk.Implementation{Name: "fault", Version: "1"}, nil)
+	s := sdk.NewServer(&sdk.Implementation{Name: "fault", Version: "1"}, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{ListChanged: true}}})
 	type textArgs struct {
 		Text string `json:"text,omitempty"`
 	}
@@ -78,6 +78,10 @@ func runFaultUpstream() {
 	add("grow", "adds a tool (list_changed)", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
 		add("extra", "a tool added later", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) { return "extra", nil })
 		return "grown", nil
+	})
+	add("log", "sends a log message", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
+		req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "warning", Logger: "faults", Data: "a log line from the upstream"})
+		return "logged", nil
 	})
 	add("slow", "reports progress, then answers", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
 		if tok := req.Params.GetProgressToken(); tok != nil {
