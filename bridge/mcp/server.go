@@ -253,8 +253,11 @@ func addTool(srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
 
 // ForwardLog sends an upstream's log message to every client session (the
 // SDK sends it only to clients that set a level).
+//
+//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 func (s *Server) ForwardLog(ctx context.Context, p *sdk.LoggingMessageParams) {
 	for ss := range s.sdk.Sessions() {
+		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 		ss.Log(ctx, p)
 	}
 }

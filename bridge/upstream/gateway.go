@@ -42,6 +42,7 @@ type Options struct {
 	// Changed is called after the catalog's upstream tools changed.
 	Changed func()
 	// Log receives upstream log messages to forward to clients.
+	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 	Log func(ctx context.Context, p *sdk.LoggingMessageParams)
 	// Dial, when set, connects to a server instead of starting its command
 	// or dialing its URL (a session re-drive answers from the recording).

@@ -148,8 +148,7 @@ func (p *process) exitText() string {
 	return how
 }
 
-func (p *process) markStopping()  { p.stopFlag.Store(true) }
-func (p *process) stopping() bool { return p.stopFlag.Load() }
+func (p *process) markStopping() { p.stopFlag.Store(true) }
 
 // stop closes stdin (a well-behaved server exits), then kills the process
 // if it has not exited within 2s.

@@ -202,7 +202,8 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 		Capabilities:                &sdk.ClientCapabilities{},
 		ToolListChangedHandler:      s.onToolListChanged,
 		ProgressNotificationHandler: s.onProgress,
-		LoggingMessageHandler:       s.onLog,
+		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
+		LoggingMessageHandler: s.onLog,
 	})
 	t0 := s.g.opts.Now()
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout())
@@ -224,7 +225,9 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 	s.emit(events.KindUpstreamConnected, req, op, events.OK, "", t0, attrs)
 	// Ask for the server's log messages (forwarded to the clients, which
 	// each get those at their own level); a server without logging says no.
+	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
+		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 		if err := cs.SetLoggingLevel(cctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
 			s.g.opts.Logger.Debug("upstream refused a logging level", "server", s.name, "err", err)
 		}

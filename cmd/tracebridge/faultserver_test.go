@@ -1,5 +1,7 @@
 package main
 
+//lint:file-ignore SA1019 the tests drive MCP logging, deprecated in 2026-07-28 but in its window
+
 import (
 	"context"
 	"fmt"
@@ -51,9 +53,11 @@ func runFaultUpstream() {
 		tp, _ := req.Params.Meta["traceparent"].(string)
 		return "ok " + a.Text + " env=" + os.Getenv("TB_FAULT_SECRET") + " traceparent=" + tp, nil
 	})
-	add("write", "changes something", false, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
-		return "written " + a.Text, nil
-	})
+	if !strings.Contains(desc, "HIDE-WRITE") { // a test removes the tool between two starts
+		add("write", "changes something", false, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+			return "written " + a.Text, nil
+		})
+	}
 	add("crash", "exits mid-call", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
 		fmt.Fprintln(os.Stderr, "fault upstream: crashing on purpose")
 		os.Exit(3)
