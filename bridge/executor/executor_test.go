@@ -324,3 +324,29 @@ func TestClassificationFollowsTheCode(t *testing.T) {
 		})
 	}
 }
+
+// Replace swaps one source's tools and leaves the others alone; a tool
+// that would take another source's id changes nothing.
+func TestCatalogReplace(t *testing.T) {
+	tool := func(id string) *Tool {
+		return &Tool{Descriptor: Descriptor{ID: id}, InputSchema: SchemaFor[struct{}](), Run: func(context.Context, Call) (any, error) { return nil, nil }}
+	}
+	c, err := NewCatalog(tool("builtin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, removed, err := c.Replace("upstream:a", []*Tool{tool("a__x"), tool("a__y")})
+	if err != nil || len(added) != 2 || len(removed) != 0 {
+		t.Fatalf("first listing: %v %v %v", added, removed, err)
+	}
+	added, removed, err = c.Replace("upstream:a", []*Tool{tool("a__y"), tool("a__z")})
+	if err != nil || len(added) != 1 || added[0] != "a__z" || len(removed) != 1 || removed[0] != "a__x" {
+		t.Fatalf("second listing: %v %v %v", added, removed, err)
+	}
+	if _, _, err := c.Replace("upstream:b", []*Tool{tool("builtin")}); err == nil {
+		t.Fatal("an upstream took a built-in tool's id")
+	}
+	if _, ok := c.Lookup("builtin"); !ok || len(c.Tools()) != 3 {
+		t.Fatalf("catalog after a refused replace: %d tools", len(c.Tools()))
+	}
+}
