@@ -39,8 +39,8 @@ func gatewayConfig(b testing.TB, names ...string) string {
 
 // BenchmarkGateway is a no-op upstream tool called directly by a go-sdk
 // client and through tracebridge (stdio and --http), one call at a time and
-// 16 at once, with the durable flush of one event measured in the same run
-// as the reference for the added latency.
+// 16 at once, with the durable flush of one event and a built-in no-op tool
+// measured in the same run as the references for the added latency.
 func BenchmarkGateway(b *testing.B) {
 	b.Run("path=flush", func(b *testing.B) {
 		ctx := context.Background()
@@ -63,7 +63,7 @@ func BenchmarkGateway(b *testing.B) {
 		}
 		reportLatency(b, lat)
 	})
-	for _, path := range []string{"direct", "tracebridge-stdio", "tracebridge-http"} {
+	for _, path := range []string{"direct", "builtin-stdio", "tracebridge-stdio", "tracebridge-http"} {
 		for _, conc := range []int{1, 16} {
 			b.Run(fmt.Sprintf("path=%s/clients=%d", path, conc), func(b *testing.B) {
 				s, tool := gatewaySession(b, path)
@@ -120,6 +120,9 @@ func gatewaySession(b *testing.B, path string) (*sdk.ClientSession, string) {
 	switch path {
 	case "direct":
 		return connectCmd(b, faultServerCmd()), "ok"
+	case "builtin-stdio": // the same no-op as a built-in tool: what tracebridge costs without the hop
+		cmd := bridgeCmd(filepath.Join(b.TempDir(), "data"))
+		return connectCmd(b, cmd), "test_echo"
 	case "tracebridge-stdio":
 		cmd := exec.Command(tbBin, "--data", filepath.Join(b.TempDir(), "data"), "--log-level", "error", "mcp")
 		cmd.Env = append(os.Environ(), "TRACEBRIDGE_CONFIG="+gatewayConfig(b, "up"), "XDG_CONFIG_HOME="+b.TempDir())
