@@ -12,6 +12,9 @@ type Project struct {
 	Dir      string `json:"dir"`      // relative to the root, "." for the root
 	Kind     string `json:"kind"`     // go, node, rust, python, dotnet, maven, gradle, …
 	Manifest string `json:"manifest"` // the file that says so
+	// Root is the workspace root the project is in, when a bridge lists
+	// the projects of several hosts at once.
+	Root string `json:"root,omitempty"`
 }
 
 // ProjectList is what list_projects returns.

@@ -84,6 +84,9 @@ type Server struct {
 	registered map[string]*executor.Tool
 	passed     map[string]any // upstream prompts and resources served: kind + name/URI → what
 
+	// roots caches each client session's declared roots (*ServerSession →
+	// []string), dropped when the client says they changed.
+	roots sync.Map
 	// codes hands each call's result code from the handler to the
 	// connection that writes its response (request id → events.Code), so
 	// the code travels by value, never re-read from the result's JSON.
@@ -108,9 +111,11 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "tracebridge", Version: opts.Version}, &sdk.ServerOptions{
-		Logger:       opts.Logger,
-		Capabilities: capabilities(opts),
-		Instructions: "Every call is recorded as evidence. Each tool result's _meta[\"" + MetaRequestID + "\"] names the request; `tracebridge tail --request ID` shows what happened.",
+		Logger: opts.Logger,
+		//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; they pick the workspace (issue 18)
+		RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { s.roots.Delete(req.Session) },
+		Capabilities:            capabilities(opts),
+		Instructions:            "Every call is recorded as evidence. Each tool result's _meta[\"" + MetaRequestID + "\"] names the request; `tracebridge tail --request ID` shows what happened.",
 	})
 	s.SyncTools()
 	for _, r := range opts.Resources {
@@ -311,6 +316,7 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 			inv.Client = ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
 		}
+		ctx = executor.WithClientRoots(ctx, s.clientRoots(ctx, ss))
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			inv.Progress = func(progress, total float64, message string) {
 				ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: progress, Total: total, Message: message})
@@ -320,6 +326,29 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	res := s.opts.Executor.Execute(ctx, inv)
 	s.setCode(ctx, inv.RequestID, res.Code)
 	return toResult(res), nil
+}
+
+// clientRoots are the roots the client of ss declared (asked once per
+// session, again after notifications/roots/list_changed); none when the
+// client has no roots capability or does not answer within a second.
+func (s *Server) clientRoots(ctx context.Context, ss *sdk.ServerSession) []string {
+	if v, ok := s.roots.Load(ss); ok {
+		return v.([]string)
+	}
+	var out []string
+	//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; they pick the workspace (issue 18)
+	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.RootsV2 != nil {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; they pick the workspace (issue 18)
+		if res, err := ss.ListRoots(rctx, nil); err == nil {
+			for _, r := range res.Roots {
+				out = append(out, r.URI)
+			}
+		}
+	}
+	s.roots.Store(ss, out)
+	return out
 }
 
 // setCode records the code of request req's result for its response.

@@ -10,6 +10,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections/hub"
@@ -23,6 +24,9 @@ type bridgeParts struct {
 	Emitter   *events.Emitter
 	Node      *hub.Node
 	PipePath  string
+	// Dir, when set, routes workspace calls among the data dir's hosts
+	// (several roots) instead of only PipePath.
+	Dir hub.DataDir
 	// Getenv and ReadFile resolve secrets (a re-drive answers from the
 	// recording); nil: the process's own.
 	Getenv   func(string) string
@@ -39,6 +43,12 @@ type bridgeParts struct {
 	Dial func(ctx context.Context, server string) (sdk.Transport, error)
 }
 
+// closer adapts a pipe.Client (whose Close returns an error) to the
+// bridge's host client.
+type closer struct{ *pipe.Client }
+
+func (c closer) Close() { c.Client.Close() }
+
 // newBridge is the one way a bridge is wired: the catalog, the executor
 // over it, and the MCP server over the executor, with the host client
 // they call. The returned func closes the host client.
@@ -47,7 +57,16 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 	if p.Config != nil {
 		timeout = p.Config.PipeTimeout()
 	}
-	hostClient := pipe.NewClient(pipe.ClientOptions{Path: p.PipePath, Recorder: p.Emitter, Timeout: timeout, Logger: p.Logger})
+	copts := pipe.ClientOptions{Path: p.PipePath, Recorder: p.Emitter, Timeout: timeout, Logger: p.Logger}
+	var hostClient interface {
+		tools.HostCaller
+		Close()
+	}
+	if p.Dir != "" {
+		hostClient = m.hostRouter(p.Dir, copts)
+	} else {
+		hostClient = closer{pipe.NewClient(copts)}
+	}
 	catalog, err := m.catalog(p.Config, p.Emitter, hostClient, p.Node)
 	if err != nil {
 		hostClient.Close()

@@ -40,7 +40,7 @@ func runHost(ctx context.Context, m *Main, args []string) error {
 	root := fs.String("root", "", "the workspace `DIR` every file operation is confined to (required)")
 	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root, split on spaces, no shell (e.g. \"go vet ./...\")")
 	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
-	if err := m.parse(fs, "host --root DIR [--diagnostics COMMAND] [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir), confines every path\nto --root, and applies a proposed edit only after an operator approves it\n(`tracebridge proposals`). Runs until interrupted.", args); err != nil {
+	if err := m.parse(fs, "host --root DIR [--diagnostics COMMAND] [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir, or run/host-<hash>.sock\nwhen another root's host has that), confines every path to --root, and applies\na proposed edit only after an operator approves it (`tracebridge proposals`).\nSeveral roots can have a host each on one data dir: a bridge goes to the one\nholding its client's roots (or its working directory, or $TRACEBRIDGE_HOST);\noperator commands to the one holding the working directory. Runs until\ninterrupted.", args); err != nil {
 		return err
 	}
 	if *root == "" {
@@ -102,17 +102,18 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 		return err
 	}
 	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Diagnostics: diag, Rec: em}
-	l, err := pipe.Listen(m.pipePath(dir))
+	l, hostPath, unlist, err := m.listenHost(dir, ws.Dir())
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	defer unlist()
 	role := "attached to the running hub"
 	if node.IsHub() {
 		info, _ := node.Hub()
 		role = "hub " + info.URL
 	}
-	url, serveUI, err := m.uiPart(ui, node, em, dir, log)
+	url, serveUI, err := m.uiPart(ui, node, em, dir, hostPath, log)
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	if ready != nil {
 		g.addContext(ctx, "ready", func(ctx context.Context) error { ready(url); <-ctx.Done(); return nil })
 	}
-	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), m.pipePath(dir), role)
+	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), hostPath, role)
 	return g.run()
 }
 
@@ -139,8 +140,14 @@ func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.
 	if err != nil {
 		return pipe.Response{}, err
 	}
-	if _, err := os.Stat(m.pipePath(dir)); err != nil && runtime.GOOS != "windows" { // no host: say so now, not after waiting for a hub
-		return pipe.Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: pipe.Activation(m.pipePath(dir))}
+	// The host the working directory is in (or the only one, or
+	// $TRACEBRIDGE_HOST).
+	path, err := m.hostRouter(dir, pipe.ClientOptions{}).Path()
+	if err != nil {
+		return pipe.Response{}, err
+	}
+	if _, err := os.Stat(path); err != nil && runtime.GOOS != "windows" { // no host: say so now, not after waiting for a hub
+		return pipe.Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: pipe.Activation(path)}
 	}
 	node, err := m.open(ctx, hub.Read, "operator")
 	if err != nil {
@@ -152,7 +159,7 @@ func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.
 		return pipe.Response{}, err
 	}
 	defer em.Close(context.Background())
-	c := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Logger: m.logger()})
+	c := pipe.NewClient(pipe.ClientOptions{Path: path, Recorder: em, Logger: m.logger()})
 	defer c.Close()
 	b, err := jsonMarshal(payload)
 	if err != nil {

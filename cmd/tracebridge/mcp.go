@@ -58,7 +58,7 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	defer closeEvidence()
 
 	cfgText, _ := m.configText(*cfgPath)
-	srv, x, closeBridge, err := m.newBridge(bridgeParts{Config: cfg, ConfigErr: cfgErr, Emitter: em, Node: node, PipePath: m.pipePath(dir),
+	srv, x, closeBridge, err := m.newBridge(bridgeParts{Config: cfg, ConfigErr: cfgErr, Emitter: em, Node: node, PipePath: m.pipePath(dir), Dir: dir,
 		Getenv: m.Getenv, Now: m.Now, Logger: logger, Version: Version, ConfigText: cfgText})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 
 	"github.com/tracebridge/tracebridge/web"
 )
@@ -30,7 +31,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if !node.IsHub() {
 		return fmt.Errorf("a hub already runs for this data dir (pid %d, %s); serve starts one only when none runs", info.PID, info.URL)
 	}
-	_, serveUI, err := m.uiPart(*ui, node, em, dir, log)
+	// The UI talks to the host the working directory (or the only one) names.
+	hostPath, err := m.hostRouter(dir, pipe.ClientOptions{}).Path()
+	if err != nil {
+		hostPath = m.pipePath(dir)
+	}
+	_, serveUI, err := m.uiPart(*ui, node, em, dir, hostPath, log)
 	if err != nil {
 		return err
 	}

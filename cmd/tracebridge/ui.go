@@ -39,7 +39,7 @@ func uiInfoPath(dir hub.DataDir) string { return filepath.Join(string(dir), "run
 // off) and the part that serves it until its context ends (nil for off).
 // The URL is printed to stderr and recorded in run/ui.json for
 // `tracebridge ui`, which the part removes when it stops.
-func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.DataDir, log *slog.Logger) (string, func(context.Context) error, error) {
+func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.DataDir, hostPath string, log *slog.Logger) (string, func(context.Context) error, error) {
 	if addr == "off" {
 		return "", nil, nil
 	}
@@ -55,7 +55,7 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 	if u, err := user.Current(); err == nil {
 		operator = "operator:" + u.Username
 	}
-	client := pipe.NewClient(pipe.ClientOptions{Path: m.pipePath(dir), Recorder: em, Logger: log, Timeout: 35 * time.Second})
+	client := pipe.NewClient(pipe.ClientOptions{Path: hostPath, Recorder: em, Logger: log, Timeout: 35 * time.Second})
 	srv, err := web.New(web.Options{Addr: l.Addr().String(), Log: node, Host: client, Rec: em, Version: Version,
 		Logger: log, Now: m.Now, Operator: operator})
 	if err != nil {

@@ -1,0 +1,107 @@
+package main
+
+//lint:file-ignore SA1019 editors still declare roots (deprecated in 2026-07-28, in its window); the bridge routes by them
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections/hub"
+)
+
+// startBridgeRoots is a bridge whose client declares roots (file:// URIs of
+// dirs), as an editor with a workspace open does.
+func startBridgeRoots(t *testing.T, data string, dirs []string, env ...string) *bridge {
+	t.Helper()
+	b := &bridge{stderr: &lockedBuffer{}, data: data}
+	cmd := exec.Command(tbBin, "--data", data, "mcp")
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
+	cmd.Stderr = b.stderr
+	client := sdk.NewClient(&sdk.Implementation{Name: "editor", Version: "1"}, nil)
+	for _, d := range dirs {
+		client.AddRoots(&sdk.Root{URI: "file://" + d, Name: filepath.Base(d)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, b.stderr)
+	}
+	b.session = s
+	t.Cleanup(func() { s.Close() })
+	return b
+}
+
+// Two projects open at once: a host per root on one data dir; each bridge
+// goes to the host whose root holds its client's roots (or the one
+// $TRACEBRIDGE_HOST names), operator commands to the one holding the
+// working directory, list_projects across both; a bridge that cannot tell
+// says which hosts run and what to set; a second host for a root is
+// refused.
+func TestSeveralWorkspaces(t *testing.T) {
+	long(t)
+	base := t.TempDir()
+	data := filepath.Join(base, "data")
+	ws := map[string]string{}
+	for _, name := range []string{"alpha", "beta"} {
+		dir := filepath.Join(base, name)
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/"+name+"\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, name+".go"), []byte("package "+name+"\n"), 0o644)
+		ws[name], _ = filepath.EvalSymlinks(dir)
+	}
+	start(t, tbBin, data, "up", "--root", ws["alpha"], "--ui", "off")
+	start(t, tbBin, data, "host", "--root", ws["beta"])
+	eventually(t, 15*time.Second, "two hosts listed", func() bool { return len(liveHosts(hub.DataDir(data))) == 2 })
+
+	focus := func(dir, spec string) {
+		cmd := exec.Command(tbBin, "--data", data, "focus", spec)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("focus %s in %s: %v\n%s", spec, dir, err, out)
+		}
+	}
+	focus(ws["alpha"], "alpha.go:1:1-1:8")
+	focus(ws["beta"], "beta.go:1:1-1:8")
+
+	for _, name := range []string{"alpha", "beta"} {
+		b := startBridgeRoots(t, data, []string{ws[name]})
+		res, _, code := b.call(t, "get_active_document", map[string]any{})
+		if code != "" || !strings.Contains(textOf(res), name+".go") {
+			t.Fatalf("a client with root %s: %s %s", name, code, textOf(res))
+		}
+		res, _, code = b.call(t, "list_projects", map[string]any{})
+		if code != "" || !strings.Contains(textOf(res), ws["alpha"]) || !strings.Contains(textOf(res), ws["beta"]) {
+			t.Fatalf("list_projects across both hosts: %s %s", code, textOf(res))
+		}
+		b.close(t)
+	}
+	lost := startBridgeRoots(t, data, nil)
+	res, _, code := lost.call(t, "get_active_document", map[string]any{})
+	if code != events.CodePipeUnavailable || !strings.Contains(textOf(res), "TRACEBRIDGE_HOST") || !strings.Contains(textOf(res), ws["beta"]) {
+		t.Fatalf("a bridge that cannot tell the hosts apart: %s %s", code, textOf(res))
+	}
+	lost.close(t)
+	var betaSock string
+	for _, h := range liveHosts(hub.DataDir(data)) {
+		if h.Root == ws["beta"] {
+			betaSock = h.Socket
+		}
+	}
+	pinned := startBridgeRoots(t, data, nil, "TRACEBRIDGE_HOST="+betaSock)
+	if res, _, code := pinned.call(t, "get_active_document", map[string]any{}); code != "" || !strings.Contains(textOf(res), "beta.go") {
+		t.Fatalf("TRACEBRIDGE_HOST: %s %s", code, textOf(res))
+	}
+	pinned.close(t)
+	out, err := exec.Command(tbBin, "--data", data, "host", "--root", ws["alpha"]).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "runs already") {
+		t.Fatalf("a second host for one root: %v\n%s", err, out)
+	}
+}
