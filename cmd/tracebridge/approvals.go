@@ -68,6 +68,16 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 }
 
 func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pending, id, decision, reason string) error {
+	id, err := resolveID(id, "approval", func() ([]string, error) {
+		var ids []string
+		for _, p := range pending {
+			ids = append(ids, p.ID)
+		}
+		return ids, nil
+	})
+	if err != nil {
+		return errors.New(err.Error() + " (see `tracebridge approvals list`)")
+	}
 	var p *executor.Pending
 	for i := range pending {
 		if pending[i].ID == id {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tracebridge/tracebridge/events"
 	"io"
 	"log/slog"
 	"os"
@@ -310,12 +309,3 @@ func runVersion(_ context.Context, m *Main, args []string) error {
 	return nil
 }
 
-// parseRequestID reads a request or session id as a person types it:
-// either case, with a message that says what an id looks like.
-func parseRequestID(s string) (events.ID, error) {
-	id, err := events.ParseID(strings.ToUpper(strings.TrimSpace(s)))
-	if err != nil {
-		return id, fmt.Errorf("%q is not a request id: ids are 26 characters (0-9, A-Z), as `tracebridge runs` lists them", s)
-	}
-	return id, nil
-}

@@ -110,8 +110,18 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 	}
 	slices.Reverse(list) // newest first
 	find := func(id string) (*host.Proposal, error) {
+		id, err := resolveID(id, "proposal", func() ([]string, error) {
+			var ids []string
+			for _, p := range list {
+				ids = append(ids, p.ID)
+			}
+			return ids, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%v (see `tracebridge proposals list`)", err)
+		}
 		for i := range list {
-			if strings.EqualFold(list[i].ID, id) {
+			if list[i].ID == id {
 				return &list[i], nil
 			}
 		}
@@ -151,10 +161,11 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 		}
 		return tw.Flush()
 	case rest[0] == "show" && len(rest) == 2:
-		if _, err := find(rest[1]); err != nil {
+		found, err := find(rest[1])
+		if err != nil {
 			return err
 		}
-		p, err := show(strings.ToUpper(rest[1]))
+		p, err := show(found.ID)
 		if err != nil {
 			return err
 		}

@@ -23,9 +23,9 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 1 {
 		return usageError{"want one REQUEST_ID"}
 	}
-	req, err := parseRequestID(fs.Arg(0))
+	req, err := m.requestID(ctx, fs.Arg(0))
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
 	switch *format {
 	case "text", "json", "mermaid", "md":

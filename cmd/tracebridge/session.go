@@ -140,9 +140,9 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	if *out == "" {
 		return usageError{"-o FILE is required"}
 	}
-	sid, err := parseRequestID(fs.Arg(0))
+	sid, err := m.sessionID(ctx, fs.Arg(0))
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
 	cfgText, err := m.configText(*cfgPath)
 	if err != nil {

@@ -34,8 +34,8 @@ func runTail(ctx context.Context, m *Main, args []string) error {
 	var req events.ID
 	if *request != "" {
 		var err error
-		if req, err = events.ParseID(*request); err != nil {
-			return usageError{fmt.Sprintf("--request %q is not a request id (26 characters, as `tracebridge runs` lists them)", *request)}
+		if req, err = m.requestID(ctx, *request); err != nil {
+			return usageError{"--request: " + err.Error()}
 		}
 	}
 	var cutoff time.Time
