@@ -308,4 +308,3 @@ func runVersion(_ context.Context, m *Main, args []string) error {
 	fmt.Fprintf(m.Stdout, "tracebridge %s%s %s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil
 }
-
