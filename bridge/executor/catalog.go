@@ -34,6 +34,10 @@ type Descriptor struct {
 	// Timeout bounds one run when [tools.<id>] timeout is not set. Zero:
 	// 30s.
 	Timeout time.Duration `json:"-"`
+	// Recorded tools keep their result on tool.completed (redacted), so a
+	// session re-drive can answer for a tool it must not run (a
+	// discovered tool is a process).
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // Call is what a tool's Run receives.

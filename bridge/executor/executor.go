@@ -127,6 +127,13 @@ type Invocation struct {
 	Progress func(progress, total float64, message string)
 }
 
+// Attributes of a Recorded tool's tool.completed: its result and its
+// descriptor, as JSON.
+const (
+	AttrResult     = "result"
+	AttrDescriptor = "descriptor"
+)
+
 // Result is what a call came to. Code is empty on success.
 type Result struct {
 	OperationID events.ID
@@ -433,6 +440,11 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 	if res.OK() {
 		b, _ := json.Marshal(res.Value)
 		c.env.Result = summarize(c.x.redact("result", string(b)))
+		if c.tool.Recorded {
+			attrs[AttrResult] = string(b) // the emitter redacts it
+			d, _ := json.Marshal(&c.tool.Descriptor)
+			attrs[AttrDescriptor] = string(d)
+		}
 	} else {
 		attrs["error"] = res.Message
 		c.env.Result = res.Message

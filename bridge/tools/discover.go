@@ -143,7 +143,7 @@ func parseManifest(path string, b []byte) (*executor.Tool, error) {
 	}
 	return &executor.Tool{
 		Descriptor: executor.Descriptor{ID: m.ID, Description: m.Description, Category: m.Category, Source: path,
-			Capabilities: caps, SideEffects: side, Approval: m.Approval, Secrets: m.Secrets},
+			Capabilities: caps, SideEffects: side, Approval: m.Approval, Secrets: m.Secrets, Recorded: true},
 		InputSchema: m.InputSchema,
 		Run:         runCommand(cmd, dir),
 	}, nil

@@ -41,6 +41,8 @@ type bridgeParts struct {
 	// Dial connects the gateway's upstreams (a re-drive: the recording);
 	// nil: they are started or dialed as configured.
 	Dial func(ctx context.Context, server string) (sdk.Transport, error)
+	// Extra tools join the catalog (a re-drive's recorded stand-ins).
+	Extra []*executor.Tool
 }
 
 // closer adapts a pipe.Client (whose Close returns an error) to the
@@ -67,7 +69,7 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 	} else {
 		hostClient = closer{pipe.NewClient(copts)}
 	}
-	catalog, err := m.catalog(p.Config, p.Emitter, hostClient, p.Node)
+	catalog, err := m.catalog(p.Config, p.Emitter, hostClient, p.Node, p.Extra...)
 	if err != nil {
 		hostClient.Close()
 		return nil, nil, nil, err

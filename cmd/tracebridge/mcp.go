@@ -159,8 +159,9 @@ func runToken(_ context.Context, m *Main, args []string) error {
 // catalog is every tool this bridge serves: the built-in ones (the
 // workspace tools forwarded to the host over the pipe), the test
 // tools of a tb_testtools build, and discovered ones when configured.
-func (m *Main) catalog(cfg *config.Config, em *events.Emitter, host tools.HostCaller, log tools.TraceLog) (*executor.Catalog, error) {
+func (m *Main) catalog(cfg *config.Config, em *events.Emitter, host tools.HostCaller, log tools.TraceLog, extra ...*executor.Tool) (*executor.Catalog, error) {
 	all := append([]*executor.Tool{tools.Regex(), tools.BM25()}, tools.Workspace(host)...)
+	all = append(all, extra...)
 	all = append(all, tools.Trace(log)...)
 	all = append(all, testTools()...)
 	if cfg != nil && len(cfg.Discovery.Dirs) > 0 {

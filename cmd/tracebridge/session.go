@@ -395,7 +395,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
 	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath,
 		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: "session-replay",
-		Dial: env.Upstreams})
+		Dial: env.Upstreams, Extra: env.Tools})
 	if err != nil {
 		return err
 	}

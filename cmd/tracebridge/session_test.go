@@ -179,6 +179,12 @@ func sessionScenarios() []sessionScenario {
 				t.Fatalf("read_text_file: %s %s", code, textOf(res))
 			}
 		}},
+		{name: "discovered-tool", config: "[discovery]\ndirs = [\"$TOOLS\"]\n[policy]\ngrant = [\"text.search\", \"process.run\"]\n", drive: func(t *testing.T, r *recording) {
+			// A re-drive runs no process: it answers with the recorded result.
+			if res, _, code := r.b.call(t, "byte_count", map[string]any{"text": "abc"}); code != "" || !strings.Contains(textOf(res), `"bytes":14`) {
+				t.Fatalf("byte_count: %s %s", code, textOf(res))
+			}
+		}},
 		{name: "host-missing", drive: func(t *testing.T, r *recording) {
 			if _, _, code := r.b.call(t, "get_selection", map[string]any{}); code != events.CodePipeUnavailable {
 				t.Fatalf("get_selection: %s", code)
@@ -220,8 +226,14 @@ func TestRecordedSessions(t *testing.T) {
 				})
 			}
 			cfg := filepath.Join(base, "tracebridge.toml")
+			// A discovered tool for the scenario that configures discovery.
+			tools := filepath.Join(base, "tools")
+			os.MkdirAll(tools, 0o755)
+			os.WriteFile(filepath.Join(tools, "wc.sh"), []byte("#!/bin/sh\nprintf '{\"bytes\":%s}' \"$(wc -c | tr -d ' ')\"\n"), 0o755)
+			os.WriteFile(filepath.Join(tools, "wc.tool.json"), []byte(`{"id":"byte_count","description":"counts the bytes of its arguments",
+				"command":["./wc.sh"],"inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},"sideEffects":false,"approval":"never"}`), 0o644)
 			fsjs, _ := filepath.Abs(filepath.Join("testdata", "upstreams", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
-			os.WriteFile(cfg, []byte(strings.NewReplacer("$WS", r.ws, "$FSJS", fsjs).Replace(sc.config)), 0o600)
+			os.WriteFile(cfg, []byte(strings.NewReplacer("$WS", r.ws, "$FSJS", fsjs, "$TOOLS", tools).Replace(sc.config)), 0o600)
 			r.b = startBridge(t, tbBin, r.data, "2025-06-18", append([]string{"TRACEBRIDGE_CONFIG=" + cfg, "TRACEBRIDGE_TEST_UNSET_KEY="}, sc.env...)...)
 			sc.drive(t, r)
 			r.b.close(t)
@@ -269,7 +281,8 @@ func toolOfLastCall(name string) string {
 		"proposal-drift": "propose_text_edit", "policy-denied": "regex_text_search", "approval-timeout": "regex_text_search",
 		"secret-unresolved": "regex_text_search", "host-missing": "get_selection", "review-modes": "present_review",
 		"approval-approved": "regex_text_search", "secret-redacted": "regex_text_search", "approval-denied": "regex_text_search", "trace-tools": "trace_diagram",
-		"upstream-everything": "everything__get-sum", "upstream-filesystem": "fs__read_text_file"}[name]
+		"upstream-everything": "everything__get-sum", "upstream-filesystem": "fs__read_text_file",
+		"discovered-tool": "byte_count"}[name]
 }
 
 // TestCommittedArtifactsAreCurrent regenerates the triads of every recorded

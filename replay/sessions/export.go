@@ -152,6 +152,19 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 					lead.Decisions = append(lead.Decisions, Decision{Decision: e.Attrs[events.AttrDecision], By: by, Reason: e.Attrs[events.AttrReason]})
 				}
 			}
+		case events.KindToolCompleted:
+			res, desc := e.Attrs["result"], e.Attrs["descriptor"]
+			if res == "" {
+				continue // not a recorded tool
+			}
+			if !json.Valid([]byte(res)) || !json.Valid([]byte(desc)) || strings.Contains(res, "[TRUNCATED") {
+				return nil, fmt.Errorf("request %s (seq %d): the tool's result was cut in the log (over 4 KiB), so it cannot be replayed", e.RequestID, e.Seq)
+			}
+			if s.Header.Tools == nil {
+				s.Header.Tools = map[string]json.RawMessage{}
+			}
+			s.Header.Tools[e.Attrs["tool"]] = json.RawMessage(desc)
+			hosts = append(hosts, Step{Step: StepTool, Command: e.Attrs["tool"], Result: json.RawMessage(res)})
 		case events.KindUpstreamResponse:
 			req, ans := e.Attrs["request"], e.Attrs["answer"]
 			if !json.Valid([]byte(req)) || !json.Valid([]byte(ans)) || strings.Contains(ans, "[TRUNCATED") {

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/projections"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -20,8 +18,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
 )
 
@@ -52,6 +52,9 @@ type BridgeEnv struct {
 	// Upstreams dials the recorded upstream servers: the bridge's gateway
 	// must use it instead of starting or dialing anything.
 	Upstreams func(ctx context.Context, server string) (sdk.Transport, error)
+	// Tools are stand-ins for the recorded tools (discovered ones) the
+	// bridge must serve instead of running them.
+	Tools []*executor.Tool
 }
 
 // Log is the re-drive's own, fresh event log (a hub on a temporary data
@@ -167,7 +170,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	go func() {
 		served <- opts.Bridge(bctx, BridgeEnv{Emitter: em, Config: cfg, PipePath: opts.PipePath,
 			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger, Getenv: secrets.Getenv, ReadFile: secrets.ReadFile, After: secrets.After,
-			Upstreams: upstreams.Dial})
+			Upstreams: upstreams.Dial, Tools: RecordedTools(s)})
 		outW.Close()
 	}()
 	answers := readAnswers(outR)

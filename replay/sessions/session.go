@@ -27,6 +27,7 @@ const (
 	StepHost     = "host"     // an answer the host gave over the pipe
 	StepOperator = "operator" // a pipe command an operator sent (a proposal decision)
 	StepUpstream = "upstream" // an answer an upstream MCP server gave to a tools/call
+	StepTool     = "tool"     // the result a recorded tool (a discovered one) gave
 )
 
 // Session is a recorded session: everything needed to re-drive it and the
@@ -53,6 +54,9 @@ type SessionHeader struct {
 	// Upstreams are the tool descriptors of each upstream server the
 	// session used, as pinned: a re-drive serves them from the recording.
 	Upstreams map[string][]json.RawMessage `json:"upstreams,omitempty"`
+	// Tools are the descriptors of the recorded tools the session called
+	// (discovered tools), by id: a re-drive answers for them.
+	Tools map[string]json.RawMessage `json:"tools,omitempty"`
 	Steps     int                          `json:"steps"`
 }
 
@@ -221,12 +225,16 @@ func (st *Step) check() error {
 		if st.Command == "" {
 			return errors.New("operator step without a command")
 		}
+	case StepTool:
+		if st.Command == "" || !json.Valid(st.Result) {
+			return errors.New("tool step needs a tool (command) and a JSON result")
+		}
 	case StepUpstream:
 		if st.Server == "" || st.Command == "" || !json.Valid(st.Result) || len(st.Params) > 0 && !json.Valid(st.Params) {
 			return errors.New("upstream step needs a server, a tool (command), JSON params and a JSON result")
 		}
 	default:
-		return fmt.Errorf("unknown step %q (want client, notify, host, operator or upstream)", st.Step)
+		return fmt.Errorf("unknown step %q (want client, notify, host, operator, upstream or tool)", st.Step)
 	}
 	return nil
 }

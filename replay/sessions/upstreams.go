@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/executor"
 )
 
 // RecordedUpstreams stands in for the session's upstream MCP servers: each
@@ -128,4 +130,37 @@ func sameJSON(a, b json.RawMessage) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return bytes.Equal(xb, yb)
+}
+
+// RecordedTools stands in for the recorded tools (discovered ones) the
+// session called: each answers with its next recorded result, in order.
+// Nothing runs.
+func RecordedTools(s *Session) []*executor.Tool {
+	var mu sync.Mutex
+	queue := map[string][]json.RawMessage{}
+	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Step == StepTool {
+			queue[st.Command] = append(queue[st.Command], st.Result)
+		}
+	}
+	var out []*executor.Tool
+	for id, raw := range s.Header.Tools {
+		var d executor.Descriptor
+		if json.Unmarshal(raw, &d) != nil || d.ID != id {
+			continue
+		}
+		d.Recorded = true
+		out = append(out, &executor.Tool{Descriptor: d, InputSchema: &jsonschema.Schema{Type: "object"},
+			Run: func(context.Context, executor.Call) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if len(queue[id]) == 0 {
+					return nil, fmt.Errorf("the recording has no more results of %s", id)
+				}
+				r := queue[id][0]
+				queue[id] = queue[id][1:]
+				return r, nil
+			}})
+	}
+	return out
 }
