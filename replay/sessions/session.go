@@ -57,7 +57,7 @@ type SessionHeader struct {
 	// Tools are the descriptors of the recorded tools the session called
 	// (discovered tools), by id: a re-drive answers for them.
 	Tools map[string]json.RawMessage `json:"tools,omitempty"`
-	Steps     int                          `json:"steps"`
+	Steps int                        `json:"steps"`
 }
 
 // Step is one line after the header.
