@@ -68,6 +68,9 @@ func Judge(req events.ID, evs []events.Event) Run {
 // bridge's tool.started that caused it. One machine's clock orders them as
 // they happened; equal times (a re-drive's standing clock) keep seq order.
 // The judgement itself folds in seq order, as the runs projection does.
+// Then the pipe's own causality holds whatever the clocks say (a clock
+// step, a re-drive's standing clock): the host's events of an operation
+// come after the pipe.request.sent that carried it.
 func Causal(evs []events.Event) []events.Event {
 	out := slices.Clone(evs)
 	slices.SortStableFunc(out, func(a, b events.Event) int {
@@ -76,5 +79,29 @@ func Causal(evs []events.Event) []events.Event {
 		}
 		return cmp.Compare(a.Seq, b.Seq)
 	})
-	return out
+	sentAt := map[events.ID]int{}
+	for i := range out {
+		if out[i].Kind == events.KindPipeRequestSent && !out[i].OperationID.IsZero() {
+			if _, seen := sentAt[out[i].OperationID]; !seen {
+				sentAt[out[i].OperationID] = i
+			}
+		}
+	}
+	if len(sentAt) == 0 {
+		return out
+	}
+	ordered := make([]events.Event, 0, len(out))
+	held := map[events.ID][]events.Event{}
+	for i, e := range out {
+		if at, ok := sentAt[e.OperationID]; ok && e.Boundary == events.BoundaryHost && at > i {
+			held[e.OperationID] = append(held[e.OperationID], e) // the host answered before the request was sent, by the clock
+			continue
+		}
+		ordered = append(ordered, e)
+		if e.Kind == events.KindPipeRequestSent {
+			ordered = append(ordered, held[e.OperationID]...)
+			delete(held, e.OperationID)
+		}
+	}
+	return ordered
 }

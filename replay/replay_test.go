@@ -95,3 +95,27 @@ func TestEventsReadInTheOrderTheyHappened(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 }
+
+// The pipe's causality holds whatever the clocks say: a host event of an
+// operation is read after the pipe.request.sent that carried it, even when
+// the clock says otherwise (a step, a re-drive's standing clock); other
+// events keep their places.
+func TestHostEventsFollowTheirRequest(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	op := events.NewID()
+	evs := []events.Event{
+		{Seq: 1, Time: t0, Kind: events.KindMCPRequestReceived, Boundary: events.BoundaryMCP},
+		{Seq: 2, Time: t0, Kind: events.KindHostReceived, Boundary: events.BoundaryHost, OperationID: op},
+		{Seq: 3, Time: t0, Kind: events.KindHostResponseSent, Boundary: events.BoundaryHost, OperationID: op},
+		{Seq: 4, Time: t0, Kind: events.KindToolStarted, Boundary: events.BoundaryTool},
+		{Seq: 5, Time: t0, Kind: events.KindPipeRequestSent, Boundary: events.BoundaryPipe, OperationID: op},
+		{Seq: 6, Time: t0, Kind: events.KindPipeResponseReceived, Boundary: events.BoundaryPipe, OperationID: op},
+	}
+	var got []uint64
+	for _, e := range Causal(evs) {
+		got = append(got, e.Seq)
+	}
+	if want := []uint64{1, 4, 5, 2, 3, 6}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}
