@@ -21,9 +21,18 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	limit := fs.Int("limit", 20, "at most `N` runs, newest first (0: all)")
 	kind := fs.String("kind", "mcp", "`KIND` of runs: mcp (AI clients' requests), other (operator actions, UI views, load), or all")
 	fs.IntVar(limit, "n", 20, "the same as --limit (as tail -n)")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	if err := m.parse(fs, "runs [--status ok|failed|denied|incomplete] [--tool T] [--session S] [--limit N] [--json]\n\nLists recorded runs (one per request id), newest first, from the runs\nprojection: method, tool, status, duration, event count and, for runs that\ndid not succeed, the verdict's code and boundary. `tracebridge replay ID`\nexplains one.", args); err != nil {
+	asJSON := fs.Bool("json", false, "print one JSON object per line (the same as --format json)")
+	format := fs.String("format", "table", "`FORMAT`: table, json (one object per line) or junit (a JUnit XML report: a test case per run, failing with its verdict)")
+	if err := m.parse(fs, "runs [--status ok|failed|denied|incomplete] [--tool T] [--session S] [--limit N] [--format table|json|junit]\n\nLists recorded runs (one per request id), newest first, from the runs\nprojection: method, tool, status, duration, event count and, for runs that\ndid not succeed, the verdict's code and boundary. `tracebridge replay ID`\nexplains one. --format junit reports a session's runs to CI: each run a test\ncase, the ones that did not succeed failing with their code, boundary, message\nand action (`runs --session SID --format junit > report.xml`).", args); err != nil {
 		return err
+	}
+	switch *format {
+	case "table", "json", "junit":
+	default:
+		return usageError{fmt.Sprintf("--format %q: want table, json or junit", *format)}
+	}
+	if *asJSON {
+		*format = "json"
 	}
 	if fs.NArg() != 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
@@ -63,13 +72,42 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	switch *format {
+	case "json":
 		for _, r := range rows {
 			fmt.Fprintf(m.Stdout, "%s\n", r)
 		}
 		return nil
+	case "junit":
+		return runsReport(rows, *session).write(m.Stdout)
 	}
 	return writeRuns(m.Stdout, rows)
+}
+
+// runsReport is runs as a JUnit report: one suite (the session's, when one
+// was asked for), a case per run in the order they started, failing when
+// the run did not succeed.
+func runsReport(rows []json.RawMessage, session string) *junitSuites {
+	name := "runs"
+	if session != "" {
+		name = "session " + strings.ToUpper(session)
+	}
+	suite := junitSuite{Name: name}
+	for i := len(rows) - 1; i >= 0; i-- { // oldest first
+		var s replay.Summary
+		if json.Unmarshal(rows[i], &s) != nil {
+			continue
+		}
+		c := junitCase{Name: strings.TrimSpace(orDash(s.Method) + " " + s.Tool + " " + s.RequestID.String()), Classname: "tracebridge." + orDash(s.Method),
+			Time: s.DurationMs / 1000}
+		if s.Status != replay.StatusOK {
+			v := s.Verdict
+			c.Failure = &junitProblem{Message: fmt.Sprintf("%s: %s at %s", s.Status, orDash(string(v.Code)), v.Boundary), Type: orDash(string(v.Code)),
+				Text: fmt.Sprintf("%s\naction: %s\nreplay: tracebridge replay %s", v.Message, v.Action, s.RequestID)}
+		}
+		suite.add(c)
+	}
+	return &junitSuites{Name: "tracebridge runs", Suites: []junitSuite{suite}}
 }
 
 // writeRuns prints rows of the runs view as a table a person reads.

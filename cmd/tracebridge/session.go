@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
@@ -23,7 +24,7 @@ import (
 
 const sessionUsage = `session list [--limit N] [--json]
        tracebridge session export SESSION_ID -o FILE.jsonl|- [--config FILE] [--name NAME]
-       tracebridge session replay FILE... [--update] [--artifacts ROOT]
+       tracebridge session replay FILE... [--update] [--artifacts ROOT] [--junit FILE]
 
 list shows the MCP sessions of the data dir, newest first: the id to export,
 the client, when it started and ended, and how many requests it made.
@@ -39,7 +40,8 @@ answers, and ids and the clock are deterministic. It compares the new
 crossings with the recorded ones (kind, boundary, participants, outcome,
 code) and on drift prints which step and event differ and exits 1.
 --update accepts the new behaviour into the files; --artifacts ROOT writes a
-triad per request. Proposal, review and operator events come from the
+triad per request; --junit FILE writes a JUnit report for CI (a test case per
+session and per drifting step, the diff as the failure text). Proposal, review and operator events come from the
 host's and operators' own state machines, which a re-drive answers from the
 recording; they are outside the comparison (metadata: scopeExclusions).
 
@@ -295,6 +297,7 @@ func runSessionReplay(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("session replay")
 	update := fs.Bool("update", false, "accept the new behaviour: rewrite each file's recorded crossings")
 	artifacts := fs.String("artifacts", "", "write a triad per request under `ROOT` (artifacts/logs, docs/diagrams)")
+	junit := fs.String("junit", "", "write a JUnit XML report to `FILE` (- for stdout): a test case per session and per drifting step")
 	if err := m.parse(fs, sessionUsage, args); err != nil {
 		return err
 	}
@@ -302,12 +305,29 @@ func runSessionReplay(ctx context.Context, m *Main, args []string) error {
 		return usageError{"want one or more session files"}
 	}
 	drifted := 0
+	report := &junitSuites{Name: "tracebridge session replay"}
 	for _, path := range fs.Args() {
-		n, err := m.replaySessionFile(ctx, path, *update, *artifacts)
+		t0 := time.Now()
+		res, err := m.replaySessionFile(ctx, path, *update, *artifacts)
+		if *junit != "" {
+			report.Suites = append(report.Suites, sessionSuite(path, res, err, time.Since(t0)))
+		}
 		if err != nil {
+			if *junit != "" { // the report says which file could not be re-driven; the others still run
+				fmt.Fprintf(m.Stderr, "%s: %v\n", path, err)
+				drifted++
+				continue
+			}
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		drifted += n
+		if len(res.drift) > 0 {
+			drifted++
+		}
+	}
+	if *junit != "" {
+		if err := m.writeReport(*junit, report); err != nil {
+			return err
+		}
 	}
 	if drifted > 0 {
 		fmt.Fprintf(m.Stdout, "\n%d session(s) drifted from their recording; if the new behaviour is right, run again with --update\n", drifted)
@@ -316,25 +336,33 @@ func runSessionReplay(ctx context.Context, m *Main, args []string) error {
 	return nil
 }
 
-// replaySessionFile re-drives one file and returns 1 when it drifted.
-func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, artifacts string) (int, error) {
+// replayed is what one file's re-drive came to: its name, its runs' labels
+// and the drift (none when the update accepted it).
+type replayed struct {
+	name   string
+	labels []string
+	drift  []sessions.Drift
+}
+
+// replaySessionFile re-drives one file.
+func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, artifacts string) (replayed, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return replayed{}, err
 	}
 	s, err := sessions.DecodeSession(f)
 	f.Close()
 	if err != nil {
-		return 0, err
+		return replayed{}, err
 	}
 	tmp, err := os.MkdirTemp("", "tb-session-")
 	if err != nil {
-		return 0, err
+		return replayed{}, err
 	}
 	defer os.RemoveAll(tmp)
 	dir := hub.DataDir(filepath.Join(tmp, "d"))
 	if err := dir.Ensure(); err != nil {
-		return 0, err
+		return replayed{}, err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if m.logLevel != "" || m.Getenv("TRACEBRIDGE_LOG") != "" {
@@ -342,15 +370,19 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	}
 	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: log, Now: sessions.Clock(s), Name: "session-replay"})
 	if err != nil {
-		return 0, err
+		return replayed{}, err
 	}
 	defer node.Close()
 	res, err := sessions.Redrive(ctx, s, sessions.RedriveOptions{Log: node, PipePath: defaultPipePath(dir), Logger: log,
 		Bridge: func(ctx context.Context, env sessions.BridgeEnv) error { return m.sessionBridge(ctx, env, node) }})
 	if err != nil {
-		return 0, err
+		return replayed{}, err
 	}
 	name := s.Header.Name
+	out := replayed{name: name}
+	for k := range res.Runs {
+		out.labels = append(out.labels, fmt.Sprintf("run %02d (%s)", k+1, s.Steps[res.Steps[k]].Label()))
+	}
 	if artifacts != "" {
 		scrub := strings.NewReplacer(tmp, "$TMP")
 		for k, run := range res.Runs {
@@ -360,13 +392,13 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 				Slug: sessions.Slug(name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
 				Source: "artifacts/sessions/" + filepath.Base(path), Scrub: scrub.Replace})
 			if err != nil {
-				return 0, err
+				return replayed{}, err
 			}
 		}
 	}
 	if len(res.Drift) == 0 {
 		fmt.Fprintf(m.Stdout, "%s: %d steps, %d runs re-driven, no drift\n", name, len(s.Steps), len(res.Runs))
-		return 0, nil
+		return out, nil
 	}
 	if update {
 		for k, run := range res.Runs {
@@ -374,19 +406,75 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 		}
 		var buf bytes.Buffer
 		if err := s.Encode(&buf); err != nil {
-			return 0, err
+			return replayed{}, err
 		}
 		if err := store.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
-			return 0, err
+			return replayed{}, err
 		}
 		fmt.Fprintf(m.Stdout, "%s: %d difference(s) accepted into %s\n", name, len(res.Drift), path)
-		return 0, nil
+		return out, nil
 	}
 	fmt.Fprintf(m.Stdout, "%s: DRIFT\n", name)
 	for _, d := range res.Drift {
 		fmt.Fprintf(m.Stdout, "  %s\n", d)
 	}
-	return 1, nil
+	out.drift = res.Drift
+	return out, nil
+}
+
+// sessionSuite is one file's re-drive as a JUnit test suite: the session
+// as a case (failing on any drift), each re-driven run as a case (failing
+// with its drift), and each upstream request that drifted.
+func sessionSuite(path string, res replayed, err error, took time.Duration) junitSuite {
+	name := res.name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	suite := junitSuite{Name: name, Time: took.Seconds()}
+	class := "session." + name
+	if err != nil {
+		suite.add(junitCase{Name: name, Classname: class, Error: &junitProblem{Message: "the session could not be re-driven", Type: "Error", Text: err.Error()}})
+		return suite
+	}
+	whole := junitCase{Name: name, Classname: class, Time: took.Seconds()}
+	if len(res.drift) > 0 {
+		var all []string
+		for _, d := range res.drift {
+			all = append(all, d.String())
+		}
+		whole.Failure = &junitProblem{Message: fmt.Sprintf("%d difference(s) from the recording", len(res.drift)), Type: "Drift", Text: strings.Join(all, "\n")}
+	}
+	suite.add(whole)
+	for k, label := range res.labels {
+		c := junitCase{Name: label, Classname: class}
+		for _, d := range res.drift {
+			if d.Run == k+1 {
+				if c.Failure == nil {
+					c.Failure = &junitProblem{Message: "drift", Type: "Drift"}
+				}
+				c.Failure.Text += d.String() + "\n"
+			}
+		}
+		suite.add(c)
+	}
+	for _, d := range res.drift {
+		if d.Run == 0 { // an upstream request the bridge would send differently
+			suite.add(junitCase{Name: d.Label, Classname: class, Failure: &junitProblem{Message: "drift", Type: "Drift", Text: d.String()}})
+		}
+	}
+	return suite
+}
+
+// writeReport writes a JUnit report to path ("-": stdout).
+func (m *Main) writeReport(path string, r *junitSuites) error {
+	if path == "-" {
+		return r.write(m.Stdout)
+	}
+	var buf bytes.Buffer
+	if err := r.write(&buf); err != nil {
+		return err
+	}
+	return store.WriteFileAtomic(path, buf.Bytes(), 0o644)
 }
 
 // sessionBridge is the bridge `tracebridge mcp` runs, on a re-drive's
