@@ -13,6 +13,7 @@ var subcommands = map[string][]string{
 	"approvals":  {"list", "approve", "deny"},
 	"tools":      {"list", "diff", "accept"},
 	"servers":    {"import"},
+	"export":     {"audit"},
 	"session":    {"list", "export", "replay"},
 	"config":     {"check"},
 	"checkpoint": {"export"},

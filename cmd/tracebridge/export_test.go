@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// export audit writes one line per audit envelope, each valid against the
+// documented schema, in seq order, covered by a signed checkpoint, with no
+// secret; --since resumes; --follow streams new ones.
+func TestExportAudit(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "audit-export.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatalf("the schema does not resolve: %v", err)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	const canary = "siem-canary-0123456789abcdef"
+	cfg := writeConfig(t, "[secrets.K]\nenv = \"TB_SIEM_KEY\"\n[tools.regex_text_search]\nsecrets = [\"K\"]\n[policy]\ndeny = [\"bm25_text_search\"]\n")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg, "TB_SIEM_KEY="+canary)
+	b.call(t, "regex_text_search", map[string]any{"query": canary, "text": "x"})
+	b.call(t, "bm25_text_search", map[string]any{"query": "x", "entries": []map[string]string{{"id": "a", "text": "x"}}})
+	b.close(t)
+
+	export := func(args ...string) []map[string]any {
+		t.Helper()
+		out, err := exec.Command(tbBin, append([]string{"--data", data, "export", "audit"}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("export audit %v: %v", args, err)
+		}
+		if strings.Contains(string(out), canary) {
+			t.Fatal("the export holds the secret")
+		}
+		var lines []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l == "" {
+				continue
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, l)
+			}
+			if err := resolved.Validate(v); err != nil {
+				t.Fatalf("a line does not fit docs/audit-export.schema.json: %v\n%s", err, l)
+			}
+			lines = append(lines, v)
+		}
+		return lines
+	}
+	lines := export()
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want one per call", len(lines))
+	}
+	var codes []string
+	last := 0.0
+	for _, l := range lines {
+		seq := l["seq"].(float64)
+		cp := l["checkpoint"].(map[string]any)
+		if seq <= last || cp["seq"].(float64) < seq {
+			t.Fatalf("seq %v after %v, checkpoint %v", seq, last, cp["seq"])
+		}
+		last = seq
+		var signed store.Checkpoint
+		b, _ := json.Marshal(cp)
+		if err := json.Unmarshal(b, &signed); err != nil || signed.CheckSignature(nil) != nil {
+			t.Fatalf("the covering checkpoint does not verify: %v %v", err, signed.CheckSignature(nil))
+		}
+		if c, ok := l["code"].(string); ok {
+			codes = append(codes, c)
+		}
+	}
+	if strings.Join(codes, ",") != string(events.CodePolicyDenied) {
+		t.Fatalf("codes %v", codes)
+	}
+	if more := export("--since", fmt.Sprint(int64(lines[1]["seq"].(float64)))); len(more) != 0 {
+		t.Fatalf("--since the last seq: %d lines", len(more))
+	}
+
+	// --follow: a new call's envelope arrives without restarting the export.
+	outFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	follow := exec.Command(tbBin, "--data", data, "export", "audit", "--follow", "-o", outFile)
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { follow.Process.Kill(); follow.Wait() })
+	b = startBridge(t, tbBin, data, "2025-06-18", cfg, "TB_SIEM_KEY="+canary)
+	b.call(t, "regex_text_search", map[string]any{"query": "later", "text": "later"})
+	b.close(t)
+	eventually(t, 10*time.Second, "the followed export has three lines", func() bool {
+		f, err := os.Open(outFile)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		n := 0
+		for sc := bufio.NewScanner(f); sc.Scan(); n++ {
+		}
+		return n == 3
+	})
+}
