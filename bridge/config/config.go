@@ -30,6 +30,7 @@ type Config struct {
 	Discovery Discovery             `toml:"discovery"`
 	Pipe      Pipe                  `toml:"pipe"`
 	Servers   map[string]Server     `toml:"servers"`
+	OTLP      OTLP                  `toml:"otlp"`
 
 	// Path is the file read, "" for defaults.
 	Path string `toml:"-"`
@@ -280,6 +281,7 @@ func (c *Config) validate(lines map[string]int) []Problem {
 		}
 	}
 	c.validateServers(bad)
+	c.validateOTLP(bad)
 	for _, name := range sortedKeys(c.Secrets) {
 		s := c.Secrets[name]
 		if (s.Env == "") == (s.File == "") {

@@ -13,7 +13,7 @@ var subcommands = map[string][]string{
 	"approvals":  {"list", "approve", "deny"},
 	"tools":      {"list", "diff", "accept"},
 	"servers":    {"import"},
-	"export":     {"audit"},
+	"export":     {"audit", "otlp"},
 	"session":    {"list", "export", "replay"},
 	"config":     {"check"},
 	"checkpoint": {"export"},

@@ -66,6 +66,14 @@ The file:
   # capability = "upstream.github"   # what its calls need (the default; granted
                                      # by configuring the server)
 
+  [otlp]                 # runs as OpenTelemetry traces, sent by the hub (serve, up)
+  endpoint = "http://127.0.0.1:4318"   # OTLP/HTTP; grpc: host:port
+  protocol = "http/protobuf"           # or grpc
+  # headers = { Authorization = "Bearer ${secret:OTLP}" }
+  # insecure = true      # plain-text gRPC
+  # resource = { "deployment.environment" = "dev" }
+  # content = false      # true: also the redacted arguments and results
+
 Capabilities: text.search, trace.read, workspace.read, workspace.write, process.run
 (discovered tools always need process.run), upstream.NAME per configured server.`
 

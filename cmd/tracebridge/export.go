@@ -16,6 +16,7 @@ import (
 )
 
 const exportHelp = `export audit [--format jsonl] [--since SEQ|TIME] [--follow] [-o FILE]
+       tracebridge export otlp [--since SEQ|TIME]   (see export otlp --help)
 
 Writes the audit envelopes of the log for a SIEM: one JSON object per line,
 in seq order, each with the event's seq, id, time and chain hash, its request
@@ -49,6 +50,9 @@ type auditLine struct {
 }
 
 func runExport(ctx context.Context, m *Main, args []string) error {
+	if len(args) > 0 && args[0] == "otlp" {
+		return runExportOTLP(ctx, m, args[1:])
+	}
 	fs := m.flags("export")
 	format := fs.String("format", "jsonl", "`FORMAT` of the lines: jsonl")
 	since := fs.String("since", "", "start after this `SEQ`, or at this TIME (RFC 3339, or a duration ago such as 24h)")
@@ -59,7 +63,7 @@ func runExport(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 || fs.Arg(0) != "audit" {
-		return usageError{"want: export audit [--since SEQ|TIME] [--follow]"}
+		return usageError{"want: export audit [--since SEQ|TIME] [--follow], or export otlp [--since SEQ|TIME]"}
 	}
 	if *format != "jsonl" {
 		return usageError{fmt.Sprintf("--format %q: want jsonl", *format)}

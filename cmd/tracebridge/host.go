@@ -130,6 +130,11 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	if ready != nil {
 		g.addContext(ctx, "ready", func(ctx context.Context) error { ready(url); <-ctx.Done(); return nil })
 	}
+	if name == "up" && node.IsHub() { // the one long-lived process an operator runs: it exports
+		if err := m.addOTLPExporter(ctx, &g, dir, node, log); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), hostPath, role)
 	return g.run()
 }

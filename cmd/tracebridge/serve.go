@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/web"
 )
 
@@ -46,6 +46,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	g.addContext(ctx, "signals", untilInterrupted)
 	if serveUI != nil {
 		g.addContext(ctx, "ui", serveUI)
+	}
+	if err := m.addOTLPExporter(ctx, &g, dir, node, log); err != nil {
+		return err
 	}
 	fmt.Fprintf(m.Stderr, "tracebridge hub: data %s, bus %s, pid %d. Ctrl-C stops it.\n", dir, info.URL, info.PID)
 	err = g.run()

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/projections/otlp"
+)
+
+// otlpState is where the exporter keeps its checkpoint.
+func otlpState(dir hub.DataDir) string { return filepath.Join(string(dir), "export", "otlp.json") }
+
+// spanExporter is the official OTLP exporter [otlp] asks for.
+func (m *Main) spanExporter(ctx context.Context, c *config.Config) (sdktrace.SpanExporter, error) {
+	headers := map[string]string{}
+	for k, v := range c.OTLP.Headers {
+		headers[k] = config.ExpandSecrets(v, func(name string) string { return m.secretValue(c, name) })
+	}
+	if c.OTLP.Protocol == "grpc" {
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(c.OTLP.Endpoint), otlptracegrpc.WithHeaders(headers),
+			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false})}
+		if c.OTLP.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		return otlptracegrpc.New(ctx, opts...)
+	}
+	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/traces"),
+		otlptracehttp.WithHeaders(headers), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+}
+
+// secretValue resolves one secret reference of c here (env or file), ""
+// when it cannot.
+func (m *Main) secretValue(c *config.Config, name string) string {
+	ref, ok := c.Secrets[name]
+	switch {
+	case !ok:
+		return ""
+	case ref.Env != "":
+		return m.Getenv(ref.Env)
+	}
+	b, err := os.ReadFile(ref.File)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimRight(string(b), "\r\n")
+}
+
+// otlpResource names the exported spans' service.
+func otlpResource(c *config.Config) *resource.Resource {
+	attrs := []attribute.KeyValue{attribute.String("service.name", "tracebridge"), attribute.String("service.version", Version)}
+	for k, v := range c.OTLP.Resource {
+		attrs = append(attrs, attribute.String(k, v))
+	}
+	return resource.NewSchemaless(attrs...)
+}
+
+// addOTLPExporter adds the exporter to a hub process's group when
+// tracebridge.toml has [otlp] endpoint.
+func (m *Main) addOTLPExporter(ctx context.Context, g *group, dir hub.DataDir, node *hub.Node, log *slog.Logger) error {
+	c, err := m.loadConfig("")
+	if err != nil || c.OTLP.Endpoint == "" {
+		return nil // a broken config is the bridge's to report; no [otlp]: nothing to do
+	}
+	exp, err := m.spanExporter(ctx, c)
+	if err != nil {
+		return fmt.Errorf("[otlp]: %w", err)
+	}
+	x := &otlp.Exporter{Log: node, Spans: exp, Options: otlp.Options{Resource: otlpResource(c), Content: c.OTLP.Content},
+		State: otlpState(dir), Logger: log}
+	log.Info("exporting runs as OTLP traces", "endpoint", c.OTLP.Endpoint, "protocol", orDash(c.OTLP.Protocol))
+	g.addContext(ctx, "otlp", func(ctx context.Context) error {
+		defer exp.Shutdown(context.WithoutCancel(ctx))
+		return x.Run(ctx)
+	})
+	return nil
+}
+
+const exportOTLPHelp = `export otlp [--since SEQ|TIME] [--config FILE]
+
+Sends the log's runs to the OTLP endpoint of [otlp] in tracebridge.toml once, up
+to the head, and exits: a backfill (of the runs before the exporter ran, or
+after an outage). Without --since it starts at the exporter's checkpoint
+(export/otlp.json in the data dir), which it moves forward. Runs keep their
+trace and span ids however often they are sent.`
+
+func runExportOTLP(ctx context.Context, m *Main, args []string) error {
+	fs := m.flags("export otlp")
+	since := fs.String("since", "", "start after this `SEQ`, or at this TIME (RFC 3339, or a duration ago such as 24h)")
+	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` with [otlp]")
+	if err := m.parse(fs, exportOTLPHelp, args); err != nil {
+		return err
+	}
+	c, err := m.loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if c.OTLP.Endpoint == "" {
+		return usageError{"tracebridge.toml has no [otlp] endpoint: add one (see `tracebridge config --help`)"}
+	}
+	dir, err := m.dataDir()
+	if err != nil {
+		return err
+	}
+	node, err := m.openLog(ctx, "export")
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	exp, err := m.spanExporter(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer exp.Shutdown(context.WithoutCancel(ctx))
+	st, err := otlp.ReadState(otlpState(dir))
+	if err != nil {
+		return err
+	}
+	from := st.Seq
+	if *since != "" {
+		if n, err := strconv.ParseUint(*since, 10, 64); err == nil {
+			from = n
+		} else if from, err = seqAt(ctx, node, m.Now(), *since); err != nil {
+			return err
+		}
+	}
+	x := &otlp.Exporter{Log: node, Spans: exp, Options: otlp.Options{Resource: otlpResource(c), Content: c.OTLP.Content},
+		State: otlpState(dir), Logger: m.logger()}
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	n, err := x.Backfill(bctx, from)
+	if err != nil {
+		return err
+	}
+	if bctx.Err() != nil {
+		return fmt.Errorf("the endpoint did not take the runs within 10 minutes (%d sent); run again to resume", n)
+	}
+	fmt.Fprintf(m.Stdout, "sent %d runs after seq %d to %s\n", n, from, c.OTLP.Endpoint)
+	return nil
+}
+
+// seqAt is the seq before the first event at or after a time (RFC 3339, or
+// a duration ago).
+func seqAt(ctx context.Context, node *hub.Node, now time.Time, when string) (uint64, error) {
+	var at time.Time
+	if d, err := time.ParseDuration(when); err == nil {
+		at = now.Add(-d)
+	} else if t, err := time.Parse(time.RFC3339, when); err == nil {
+		at = t
+	} else {
+		return 0, usageError{fmt.Sprintf("--since %q: want a seq (1234), an RFC 3339 time or a duration (24h)", when)}
+	}
+	for next := uint64(1); ; {
+		evs, after, err := node.Range(ctx, next, 4096)
+		if err != nil || len(evs) == 0 {
+			return next - 1, err
+		}
+		for _, e := range evs {
+			if !e.Time.Before(at) {
+				return e.Seq - 1, nil
+			}
+		}
+		next = after
+	}
+}

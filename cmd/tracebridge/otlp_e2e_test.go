@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// otlpReceiver is an OTLP trace receiver (HTTP protobuf and gRPC) that
+// keeps what it is sent; the first failFirst requests are refused, as a
+// collector that is down.
+type otlpReceiver struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu        sync.Mutex
+	spans     []*tracepb.Span
+	failFirst atomic.Int32
+	requests  atomic.Int32
+}
+
+func (r *otlpReceiver) take(req *collectortrace.ExportTraceServiceRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			r.spans = append(r.spans, ss.Spans...)
+		}
+	}
+}
+
+func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.requests.Add(1)
+	if r.failFirst.Add(-1) >= 0 {
+		http.Error(w, "collector down", http.StatusServiceUnavailable)
+		return
+	}
+	body, _ := io.ReadAll(req.Body)
+	var er collectortrace.ExportTraceServiceRequest
+	if req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &er) != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	r.take(&er)
+	b, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(b)
+}
+
+func (r *otlpReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	r.requests.Add(1)
+	r.take(req)
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+func (r *otlpReceiver) all() []*tracepb.Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*tracepb.Span(nil), r.spans...)
+}
+
+func attrOf(s *tracepb.Span, key string) string {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			return kv.Value.GetStringValue()
+		}
+	}
+	return ""
+}
+
+// serverSpans are the received server spans by request id (the last one
+// received for each).
+func serverSpans(spans []*tracepb.Span) map[string]*tracepb.Span {
+	out := map[string]*tracepb.Span{}
+	for _, s := range spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER && attrOf(s, "tracebridge.request.id") != "" {
+			out[attrOf(s, "tracebridge.request.id")] = s
+		}
+	}
+	return out
+}
+
+// export otlp sends every run as a trace with the MCP conventions, to a
+// real OTLP/HTTP receiver: the span tree, names and attributes; the
+// client's traceparent as the parent; failures carrying their code; no
+// secret; the same ids when sent again.
+func TestOTLPExport(t *testing.T) {
+	long(t)
+	recv := &otlpReceiver{}
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	const canary = "otlp-canary-0123456789abcdef"
+	cfg := writeConfig(t, fmt.Sprintf("[secrets.K]\nenv = \"TB_OTLP_KEY\"\n[tools.regex_text_search]\nsecrets = [\"K\"]\n[policy]\ndeny = [\"bm25_text_search\"]\n[otlp]\nendpoint = %q\ncontent = true\n", srv.URL))
+	data := filepath.Join(t.TempDir(), "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg, "TB_OTLP_KEY="+canary)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	res, err := b.session.CallTool(context.Background(), &sdk.CallToolParams{Name: "regex_text_search", Arguments: map[string]any{"query": canary, "text": "x"}, Meta: sdk.Meta{"traceparent": tp}})
+	if err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+	_, denied, _ := b.call(t, "bm25_text_search", map[string]any{"query": "x", "entries": []map[string]string{{"id": "a", "text": "x"}}})
+	b.close(t)
+
+	export := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(tbBin, append([]string{"--data", data, "export", "otlp"}, args...)...)
+		cmd.Env = append(os.Environ(), cfg, "TB_OTLP_KEY="+canary)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "sent") {
+			t.Fatalf("export otlp %v: %v\n%s", args, err, out)
+		}
+	}
+	export()
+	spans := recv.all()
+	roots := serverSpans(spans)
+	if len(roots) < 3 { // initialize, the two calls
+		t.Fatalf("%d server spans", len(roots))
+	}
+	var call, deny *tracepb.Span
+	for _, s := range roots {
+		switch {
+		case s.Name == "tools/call regex_text_search":
+			call = s
+		case attrOf(s, "tracebridge.request.id") == denied.String():
+			deny = s
+		}
+	}
+	if call == nil || deny == nil {
+		t.Fatalf("server spans %v", roots)
+	}
+	for key, want := range map[string]string{string(semconv.McpMethodNameKey): "tools/call", string(semconv.GenAIToolNameKey): "regex_text_search",
+		string(semconv.GenAIOperationNameKey): "execute_tool", string(semconv.NetworkTransportKey): "pipe"} {
+		if got := attrOf(call, key); got != want {
+			t.Fatalf("%s = %q, want %q", key, got, want)
+		}
+	}
+	if attrOf(call, string(semconv.JSONRPCRequestIDKey)) == "" || attrOf(call, string(semconv.McpSessionIDKey)) == "" {
+		t.Fatal("the server span lacks jsonrpc.request.id or mcp.session.id")
+	}
+	if hex.EncodeToString(call.TraceId) != "4bf92f3577b34da6a3ce929d0e0e4736" || hex.EncodeToString(call.ParentSpanId) != "00f067aa0ba902b7" {
+		t.Fatalf("the client's traceparent is not the parent: trace %x parent %x", call.TraceId, call.ParentSpanId)
+	}
+	if deny.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || deny.Status.Message != "PolicyDenied" || attrOf(deny, string(semconv.ErrorTypeKey)) != "PolicyDenied" {
+		t.Fatalf("the denied run's span: status %v, error.type %q", deny.Status, attrOf(deny, string(semconv.ErrorTypeKey)))
+	}
+	children := map[string]bool{}
+	for _, s := range spans {
+		if string(s.ParentSpanId) == string(call.SpanId) {
+			children[strings.Fields(s.Name)[0]] = true
+		}
+	}
+	if !children["executor"] {
+		t.Fatalf("the call's server span has no executor child: %v", children)
+	}
+	for _, s := range spans {
+		if strings.Contains(s.String(), canary) {
+			t.Fatalf("span %q carries the secret", s.Name)
+		}
+	}
+	// Sent again: the same ids, so a backend keeps one copy.
+	before := len(spans)
+	export("--since", "0")
+	again := recv.all()[before:]
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[hex.EncodeToString(s.TraceId)+hex.EncodeToString(s.SpanId)] = true
+	}
+	for _, s := range again {
+		if !ids[hex.EncodeToString(s.TraceId)+hex.EncodeToString(s.SpanId)] {
+			t.Fatalf("re-sent span %q has new ids", s.Name)
+		}
+	}
+	if len(again) != before {
+		t.Fatalf("re-sent %d spans, first time %d", len(again), before)
+	}
+}
+
+// The hub's exporter keeps going through a collector outage and a kill -9
+// of the hub: every run arrives, re-sent ones with the same ids; and the
+// gRPC protocol reaches a gRPC receiver.
+func TestOTLPExporterSurvivesOutagesAndKills(t *testing.T) {
+	long(t)
+	recv := &otlpReceiver{}
+	recv.failFirst.Store(3)
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	cfg := writeConfig(t, fmt.Sprintf("[otlp]\nendpoint = %q\n", srv.URL))
+	data := filepath.Join(t.TempDir(), "data")
+	startServe := func() *exec.Cmd {
+		cmd := exec.Command(tbBin, "--data", data, "--log-level", "error", "serve", "--ui", "off")
+		cmd.Env = append(os.Environ(), cfg)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "serve is the hub", func() bool {
+			_, err := os.Stat(filepath.Join(data, "hub.json"))
+			return err == nil
+		})
+		return cmd
+	}
+	serve := startServe()
+	calls := func(n int) {
+		b := startBridge(t, tbBin, data, "2025-06-18")
+		for i := range n {
+			b.call(t, "regex_text_search", map[string]any{"query": fmt.Sprint(i), "text": "x"})
+		}
+		b.close(t)
+	}
+	calls(5)
+	eventually(t, 30*time.Second, "the runs arrive after the outage", func() bool { return len(serverSpans(recv.all())) >= 6 })
+	serve.Process.Kill()
+	serve.Wait()
+	calls(3) // the bridge is its own hub meanwhile: no exporter runs
+	serve = startServe()
+	defer func() { serve.Process.Kill(); serve.Wait() }()
+	out, err := exec.Command(tbBin, "--data", data, "runs", "--kind", "all", "--limit", "0", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.Contains(l, `"method":"`) {
+			want++
+		}
+	}
+	eventually(t, 30*time.Second, "every MCP run arrives", func() bool { return len(serverSpans(recv.all())) >= want })
+	if recv.requests.Load() < 4 {
+		t.Fatal("the outage was not met")
+	}
+
+	// gRPC.
+	grecv := &otlpReceiver{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(gs, grecv)
+	go gs.Serve(l)
+	defer gs.Stop()
+	gcfg := writeConfig(t, fmt.Sprintf("[otlp]\nendpoint = %q\nprotocol = \"grpc\"\ninsecure = true\n", l.Addr().String()))
+	serve.Process.Kill()
+	serve.Wait()
+	cmd := exec.Command(tbBin, "--data", data, "export", "otlp", "--since", "0")
+	cmd.Env = append(os.Environ(), gcfg)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("export otlp over gRPC: %v\n%s", err, out)
+	}
+	if len(serverSpans(grecv.all())) < want {
+		t.Fatalf("gRPC receiver got %d runs, want %d", len(serverSpans(grecv.all())), want)
+	}
+}

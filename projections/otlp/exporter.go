@@ -1,0 +1,213 @@
+package otlp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// Log is what the exporter reads.
+type Log interface {
+	Follow(ctx context.Context, from uint64, fn func(events.Event) error) error
+	Range(ctx context.Context, from uint64, limit int) ([]events.Event, uint64, error)
+	ByRequest(ctx context.Context, id events.ID) ([]events.Event, error)
+	Head(ctx context.Context) (uint64, events.Hash, error)
+}
+
+// Exporter sends every answered run to a span exporter, from a checkpoint.
+type Exporter struct {
+	Log     Log
+	Spans   sdktrace.SpanExporter
+	Options Options
+	// State is the checkpoint file: the seq of the last run exported.
+	State  string
+	Logger *slog.Logger
+	// FlushEvery bounds how long a run waits to be sent. Zero: 1s.
+	FlushEvery time.Duration
+
+	pending []sdktrace.ReadOnlySpan
+	last    uint64 // seq of the newest run in pending
+	runs    int
+}
+
+// maxBatch is how many runs one export sends at most.
+const maxBatch = 256
+
+// State is what the checkpoint file holds.
+type State struct {
+	Seq      uint64    `json:"seq"`
+	Exported time.Time `json:"exported"`
+	Runs     int       `json:"runs"`
+}
+
+// ReadState reads a checkpoint file (a missing one is seq 0).
+func ReadState(path string) (State, error) {
+	var s State
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	return s, json.Unmarshal(b, &s)
+}
+
+// Run follows the log from the checkpoint and exports each answered run,
+// until ctx ends. A failed export is retried (with backoff) before the
+// checkpoint moves, so nothing is skipped; a run may be sent twice, with the
+// same ids.
+func (x *Exporter) Run(ctx context.Context) error {
+	st, err := ReadState(x.State)
+	if err != nil {
+		return fmt.Errorf("otlp checkpoint %s: %w", x.State, err)
+	}
+	got := make(chan events.Event, 1024)
+	errc := make(chan error, 1)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		errc <- x.Log.Follow(fctx, st.Seq+1, func(e events.Event) error {
+			select {
+			case got <- e:
+				return nil
+			case <-fctx.Done():
+				return fctx.Err()
+			}
+		})
+	}()
+	every := x.FlushEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case e := <-got:
+			if err := x.add(ctx, e); err != nil {
+				return err
+			}
+			if x.runs >= maxBatch {
+				if err := x.flush(ctx); err != nil {
+					return err
+				}
+			}
+		case <-tick.C:
+			if err := x.flush(ctx); err != nil {
+				return err
+			}
+		case err := <-errc:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// Backfill exports the runs answered after seq from up to the log's head
+// now, and moves the checkpoint forward when it passes it. It returns how
+// many runs it sent.
+func (x *Exporter) Backfill(ctx context.Context, from uint64) (int, error) {
+	head, _, err := x.Log.Head(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for next := from + 1; next <= head; {
+		evs, after, err := x.Log.Range(ctx, next, 4096)
+		if err != nil {
+			return total, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			if e.Seq > head {
+				break
+			}
+			if err := x.add(ctx, e); err != nil {
+				return total, err
+			}
+			if x.runs >= maxBatch {
+				total += x.runs
+				if err := x.flush(ctx); err != nil {
+					return total, err
+				}
+			}
+		}
+		next = after
+	}
+	total += x.runs
+	return total, x.flush(ctx)
+}
+
+// add takes one event; an answered MCP request adds its run's spans.
+func (x *Exporter) add(ctx context.Context, e events.Event) error {
+	if e.Kind != events.KindMCPResponseSent || e.RequestID.IsZero() {
+		return nil
+	}
+	evs, err := x.Log.ByRequest(ctx, e.RequestID)
+	if err != nil {
+		return err
+	}
+	x.pending = append(x.pending, Spans(evs, x.Options)...)
+	x.last = e.Seq
+	x.runs++
+	return nil
+}
+
+// flush exports what is pending, retrying until it is accepted or ctx
+// ends, then moves the checkpoint.
+func (x *Exporter) flush(ctx context.Context) error {
+	if x.runs == 0 {
+		return nil
+	}
+	backoff := 250 * time.Millisecond
+	for {
+		err := x.Spans.ExportSpans(ctx, x.pending)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil // the next run resumes from the checkpoint
+		}
+		if x.Logger != nil {
+			x.Logger.Warn("otlp export failed; retrying (the checkpoint stays)", "runs", x.runs, "err", err, "in", backoff)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+	st, err := ReadState(x.State)
+	if err != nil {
+		return err
+	}
+	if x.last > st.Seq { // a backfill from an earlier seq never moves it back
+		b, _ := json.Marshal(State{Seq: x.last, Exported: time.Now().UTC(), Runs: st.Runs + x.runs})
+		if err := os.MkdirAll(filepath.Dir(x.State), 0o700); err != nil {
+			return err
+		}
+		if err := store.WriteFileAtomic(x.State, b, 0o600); err != nil {
+			return err
+		}
+	}
+	x.pending, x.runs = nil, 0
+	return nil
+}

@@ -1,0 +1,275 @@
+package otlp
+
+import (
+	"crypto/sha256"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/replay"
+)
+
+// Scope names the instrumentation in every exported span.
+var Scope = instrumentation.Scope{Name: "github.com/tracebridge/tracebridge", Version: "1"}
+
+// TraceID is the trace of a run without a client traceparent: derived from
+// its request id.
+func TraceID(req events.ID) trace.TraceID {
+	sum := sha256.Sum256(append([]byte("tracebridge trace\x00"), req[:]...))
+	var id trace.TraceID
+	copy(id[:], sum[:16])
+	return id
+}
+
+// SpanID is the span an event opens (or, for the request, the server span).
+func SpanID(ev events.ID) trace.SpanID {
+	sum := sha256.Sum256(append([]byte("tracebridge span\x00"), ev[:]...))
+	var id trace.SpanID
+	copy(id[:], sum[:8])
+	return id
+}
+
+// Options shapes the spans. The zero value exports no arguments or results.
+type Options struct {
+	Resource *resource.Resource
+	// Content adds the redacted arguments and result (the conventions'
+	// opt-in gen_ai.tool.call.arguments / .result).
+	Content bool
+}
+
+// Spans turns one run's events (in any order) into its spans: nil when the
+// run has no MCP request (an operator's action, a hub's life).
+func Spans(evs []events.Event, opts Options) []sdktrace.ReadOnlySpan {
+	evs = replay.Causal(evs)
+	var req *events.Event
+	for i := range evs {
+		if evs[i].Kind == events.KindMCPRequestReceived {
+			req = &evs[i]
+			break
+		}
+	}
+	if req == nil {
+		return nil
+	}
+	root := rootSpan(req, evs, opts)
+	stubs := []*tracetest.SpanStub{root}
+	// Open steps, innermost last: a step's span is the child of the step
+	// open when it started (a pipe call inside the tool's run inside the
+	// executor), a point event an event of it.
+	type open struct {
+		span     *tracetest.SpanStub
+		from, to int // event positions; to = -1: never closed
+	}
+	var stack []open
+	parentAt := func(i int) *tracetest.SpanStub {
+		for len(stack) > 0 {
+			top := stack[len(stack)-1]
+			if top.to == -1 || top.to > i {
+				return top.span
+			}
+			stack = stack[:len(stack)-1]
+		}
+		return root
+	}
+	closed := map[int]bool{}
+	for i := range evs {
+		e := &evs[i]
+		info, _ := events.Lookup(e.Kind)
+		if e == req || e.Kind == events.KindMCPResponseSent {
+			continue
+		}
+		parent := parentAt(i)
+		if closed[i] {
+			continue
+		}
+		if len(info.ClosedBy) == 0 {
+			if !closers[e.Kind] {
+				parent.Events = append(parent.Events, spanEvent(e))
+			}
+			continue
+		}
+		end := closer(evs, i, info.ClosedBy)
+		s := &tracetest.SpanStub{
+			Name:        string(info.Boundary) + " " + e.Kind,
+			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: root.SpanContext.TraceID(), SpanID: SpanID(e.ID), TraceFlags: trace.FlagsSampled}),
+			Parent:      parent.SpanContext, SpanKind: spanKind(info.Boundary), StartTime: e.Time, EndTime: e.Time,
+			Attributes: attrs(e), Resource: opts.Resource, InstrumentationScope: Scope,
+		}
+		if end >= 0 {
+			closed[end] = true
+			c := &evs[end]
+			s.EndTime = c.Time
+			s.Events = append(s.Events, spanEvent(c))
+			if c.Outcome.Failed() {
+				s.Status = sdktrace.Status{Code: codes.Error, Description: string(c.Code)}
+				s.Attributes = append(s.Attributes, semconv.ErrorTypeKey.String(string(c.Code)))
+			}
+		}
+		stubs = append(stubs, s)
+		stack = append(stack, open{span: s, from: i, to: end})
+	}
+	out := make(tracetest.SpanStubs, len(stubs))
+	for i, s := range stubs {
+		out[i] = *s
+	}
+	return out.Snapshots()
+}
+
+// closers are the kinds that close a step some kind opens: the step's span
+// carries them as its last event.
+var closers = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range events.Kinds() {
+		for _, c := range k.ClosedBy {
+			m[c] = true
+		}
+	}
+	return m
+}()
+
+// closer is the index of the event that closes the step evs[i] opens: the
+// first later one of its closers with the same operation id (when it has
+// one), or -1.
+func closer(evs []events.Event, i int, closers []string) int {
+	for j := i + 1; j < len(evs); j++ {
+		e := &evs[j]
+		if evs[i].OperationID != e.OperationID && !evs[i].OperationID.IsZero() && !e.OperationID.IsZero() {
+			continue
+		}
+		for _, c := range closers {
+			if e.Kind == c {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.SpanStub {
+	method, tool := req.Attrs["method"], req.Attrs["tool"]
+	name := method
+	if tool != "" {
+		name += " " + tool
+	}
+	traceID, parent := TraceID(req.RequestID), trace.SpanContext{}
+	if tp, ok := parseTraceparent(req.Traceparent); ok {
+		traceID, parent = tp.TraceID(), tp
+	}
+	s := &tracetest.SpanStub{
+		Name:        name,
+		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: SpanID(req.ID), TraceFlags: trace.FlagsSampled}),
+		Parent:      parent, SpanKind: trace.SpanKindServer, StartTime: req.Time, EndTime: req.Time,
+		Resource: opts.Resource, InstrumentationScope: Scope,
+		Attributes: []attribute.KeyValue{
+			semconv.McpMethodNameKey.String(method),
+			semconv.NetworkTransportPipe,
+			attribute.String("tracebridge.request.id", req.RequestID.String()),
+		},
+	}
+	if id := req.Attrs["jsonrpcId"]; id != "" {
+		s.Attributes = append(s.Attributes, semconv.JSONRPCRequestIDKey.String(id))
+	}
+	if !req.SessionID.IsZero() {
+		s.Attributes = append(s.Attributes, semconv.McpSessionIDKey.String(req.SessionID.String()))
+	}
+	if v := req.Attrs["protocolVersion"]; v != "" {
+		s.Attributes = append(s.Attributes, semconv.McpProtocolVersionKey.String(v))
+	}
+	if method == "tools/call" {
+		s.Attributes = append(s.Attributes, semconv.GenAIToolNameKey.String(tool), semconv.GenAIOperationNameExecuteTool)
+	}
+	for i := range evs {
+		e := &evs[i]
+		switch e.Kind {
+		case events.KindMCPResponseSent:
+			s.EndTime = e.Time
+			if e.Code != "" {
+				s.Status = sdktrace.Status{Code: codes.Error, Description: string(e.Code)}
+				s.Attributes = append(s.Attributes, semconv.ErrorTypeKey.String(string(e.Code)))
+				if rc := e.Attrs["rpcCode"]; rc != "" {
+					s.Attributes = append(s.Attributes, semconv.RPCResponseStatusCodeKey.String(rc))
+				}
+			}
+			if opts.Content {
+				if p := e.Attrs["params"]; p != "" {
+					s.Attributes = append(s.Attributes, attribute.String("gen_ai.tool.call.arguments", p))
+				}
+			}
+		case events.KindExecutorAudit:
+			if opts.Content && e.Attrs["envelope"] != "" {
+				s.Attributes = append(s.Attributes, attribute.String("gen_ai.tool.call.result", resultOf(e.Attrs["envelope"])))
+			}
+		}
+	}
+	return s
+}
+
+// resultOf is the envelope's redacted result summary.
+func resultOf(envelope string) string {
+	const key = `"result":"`
+	i := strings.Index(envelope, key)
+	if i < 0 {
+		return ""
+	}
+	rest := envelope[i+len(key):]
+	if j := strings.Index(rest, `","`); j >= 0 {
+		return rest[:j]
+	}
+	return rest
+}
+
+func spanEvent(e *events.Event) sdktrace.Event {
+	return sdktrace.Event{Name: e.Kind, Time: e.Time, Attributes: attrs(e)}
+}
+
+// attrs are an event's attributes for OTLP: its code and outcome, and its
+// own (already redacted) attributes under tracebridge.*.
+func attrs(e *events.Event) []attribute.KeyValue {
+	out := []attribute.KeyValue{attribute.String("tracebridge.outcome", string(e.Outcome))}
+	if e.Code != "" {
+		out = append(out, attribute.String("tracebridge.code", string(e.Code)))
+	}
+	for k, v := range e.Attrs {
+		if k == "envelope" || k == "params" || k == "answer" || k == "request" || k == "result" || k == "descriptor" {
+			continue // content: only with Options.Content, on the server span
+		}
+		out = append(out, attribute.String("tracebridge."+k, v))
+	}
+	return out
+}
+
+func spanKind(b events.Boundary) trace.SpanKind {
+	switch b {
+	case events.BoundaryPipe, events.BoundaryUpstream:
+		return trace.SpanKindClient
+	case events.BoundaryHost:
+		return trace.SpanKindServer
+	}
+	return trace.SpanKindInternal
+}
+
+// parseTraceparent reads a W3C traceparent as the remote parent.
+func parseTraceparent(tp string) (trace.SpanContext, bool) {
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 {
+		return trace.SpanContext{}, false
+	}
+	tid, err1 := trace.TraceIDFromHex(parts[1])
+	sid, err2 := trace.SpanIDFromHex(parts[2])
+	if err1 != nil || err2 != nil {
+		return trace.SpanContext{}, false
+	}
+	flags := trace.FlagsSampled
+	if parts[3] == "00" {
+		flags = 0
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
+}
