@@ -11,8 +11,12 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -40,6 +44,45 @@ func (m *Main) spanExporter(ctx context.Context, c *config.Config) (sdktrace.Spa
 	}
 	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/traces"),
 		otlptracehttp.WithHeaders(headers), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+}
+
+// metricExporter is the OTLP metric exporter beside spanExporter.
+func (m *Main) metricExporter(ctx context.Context, c *config.Config) (sdkmetric.Exporter, error) {
+	headers := map[string]string{}
+	for k, v := range c.OTLP.Headers {
+		headers[k] = config.ExpandSecrets(v, func(name string) string { return m.secretValue(c, name) })
+	}
+	delta := func(sdkmetric.InstrumentKind) metricdata.Temporality { return metricdata.DeltaTemporality }
+	if c.OTLP.Protocol == "grpc" {
+		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpoint(c.OTLP.Endpoint), otlpmetricgrpc.WithHeaders(headers),
+			otlpmetricgrpc.WithTemporalitySelector(delta), otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false})}
+		if c.OTLP.Insecure {
+			opts = append(opts, otlpmetricgrpc.WithInsecure())
+		}
+		return otlpmetricgrpc.New(ctx, opts...)
+	}
+	return otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/metrics"),
+		otlpmetrichttp.WithHeaders(headers), otlpmetrichttp.WithTemporalitySelector(delta), otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
+}
+
+// newExporter is the one way an OTLP exporter of the log is built.
+func (m *Main) newExporter(ctx context.Context, c *config.Config, dir hub.DataDir, node *hub.Node, log *slog.Logger) (*otlp.Exporter, func(), error) {
+	spans, err := m.spanExporter(ctx, c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("[otlp]: %w", err)
+	}
+	metrics, err := m.metricExporter(ctx, c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("[otlp]: %w", err)
+	}
+	x := &otlp.Exporter{Log: node, Spans: spans, Metrics: metrics, Options: otlp.Options{Resource: otlpResource(c), Content: c.OTLP.Content},
+		State: otlpState(dir), Logger: log}
+	return x, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		spans.Shutdown(sctx)
+		metrics.Shutdown(sctx)
+	}, nil
 }
 
 // secretValue resolves one secret reference of c here (env or file), ""
@@ -75,15 +118,13 @@ func (m *Main) addOTLPExporter(ctx context.Context, g *group, dir hub.DataDir, n
 	if err != nil || c.OTLP.Endpoint == "" {
 		return nil // a broken config is the bridge's to report; no [otlp]: nothing to do
 	}
-	exp, err := m.spanExporter(ctx, c)
+	x, shutdown, err := m.newExporter(ctx, c, dir, node, log)
 	if err != nil {
-		return fmt.Errorf("[otlp]: %w", err)
+		return err
 	}
-	x := &otlp.Exporter{Log: node, Spans: exp, Options: otlp.Options{Resource: otlpResource(c), Content: c.OTLP.Content},
-		State: otlpState(dir), Logger: log}
 	log.Info("exporting runs as OTLP traces", "endpoint", c.OTLP.Endpoint, "protocol", orDash(c.OTLP.Protocol))
 	g.addContext(ctx, "otlp", func(ctx context.Context) error {
-		defer exp.Shutdown(context.WithoutCancel(ctx))
+		defer shutdown()
 		return x.Run(ctx)
 	})
 	return nil
@@ -120,11 +161,11 @@ func runExportOTLP(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer node.Close()
-	exp, err := m.spanExporter(ctx, c)
+	x, shutdown, err := m.newExporter(ctx, c, dir, node, m.logger())
 	if err != nil {
 		return err
 	}
-	defer exp.Shutdown(context.WithoutCancel(ctx))
+	defer shutdown()
 	st, err := otlp.ReadState(otlpState(dir))
 	if err != nil {
 		return err
@@ -137,8 +178,6 @@ func runExportOTLP(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	x := &otlp.Exporter{Log: node, Spans: exp, Options: otlp.Options{Resource: otlpResource(c), Content: c.OTLP.Content},
-		State: otlpState(dir), Logger: m.logger()}
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	n, err := x.Backfill(bctx, from)

@@ -19,6 +19,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
@@ -34,6 +35,8 @@ type otlpReceiver struct {
 	spans     []*tracepb.Span
 	failFirst atomic.Int32
 	requests  atomic.Int32
+	// durations counts the runs in mcp.server.operation.duration points.
+	durations atomic.Uint64
 }
 
 func (r *otlpReceiver) take(req *collectortrace.ExportTraceServiceRequest) {
@@ -53,6 +56,28 @@ func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(req.Body)
+	if req.URL.Path == "/v1/metrics" {
+		var mr collectormetrics.ExportMetricsServiceRequest
+		if proto.Unmarshal(body, &mr) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		for _, rm := range mr.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if h := m.GetHistogram(); m.Name == "mcp.server.operation.duration" && h != nil {
+						for _, p := range h.DataPoints {
+							r.durations.Add(p.Count)
+						}
+					}
+				}
+			}
+		}
+		b, _ := proto.Marshal(&collectormetrics.ExportMetricsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(b)
+		return
+	}
 	var er collectortrace.ExportTraceServiceRequest
 	if req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &er) != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
@@ -131,6 +156,9 @@ func TestOTLPExport(t *testing.T) {
 	roots := serverSpans(spans)
 	if len(roots) < 3 { // initialize, the two calls
 		t.Fatalf("%d server spans", len(roots))
+	}
+	if got := recv.durations.Load(); got != uint64(len(roots)) {
+		t.Fatalf("mcp.server.operation.duration counts %d runs, the traces %d", got, len(roots))
 	}
 	var call, deny *tracepb.Span
 	for _, s := range roots {

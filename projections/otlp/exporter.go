@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -28,6 +29,9 @@ type Log interface {
 type Exporter struct {
 	Log     Log
 	Spans   sdktrace.SpanExporter
+	// Metrics, when set, receives mcp.server.operation.duration for each
+	// batch, once (a delta sent twice would count twice).
+	Metrics sdkmetric.Exporter
 	Options Options
 	// State is the checkpoint file: the seq of the last run exported.
 	State  string
@@ -36,6 +40,7 @@ type Exporter struct {
 	FlushEvery time.Duration
 
 	pending []sdktrace.ReadOnlySpan
+	hist    durations
 	last    uint64 // seq of the newest run in pending
 	runs    int
 }
@@ -165,6 +170,7 @@ func (x *Exporter) add(ctx context.Context, e events.Event) error {
 		return err
 	}
 	x.pending = append(x.pending, Spans(evs, x.Options)...)
+	x.hist.add(evs)
 	x.last = e.Seq
 	x.runs++
 	return nil
@@ -195,6 +201,12 @@ func (x *Exporter) flush(ctx context.Context) error {
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+	if rm := x.hist.data(x.Options.Resource); rm != nil && x.Metrics != nil {
+		if err := x.Metrics.Export(ctx, rm); err != nil && x.Logger != nil {
+			x.Logger.Warn("otlp metrics not sent (they are not resent: a delta would count twice)", "err", err)
+		}
+	}
+	x.hist = durations{}
 	st, err := ReadState(x.State)
 	if err != nil {
 		return err
