@@ -27,8 +27,8 @@ type Log interface {
 
 // Exporter sends every answered run to a span exporter, from a checkpoint.
 type Exporter struct {
-	Log     Log
-	Spans   sdktrace.SpanExporter
+	Log   Log
+	Spans sdktrace.SpanExporter
 	// Metrics, when set, receives mcp.server.operation.duration for each
 	// batch, once (a delta sent twice would count twice).
 	Metrics sdkmetric.Exporter
