@@ -23,6 +23,9 @@ type OTLP struct {
 	// Content exports the redacted arguments and results
 	// (gen_ai.tool.call.arguments / .result). Default off.
 	Content bool `toml:"content"`
+	// Logs also sends each audit envelope as an OTLP log record (for a
+	// SIEM that reads OTLP). Default off. OTLP/HTTP only.
+	Logs bool `toml:"logs"`
 }
 
 func (c *Config) validateOTLP(bad func(key, format string, args ...any)) {
@@ -43,6 +46,9 @@ func (c *Config) validateOTLP(bad func(key, format string, args ...any)) {
 	case "grpc":
 		if _, _, err := net.SplitHostPort(o.Endpoint); err != nil {
 			bad("otlp.endpoint", "%q: grpc wants host:port, such as \"127.0.0.1:4317\"", o.Endpoint)
+		}
+		if o.Logs {
+			bad("otlp.logs", "audit logs are sent over OTLP/HTTP only: use protocol = \"http/protobuf\", or `tracebridge export audit`")
 		}
 	default:
 		bad("otlp.protocol", "%q is not one of http/protobuf, grpc", o.Protocol)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -77,11 +78,26 @@ func (m *Main) newExporter(ctx context.Context, c *config.Config, dir hub.DataDi
 	}
 	x := &otlp.Exporter{Log: node, Spans: spans, Metrics: metrics, Options: otlp.Options{Resource: otlpResource(c), Content: c.OTLP.Content},
 		State: otlpState(dir), Logger: log}
+	if c.OTLP.Logs {
+		headers := map[string]string{}
+		for k, v := range c.OTLP.Headers {
+			headers[k] = config.ExpandSecrets(v, func(name string) string { return m.secretValue(c, name) })
+		}
+		logs, err := otlploghttp.New(ctx, otlploghttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/logs"),
+			otlploghttp.WithHeaders(headers), otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}))
+		if err != nil {
+			return nil, nil, fmt.Errorf("[otlp] logs: %w", err)
+		}
+		x.Logs = logs
+	}
 	return x, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		spans.Shutdown(sctx)
 		metrics.Shutdown(sctx)
+		if x.Logs != nil {
+			x.Logs.Shutdown(sctx)
+		}
 	}, nil
 }
 

@@ -19,7 +19,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	collectorlogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
@@ -37,6 +39,7 @@ type otlpReceiver struct {
 	requests  atomic.Int32
 	// durations counts the runs in mcp.server.operation.duration points.
 	durations atomic.Uint64
+	logs      []*logspb.LogRecord
 }
 
 func (r *otlpReceiver) take(req *collectortrace.ExportTraceServiceRequest) {
@@ -56,6 +59,24 @@ func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(req.Body)
+	if req.URL.Path == "/v1/logs" {
+		var lr collectorlogs.ExportLogsServiceRequest
+		if proto.Unmarshal(body, &lr) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		for _, rl := range lr.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				r.logs = append(r.logs, sl.LogRecords...)
+			}
+		}
+		r.mu.Unlock()
+		b, _ := proto.Marshal(&collectorlogs.ExportLogsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(b)
+		return
+	}
 	if req.URL.Path == "/v1/metrics" {
 		var mr collectormetrics.ExportMetricsServiceRequest
 		if proto.Unmarshal(body, &mr) != nil {
@@ -132,7 +153,7 @@ func TestOTLPExport(t *testing.T) {
 	srv := httptest.NewServer(recv)
 	defer srv.Close()
 	const canary = "otlp-canary-0123456789abcdef"
-	cfg := writeConfig(t, fmt.Sprintf("[secrets.K]\nenv = \"TB_OTLP_KEY\"\n[tools.regex_text_search]\nsecrets = [\"K\"]\n[policy]\ndeny = [\"bm25_text_search\"]\n[otlp]\nendpoint = %q\ncontent = true\n", srv.URL))
+	cfg := writeConfig(t, fmt.Sprintf("[secrets.K]\nenv = \"TB_OTLP_KEY\"\n[tools.regex_text_search]\nsecrets = [\"K\"]\n[policy]\ndeny = [\"bm25_text_search\"]\n[otlp]\nendpoint = %q\ncontent = true\nlogs = true\n", srv.URL))
 	data := filepath.Join(t.TempDir(), "data")
 	b := startBridge(t, tbBin, data, "2025-06-18", cfg, "TB_OTLP_KEY="+canary)
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -159,6 +180,18 @@ func TestOTLPExport(t *testing.T) {
 	}
 	if got := recv.durations.Load(); got != uint64(len(roots)) {
 		t.Fatalf("mcp.server.operation.duration counts %d runs, the traces %d", got, len(roots))
+	}
+	// The audit envelopes as log records, each naming its run's trace.
+	recv.mu.Lock()
+	logs := append([]*logspb.LogRecord(nil), recv.logs...)
+	recv.mu.Unlock()
+	if len(logs) != 2 { // one envelope per tool call
+		t.Fatalf("%d audit log records, want 2", len(logs))
+	}
+	for _, l := range logs {
+		if !strings.Contains(l.Body.GetStringValue(), `"classification"`) || len(l.TraceId) != 16 || strings.Contains(l.String(), canary) {
+			t.Fatalf("audit log record: %v", l)
+		}
 	}
 	var call, deny *tracepb.Span
 	for _, s := range roots {

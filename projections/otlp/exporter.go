@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -32,6 +33,9 @@ type Exporter struct {
 	// Metrics, when set, receives mcp.server.operation.duration for each
 	// batch, once (a delta sent twice would count twice).
 	Metrics sdkmetric.Exporter
+	// Logs, when set, receives each audit envelope as a log record, with
+	// the spans (at least once, like them).
+	Logs    sdklog.Exporter
 	Options Options
 	// State is the checkpoint file: the seq of the last run exported.
 	State  string
@@ -41,6 +45,7 @@ type Exporter struct {
 
 	pending []sdktrace.ReadOnlySpan
 	hist    durations
+	logs    auditLogs
 	last    uint64 // seq of the newest run in pending
 	runs    int
 }
@@ -171,6 +176,9 @@ func (x *Exporter) add(ctx context.Context, e events.Event) error {
 	}
 	x.pending = append(x.pending, Spans(evs, x.Options)...)
 	x.hist.add(evs)
+	if x.Logs != nil {
+		x.logs.add(x.Options.Resource, evs)
+	}
 	x.last = e.Seq
 	x.runs++
 	return nil
@@ -183,8 +191,15 @@ func (x *Exporter) flush(ctx context.Context) error {
 		return nil
 	}
 	backoff := 250 * time.Millisecond
+	var records []sdklog.Record
+	if x.Logs != nil {
+		records = x.logs.take()
+	}
 	for {
 		err := x.Spans.ExportSpans(ctx, x.pending)
+		if err == nil && len(records) > 0 {
+			err = x.Logs.Export(ctx, records)
+		}
 		if err == nil {
 			break
 		}

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"context"
 	"crypto/sha256"
 	"strings"
 
@@ -272,4 +273,10 @@ func parseTraceparent(tp string) (trace.SpanContext, bool) {
 		flags = 0
 	}
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
+}
+
+// contextWithSpan carries a span context (for log records to name their
+// trace and span).
+func contextWithSpan(ctx context.Context, traceID trace.TraceID, spanID trace.SpanID) context.Context {
+	return trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled}))
 }
