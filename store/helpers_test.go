@@ -27,8 +27,8 @@ func openTest(t *testing.T) *Store {
 			t.Errorf("invariant: %s", rep)
 		}
 		head, _ := s.Head()
-		if rep.Events != head {
-			t.Errorf("invariant: %d events stored, head is %d", rep.Events, head)
+		if rep.Events+rep.Anchor != head {
+			t.Errorf("invariant: %d events stored after the anchor %d, head is %d", rep.Events, rep.Anchor, head)
 		}
 		if err := s.Close(); err != nil {
 			t.Errorf("close: %v", err)

@@ -20,6 +20,9 @@ type Report struct {
 	Problem  string `json:"problem,omitempty"`
 	// Checkpoints is how many checkpoints were checked against the log.
 	Checkpoints int `json:"checkpoints"`
+	// Anchor is the last archived seq (0: nothing archived): the stored
+	// log starts after it.
+	Anchor uint64 `json:"anchor,omitempty"`
 	// Appends says why the store refuses appends now ("" when it takes
 	// them): an intact log that cannot grow is not a healthy one.
 	Appends string `json:"appends,omitempty"`
@@ -31,6 +34,9 @@ func (r Report) OK() bool { return r.Problem == "" }
 func (r Report) String() string {
 	if r.OK() {
 		s := fmt.Sprintf("ok: %d events, head seq %d (hash %s…)", r.Events, r.Head, r.HeadHash.String()[:12])
+		if r.Anchor > 0 {
+			s += fmt.Sprintf(", starting after seq %d (archived)", r.Anchor)
+		}
 		if r.Checkpoints > 0 {
 			s += fmt.Sprintf(", %d signed checkpoint(s) match", r.Checkpoints)
 		}
@@ -67,8 +73,12 @@ func (s *Store) Verify(cps ...Checkpoint) (Report, error) {
 		bad := func(seq uint64, format string, args ...any) {
 			r.FirstBad, r.Problem = seq, fmt.Sprintf(format, args...)
 		}
-		var prevHash events.Hash
-		next := uint64(1)
+		// After archiving, the stored log starts after the anchor: the
+		// first stored event's prev is the anchor's hash.
+		anchor := readAnchor(tx)
+		r.Anchor = anchor.Seq
+		prevHash := anchor.Hash
+		next := anchor.Seq + 1
 		if b := tx.Bucket(bucketEvents); b != nil {
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -92,6 +102,10 @@ func (s *Store) Verify(cps ...Checkpoint) (Report, error) {
 					return nil
 				}
 				if prev != prevHash {
+					if seq == anchor.Seq+1 && anchor.Seq > 0 {
+						bad(seq, "prev hash does not match the archive's anchor (seq %d): the store does not continue the archive", anchor.Seq)
+						return nil
+					}
 					bad(seq, "prev hash does not match the hash of seq %d: the chain was cut or reordered", seq-1)
 					return nil
 				}
@@ -116,6 +130,9 @@ func (s *Store) Verify(cps ...Checkpoint) (Report, error) {
 		}
 		if r.OK() {
 			for _, cp := range cps {
+				if cp.Seq <= anchor.Seq {
+					continue // archived: checked against the archive (verify --archive)
+				}
 				if cp.Seq > last {
 					bad(last+1, "the log ends at seq %d but a checkpoint signed at %s covers seq %d: the log was truncated or rolled back to an older copy",
 						last, cp.Time.Format("2006-01-02T15:04:05Z07:00"), cp.Seq)
