@@ -1,0 +1,235 @@
+package store
+
+import (
+	"bufio"
+	"compress/gzip"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// An archive is a directory of sealed segments — gzip files of the log's
+// canonical records, each length-prefixed (uvarint) — and manifest.json
+// listing them in order with their range, the hashes that link them, the
+// file's SHA-256 and a checkpoint signed at the segment's last event.
+// Together with the store's anchor they keep the whole history verifiable.
+
+// ManifestFile is the archive's index.
+const ManifestFile = "manifest.json"
+
+// Segment is one sealed file of an archive.
+type Segment struct {
+	File       string      `json:"file"`
+	First      uint64      `json:"first"`
+	Last       uint64      `json:"last"`
+	Prev       events.Hash `json:"prev"` // the hash the first record follows
+	Hash       events.Hash `json:"hash"` // the last record's hash
+	SHA256     string      `json:"sha256"`
+	Checkpoint Checkpoint  `json:"checkpoint"`
+}
+
+// Manifest lists an archive's segments in seq order.
+type Manifest struct {
+	Version  int       `json:"version"`
+	Segments []Segment `json:"segments"`
+}
+
+// ReadManifest reads dir's manifest (none yet: an empty one).
+func ReadManifest(dir string) (Manifest, error) {
+	m := Manifest{Version: 1}
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("%s: %w", ManifestFile, err)
+	}
+	return m, nil
+}
+
+// SignAt signs a checkpoint of (seq, hash) at now.
+func SignAt(key ed25519.PrivateKey, seq uint64, hash events.Hash, now time.Time) Checkpoint {
+	cp := Checkpoint{Version: 1, Seq: seq, Hash: hash, Time: now.UTC().Round(0), PublicKey: key.Public().(ed25519.PublicKey)}
+	cp.Signature = ed25519.Sign(key, cp.message())
+	return cp
+}
+
+// ArchiveTo moves the events after the anchor up to seq upTo into a new
+// sealed segment in dir and then drops them from the store: the segment
+// and the manifest are written and synced (temp file, fsync, rename, fsync
+// of the directory) before the one transaction that drops them. A crash at
+// any step leaves either the old state, an unlisted segment file (written
+// again by the next run), or a listed segment whose events the store still
+// holds (the next run writes it again and drops them). step, when set, is
+// called after each step (failpoints in tests).
+func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now time.Time, step func(string)) (Segment, error) {
+	if step == nil {
+		step = func(string) {}
+	}
+	anchor, err := s.Anchor()
+	if err != nil {
+		return Segment{}, err
+	}
+	if head, _ := s.Head(); upTo >= head {
+		return Segment{}, fmt.Errorf("seq %d is not below the head %d: the newest event stays in the store", upTo, head)
+	}
+	if upTo <= anchor.Seq {
+		return Segment{}, fmt.Errorf("nothing to archive: the store starts after seq %d already", anchor.Seq)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Segment{}, err
+	}
+	seg := Segment{First: anchor.Seq + 1, Last: upTo, Prev: anchor.Hash}
+	seg.File = fmt.Sprintf("segment-%012d-%012d.tbseg", seg.First, seg.Last)
+	sum, last, err := s.writeSegment(filepath.Join(dir, seg.File), seg.First, upTo, anchor.Hash)
+	if err != nil {
+		return Segment{}, err
+	}
+	seg.SHA256, seg.Hash = sum, last
+	seg.Checkpoint = SignAt(key, upTo, last, now)
+	step("segment")
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return Segment{}, err
+	}
+	kept := m.Segments[:0]
+	for _, old := range m.Segments {
+		if old.First < seg.First { // a segment of an earlier run; one at the same place is replaced
+			kept = append(kept, old)
+		}
+	}
+	m.Segments = append(kept, seg)
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := WriteFileAtomic(filepath.Join(dir, ManifestFile), b, 0o600); err != nil {
+		return Segment{}, err
+	}
+	if err := syncDir(dir); err != nil {
+		return Segment{}, err
+	}
+	step("manifest")
+	if _, err := s.Drop(upTo); err != nil {
+		return Segment{}, err
+	}
+	step("drop")
+	return seg, nil
+}
+
+// writeSegment writes records first..last (which must follow prev) to path
+// durably and returns the file's SHA-256 and the last record's hash.
+func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) (string, events.Hash, error) {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", prev, err
+	}
+	defer os.Remove(tmp)
+	h := sha256.New()
+	bw := bufio.NewWriter(io.MultiWriter(f, h))
+	zw := gzip.NewWriter(bw)
+	hash := prev
+	next := first
+	for next <= last {
+		recs, after, err := s.RangeRecords(next, 4096, 16<<20)
+		if err != nil {
+			f.Close()
+			return "", prev, err
+		}
+		if len(recs) == 0 {
+			f.Close()
+			return "", prev, fmt.Errorf("seq %d is missing from the store", next)
+		}
+		for _, rec := range recs {
+			if next > last {
+				break
+			}
+			body, p, own, err := events.SplitRecord(rec)
+			if err != nil || p != hash || events.ChainHash(p, body) != own {
+				f.Close()
+				return "", prev, fmt.Errorf("seq %d does not verify; run `tracebridge verify` before archiving", next)
+			}
+			var n [binary.MaxVarintLen64]byte
+			zw.Write(n[:binary.PutUvarint(n[:], uint64(len(rec)))])
+			zw.Write(rec)
+			hash = own
+			next++
+		}
+		next = max(next, after)
+	}
+	if err := zw.Close(); err != nil {
+		f.Close()
+		return "", prev, err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return "", prev, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", prev, err
+	}
+	if err := f.Close(); err != nil {
+		return "", prev, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", prev, err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return "", prev, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), hash, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// ReadSegment calls fn with each record of a segment file, in order.
+func ReadSegment(path string, fn func(rec []byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	br := bufio.NewReader(zr)
+	for {
+		n, err := binary.ReadUvarint(br)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		if n > events.MaxBatchBytes {
+			return fmt.Errorf("%s: a record of %d bytes", filepath.Base(path), n)
+		}
+		rec := make([]byte, n)
+		if _, err := io.ReadFull(br, rec); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+}

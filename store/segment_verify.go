@@ -1,0 +1,137 @@
+package store
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// ArchiveReport is what VerifyArchive found.
+type ArchiveReport struct {
+	Segments int    `json:"segments"`
+	Events   uint64 `json:"events"`
+	Last     uint64 `json:"last"` // the last archived seq
+	FirstBad uint64 `json:"firstBad,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+}
+
+// OK reports whether the archive verified.
+func (r ArchiveReport) OK() bool { return r.Problem == "" }
+
+func (r ArchiveReport) String() string {
+	if r.OK() {
+		return fmt.Sprintf("archive ok: %d segments, %d events, seq 1 to %d, signed and linked to the store", r.Segments, r.Events, r.Last)
+	}
+	return fmt.Sprintf("archive broken at seq %d: %s", r.FirstBad, r.Problem)
+}
+
+// VerifyArchive checks the archive in dir and its link to the store: the
+// segments run from seq 1 without gaps, each file has the SHA-256 the
+// manifest names, every record's bytes match its hash and follow the one
+// before (across segments too), each segment's checkpoint is signed by
+// trusted (nil: the key it names) at its last record, and the store starts
+// where the archive ends (or still holds the archive's last events, as a
+// crash between writing a segment and dropping its events leaves it).
+func (s *Store) VerifyArchive(dir string, trusted ed25519.PublicKey) (ArchiveReport, error) {
+	var r ArchiveReport
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return r, err
+	}
+	bad := func(seq uint64, format string, args ...any) (ArchiveReport, error) {
+		r.FirstBad, r.Problem = seq, fmt.Sprintf(format, args...)
+		return r, nil
+	}
+	var prev events.Hash
+	next := uint64(1)
+	for _, seg := range m.Segments {
+		r.Segments++
+		if seg.First != next || seg.Prev != prev {
+			return bad(next, "segment %s starts at seq %d after %d: a segment is missing or out of order", seg.File, seg.First, next-1)
+		}
+		path := filepath.Join(dir, filepath.Base(seg.File))
+		if sum, err := fileSHA256(path); err != nil {
+			return bad(seg.First, "segment %s: %v", seg.File, err)
+		} else if sum != seg.SHA256 {
+			return bad(seg.First, "segment %s does not have the SHA-256 the manifest names: it was changed", seg.File)
+		}
+		var broken string
+		err := ReadSegment(path, func(rec []byte) error {
+			body, p, own, err := events.SplitRecord(rec)
+			switch {
+			case err != nil:
+				broken = err.Error()
+			case len(body) < 2:
+				broken = "a record without a body"
+			default:
+				if seq, n := binary.Uvarint(body[1:]); n <= 0 || seq != next {
+					broken = fmt.Sprintf("record says seq %d where %d belongs", seq, next)
+				} else if p != prev {
+					broken = "prev hash does not match the record before"
+				} else if events.ChainHash(p, body) != own {
+					broken = "hash does not match the record's bytes"
+				}
+			}
+			if broken != "" {
+				return ErrStop
+			}
+			prev = own
+			next++
+			r.Events++
+			return nil
+		})
+		if broken != "" {
+			return bad(next, "segment %s: %s", seg.File, broken)
+		}
+		if err != nil {
+			return bad(next, "segment %s: %v", seg.File, err)
+		}
+		if next-1 != seg.Last || prev != seg.Hash {
+			return bad(next, "segment %s ends at seq %d, the manifest says %d", seg.File, next-1, seg.Last)
+		}
+		cp := seg.Checkpoint
+		if err := cp.CheckSignature(trusted); err != nil || cp.Seq != seg.Last || cp.Hash != seg.Hash {
+			return bad(seg.Last, "segment %s: its checkpoint does not sign its last record (%v)", seg.File, err)
+		}
+	}
+	r.Last = next - 1
+	anchor, err := s.Anchor()
+	if err != nil {
+		return r, err
+	}
+	switch {
+	case anchor.Seq > r.Last:
+		return bad(r.Last+1, "the store starts after seq %d but the archive ends at seq %d: segments are missing", anchor.Seq, r.Last)
+	case anchor.Seq == r.Last && anchor.Hash != prev:
+		return bad(r.Last, "the store's anchor does not match the archive's last hash: they are not the same history")
+	case anchor.Seq < r.Last && r.Last > 0:
+		recs, _, err := s.RangeRecords(r.Last, 1, 1<<20)
+		if err != nil || len(recs) == 0 {
+			return bad(r.Last, "the archive ends at seq %d, which the store neither holds nor starts after", r.Last)
+		}
+		if _, _, own, err := events.SplitRecord(recs[0]); err != nil || own != prev {
+			return bad(r.Last, "the store's seq %d differs from the archive's", r.Last)
+		}
+	}
+	return r, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
