@@ -119,6 +119,7 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 	if err := syncDir(dir); err != nil {
 		return Segment{}, err
 	}
+	removeUnlisted(dir, m)
 	step("manifest")
 	if _, err := s.Drop(upTo); err != nil {
 		return Segment{}, err
@@ -190,6 +191,21 @@ func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) 
 		return "", prev, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), hash, nil
+}
+
+// removeUnlisted removes segment files the manifest does not list: the
+// leftovers of a run that was stopped before listing them.
+func removeUnlisted(dir string, m Manifest) {
+	listed := map[string]bool{}
+	for _, seg := range m.Segments {
+		listed[seg.File] = true
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "segment-*.tbseg*"))
+	for _, f := range files {
+		if !listed[filepath.Base(f)] {
+			os.Remove(f)
+		}
+	}
 }
 
 func syncDir(dir string) error {

@@ -68,6 +68,7 @@ func commands() map[string]command {
 		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion},
 		"servers":    {"import a client's MCP servers (Claude Desktop, Cursor, VS Code, Claude Code) behind tracebridge", runServers},
 		"token":      {"print the bearer token of `mcp --http`", runToken},
+		"archive":    {"move old events into a sealed, signed archive; the log stays verifiable", runArchive},
 		"export":     {"write the audit envelopes as JSON lines for a SIEM (--follow to stream)", runExport},
 		"tools":      {"list the pinned tools of upstream servers; diff and accept a changed one", runTools},
 		"prune":      {"remove old bridge log files and the demo's temp dirs (never the event log)", runPrune},

@@ -22,7 +22,8 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 	var files stringList
 	fs.Var(&files, "checkpoint", "also check against the exported checkpoint `FILE` (repeatable)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := m.parse(fs, "verify [--checkpoint FILE]... [--json]\n\nChecks the whole log: seqs without gaps, each record's hash and its link to\nthe one before, the recorded head, and the data dir's checkpoint.json plus\nany exported checkpoints (which expose truncation and rollback to an older\ncopy). Exits 0 when intact, 1 with the first bad seq otherwise, or when the\nlog refuses appends (disk full, broken chain), saying since when and why. Asks the\nrunning hub, or reads the store itself when none runs.", args); err != nil {
+	archive := fs.String("archive", "", "also check the archive in `DIR` (segments, signatures, links) and that the log continues it")
+	if err := m.parse(fs, "verify [--checkpoint FILE]... [--archive DIR] [--json]\n\nChecks the whole log: seqs without gaps, each record's hash and its link to\nthe one before, the recorded head, and the data dir's checkpoint.json plus\nany exported checkpoints (which expose truncation and rollback to an older\ncopy). Exits 0 when intact, 1 with the first bad seq otherwise, or when the\nlog refuses appends (disk full, broken chain), saying since when and why. Asks the\nrunning hub, or reads the store itself when none runs.", args); err != nil {
 		return err
 	}
 	dir, err := m.dataDir()
@@ -64,6 +65,20 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 		enc.Encode(rep)
 	} else {
 		fmt.Fprintln(m.Stdout, rep)
+	}
+	if *archive != "" {
+		ar, err := node.VerifyArchive(ctx, *archive)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			json.NewEncoder(m.Stdout).Encode(ar)
+		} else {
+			fmt.Fprintln(m.Stdout, ar)
+		}
+		if !ar.OK() {
+			return errFound
+		}
 	}
 	if !rep.Healthy() {
 		return errFound
