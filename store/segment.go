@@ -249,3 +249,29 @@ func ReadSegment(path string, fn func(rec []byte) error) error {
 		}
 	}
 }
+
+// ArchivedRequest returns the events of request id found in the archive in
+// dir, in seq order (a scan of every segment).
+func ArchivedRequest(dir string, id events.ID) ([]events.Event, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []events.Event
+	for _, seg := range m.Segments {
+		err := ReadSegment(filepath.Join(dir, filepath.Base(seg.File)), func(rec []byte) error {
+			e, err := events.Decode(rec)
+			if err != nil {
+				return err
+			}
+			if e.RequestID == id {
+				out = append(out, e)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -99,6 +99,18 @@ func TestArchiveSurvivesKills(t *testing.T) {
 	if anchor == 0 {
 		t.Fatal("nothing was ever archived")
 	}
+	// A run whose events were archived: replay says so, and reads it from
+	// the archive when told where it is.
+	out, _ := exec.Command(tbBin, "--data", data, "runs", "--kind", "all", "--limit", "0", "--json").Output()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	oldest := lines[len(lines)-1] // newest first
+	id := oldest[strings.Index(oldest, `"requestId":"`)+13:][:26]
+	if out, err := exec.Command(tbBin, "--data", data, "replay", id).CombinedOutput(); err == nil || !strings.Contains(string(out), "were archived") {
+		t.Fatalf("replay of an archived run: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(tbBin, "--data", data, "replay", id, "--archive", archive).CombinedOutput(); err != nil || !strings.Contains(string(out), id) {
+		t.Fatalf("replay --archive: %v\n%s", err, out)
+	}
 	// The archive's files are evidence too; a killed run's leftovers are
 	// cleaned by the next.
 	m, err := store.ReadManifest(archive)
@@ -113,7 +125,7 @@ func TestArchiveSurvivesKills(t *testing.T) {
 	b, _ := os.ReadFile(segs[0])
 	b[len(b)/2] ^= 0x55
 	os.WriteFile(segs[0], b, 0o600)
-	out, err := exec.Command(tbBin, "--data", data, "verify", "--archive", archive).CombinedOutput()
+	out, err = exec.Command(tbBin, "--data", data, "verify", "--archive", archive).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), filepath.Base(segs[0])) {
 		t.Fatalf("a tampered segment verified: %v\n%s", err, out)
 	}

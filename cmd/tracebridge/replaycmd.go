@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tracebridge/tracebridge/events"
+	"time"
 
+	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/replay"
 	"github.com/tracebridge/tracebridge/replay/sessions"
+	"github.com/tracebridge/tracebridge/store"
 )
 
 func runReplay(ctx context.Context, m *Main, args []string) error {
@@ -16,6 +18,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	format := fs.String("format", "text", "text, json, mermaid or md")
 	timings := fs.Bool("timings", false, "add relative times to the diagram")
 	artifacts := fs.String("artifacts", "", "also write the triad under `ROOT`: artifacts/logs/<slug>.log, .metadata.json, docs/diagrams/<slug>.mmd")
+	archive := fs.String("archive", "", "read a run whose events were archived from the archive `DIR` (see `tracebridge archive`)")
 	exitCode := fs.Bool("exit-code", false, "exit 1 when the run did not succeed (failed, denied or incomplete), for scripts and CI")
 	if err := m.parse(fs, "replay REQUEST_ID [--format text|json|mermaid|md] [--timings] [--artifacts ROOT]\n\nReconstructs one request from the log (the id is in every tool result's\n_meta[\"tracebridge/requestId\"]) and judges it against the expected chain of\nits kind: the first step that failed or never closed, its code, what it means\nand what to do, or where an interrupted run stopped.", args); err != nil {
 		return err
@@ -41,7 +44,16 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(evs) == 0 && *archive != "" {
+		if evs, err = store.ArchivedRequest(*archive, req); err != nil {
+			return err
+		}
+	}
 	if len(evs) == 0 {
+		if first, _, err := node.Range(ctx, 1, 1); err == nil && len(first) == 1 && first[0].Seq > 1 && *archive == "" {
+			return fmt.Errorf("no events for request %s in the log, which starts at seq %d (%s): older events were archived; read this run with `tracebridge replay %s --archive DIR`",
+				req, first[0].Seq, first[0].Time.Format(time.RFC3339), req)
+		}
 		return fmt.Errorf("no events for request %s in this data dir (check --data, or the id)", req)
 	}
 	run := replay.Judge(req, evs)
