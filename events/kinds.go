@@ -155,6 +155,7 @@ const (
 	KindHubStopped       = "log.hub.stopped"
 	KindAppendRejected   = "log.append.rejected"
 	KindCheckpointSigned = "log.checkpoint.signed"
+	KindArchived         = "log.archived" // events moved into a sealed archive segment; the log starts after them
 )
 
 func init() {
@@ -221,6 +222,7 @@ func init() {
 	kind(KindHubStopped, BoundaryLog, Hub, Hub, true)
 	kind(KindAppendRejected, BoundaryLog, Hub, Hub, true)
 	kind(KindCheckpointSigned, BoundaryLog, Hub, Hub, true)
+	kind(KindArchived, BoundaryLog, Hub, Hub, true)
 }
 
 // opens declares that k opens a step one of closers must close.

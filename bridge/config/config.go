@@ -31,6 +31,7 @@ type Config struct {
 	Pipe      Pipe                  `toml:"pipe"`
 	Servers   map[string]Server     `toml:"servers"`
 	OTLP      OTLP                  `toml:"otlp"`
+	Retention Retention             `toml:"retention"`
 
 	// Path is the file read, "" for defaults.
 	Path string `toml:"-"`
@@ -282,6 +283,7 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	}
 	c.validateServers(bad)
 	c.validateOTLP(bad)
+	c.validateRetention(bad)
 	for _, name := range sortedKeys(c.Secrets) {
 		s := c.Secrets[name]
 		if (s.Env == "") == (s.File == "") {

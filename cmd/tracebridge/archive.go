@@ -71,6 +71,10 @@ func runArchive(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	if em, err := m.emitter(dir, node, m.logger()); err == nil {
+		em.Emit(archiveEvent(seg, *out, "operator"))
+		em.Close(ctx)
+	}
 	fmt.Fprintf(m.Stdout, "archived seq %d to %d into %s (sha256 %s…); the log now starts after seq %d\n",
 		seg.First, seg.Last, filepath.Join(*out, seg.File), seg.SHA256[:12], seg.Last)
 	return nil

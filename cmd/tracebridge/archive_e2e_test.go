@@ -130,3 +130,26 @@ func TestArchiveSurvivesKills(t *testing.T) {
 		t.Fatalf("a tampered segment verified: %v\n%s", err, out)
 	}
 }
+
+// [retention] keep archives old events in serve's hub on its schedule, and
+// records it; the log and the archive verify afterwards.
+func TestRetentionArchivesOnSchedule(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	if out, err := exec.Command(tbBin, "--data", data, "loadgen", "--requests", "50").CombinedOutput(); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	time.Sleep(1200 * time.Millisecond) // the loadgen's events are older than keep now
+	cfg := writeConfig(t, "[retention]\nkeep = \"1s\"\nevery = \"200ms\"\n")
+	serve := exec.Command(tbBin, "--data", data, "--log-level", "error", "serve", "--ui", "off")
+	serve.Env = append(os.Environ(), cfg)
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "retention archives", func() bool { return countKind(t, data, "log.archived") > 0 })
+	serve.Process.Signal(os.Interrupt)
+	serve.Wait()
+	if _, _, anchor := verifyArchive(t, data, filepath.Join(data, "archive")); anchor < 600 {
+		t.Fatalf("retention archived up to seq %d; the loadgen wrote 600 events before it", anchor)
+	}
+}

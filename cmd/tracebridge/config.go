@@ -73,6 +73,12 @@ The file:
   # insecure = true      # plain-text gRPC
   # resource = { "deployment.environment" = "dev" }
   # content = false      # true: also the redacted arguments and results
+  # logs = false         # true: also the audit envelopes as OTLP log records
+
+  [retention]            # the hub (serve, up) archives older events on a schedule
+  keep = "90d"           # how long events stay in the hot log
+  # dir = "/backups/tracebridge"   # the archive (default: archive/ in the data dir)
+  # every = "1h"
 
 Capabilities: text.search, trace.read, workspace.read, workspace.write, process.run
 (discovered tools always need process.run), upstream.NAME per configured server.`

@@ -134,6 +134,7 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 		if err := m.addOTLPExporter(ctx, &g, dir, node, log); err != nil {
 			return err
 		}
+		m.addRetention(ctx, &g, dir, node, em, log)
 	}
 	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), hostPath, role)
 	return g.run()

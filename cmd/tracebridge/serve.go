@@ -50,6 +50,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err := m.addOTLPExporter(ctx, &g, dir, node, log); err != nil {
 		return err
 	}
+	m.addRetention(ctx, &g, dir, node, em, log)
 	fmt.Fprintf(m.Stderr, "tracebridge hub: data %s, bus %s, pid %d. Ctrl-C stops it.\n", dir, info.URL, info.PID)
 	err = g.run()
 	fmt.Fprintln(m.Stderr, "tracebridge hub: stopping")
