@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
@@ -59,35 +61,38 @@ func (s *Store) Drop(upTo uint64) (Anchor, error) {
 		}
 		evb, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketIDs)
 		byReq, bySess := tx.Bucket(bucketByRequest), tx.Bucket(bucketBySession)
-		c := evb.Cursor()
+		// First collect what goes, then delete key by key: deleting under a
+		// cursor and seeking to the first key again walks the emptied
+		// leaves each time (quadratic over a large range).
+		var seqs, idKeys, reqKeys, sessKeys [][]byte
 		var last events.Hash
-		for k, v := c.First(); k != nil && binary.BigEndian.Uint64(k) <= upTo; k, v = c.First() {
+		c := evb.Cursor()
+		for k, v := c.First(); k != nil && binary.BigEndian.Uint64(k) <= upTo; k, v = c.Next() {
 			seq := binary.BigEndian.Uint64(k)
-			_, _, hash, err := events.SplitRecord(v)
-			if err != nil {
-				return fmt.Errorf("seq %d: %w", seq, err)
-			}
 			e, err := events.Decode(v)
 			if err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
-			if err := ids.Delete(e.ID[:]); err != nil {
-				return err
-			}
+			seqs = append(seqs, append([]byte(nil), k...))
+			idKeys = append(idKeys, append([]byte(nil), e.ID[:]...))
 			if !e.RequestID.IsZero() {
-				if err := byReq.Delete(indexKey(e.RequestID, seq)); err != nil {
-					return err
-				}
+				reqKeys = append(reqKeys, indexKey(e.RequestID, seq))
 			}
 			if !e.SessionID.IsZero() {
-				if err := bySess.Delete(indexKey(e.SessionID, seq)); err != nil {
+				sessKeys = append(sessKeys, indexKey(e.SessionID, seq))
+			}
+			last = e.Hash
+		}
+		for _, del := range []struct {
+			b    *bolt.Bucket
+			keys [][]byte
+		}{{evb, seqs}, {ids, idKeys}, {byReq, reqKeys}, {bySess, sessKeys}} {
+			slices.SortFunc(del.keys, bytes.Compare) // in key order: each delete lands near the last
+			for _, k := range del.keys {
+				if err := del.b.Delete(k); err != nil {
 					return err
 				}
 			}
-			if err := c.Delete(); err != nil {
-				return err
-			}
-			last = hash
 		}
 		a = Anchor{Seq: upTo, Hash: last}
 		return tx.Bucket(bucketMeta).Put(keyAnchor, append(seqKey(upTo), last[:]...))
