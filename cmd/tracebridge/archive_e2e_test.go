@@ -153,3 +153,40 @@ func TestRetentionArchivesOnSchedule(t *testing.T) {
 		t.Fatalf("retention archived up to seq %d; the loadgen wrote 600 events before it", anchor)
 	}
 }
+
+// A rollback of the hot store to a copy taken before an archive (and
+// before later events) is caught by a checkpoint exported after them.
+func TestRollbackAcrossAnArchiveIsCaught(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(tbBin, append([]string{"--data", data}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("loadgen", "--requests", "50"); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	old, err := os.ReadFile(filepath.Join(data, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("loadgen", "--requests", "50"); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	cp := filepath.Join(t.TempDir(), "cp.json")
+	if out, err := run("checkpoint", "export", cp); err != nil {
+		t.Fatalf("checkpoint export: %v\n%s", err, out)
+	}
+	archive := filepath.Join(t.TempDir(), "archive")
+	if out, err := run("archive", "--before", "500", "--out", archive); err != nil {
+		t.Fatalf("archive: %v\n%s", err, out)
+	}
+	if out, err := run("verify", "--checkpoint", cp, "--archive", archive); err != nil {
+		t.Fatalf("before the rollback: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(data, "events.db"), old, 0o600)
+	out, err := run("verify", "--checkpoint", cp, "--archive", archive)
+	if err == nil || !strings.Contains(out, "rolled back") {
+		t.Fatalf("a rolled-back store verified: %v\n%s", err, out)
+	}
+}
