@@ -111,6 +111,9 @@ func TestArchiveSurvivesKills(t *testing.T) {
 	if out, err := exec.Command(tbBin, "--data", data, "replay", id, "--archive", archive).CombinedOutput(); err != nil || !strings.Contains(string(out), id) {
 		t.Fatalf("replay --archive: %v\n%s", err, out)
 	}
+	if out, _ := exec.Command(tbBin, "--data", data, "runs", "--kind", "all", "--limit", "0").Output(); !strings.Contains(string(out), "events archived") {
+		t.Fatalf("runs does not mark archived runs:\n%.500s", out)
+	}
 	// The archive's files are evidence too; a killed run's leftovers are
 	// cleaned by the next.
 	m, err := store.ReadManifest(archive)

@@ -183,7 +183,7 @@ func demoRuns(ctx context.Context, m *Main, step func(string, ...any), session, 
 	if err != nil {
 		return err
 	}
-	if err := writeRuns(m.Stdout, rows); err != nil {
+	if err := writeRuns(m.Stdout, rows, 0); err != nil {
 		return err
 	}
 

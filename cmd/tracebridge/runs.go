@@ -72,6 +72,12 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Runs whose events were archived keep their summaries (the views keep
+	// their state); say so, since replay needs --archive for them.
+	archivedBefore := uint64(0)
+	if first, _, err := node.Range(ctx, 1, 1); err == nil && len(first) == 1 && first[0].Seq > 1 {
+		archivedBefore = first[0].Seq
+	}
 	switch *format {
 	case "json":
 		for _, r := range rows {
@@ -81,7 +87,7 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	case "junit":
 		return runsReport(rows, *session).write(m.Stdout)
 	}
-	return writeRuns(m.Stdout, rows)
+	return writeRuns(m.Stdout, rows, archivedBefore)
 }
 
 // runsReport is runs as a JUnit report: one suite (the session's, when one
@@ -110,8 +116,10 @@ func runsReport(rows []json.RawMessage, session string) *junitSuites {
 	return &junitSuites{Name: "tracebridge runs", Suites: []junitSuite{suite}}
 }
 
-// writeRuns prints rows of the runs view as a table a person reads.
-func writeRuns(w io.Writer, rows []json.RawMessage) error {
+// writeRuns prints rows of the runs view as a table a person reads; runs
+// whose events all precede seq archivedBefore (the log's first) are marked
+// archived.
+func writeRuns(w io.Writer, rows []json.RawMessage, archivedBefore uint64) error {
 	sums := make([]replay.Summary, len(rows))
 	for i, r := range rows {
 		if err := json.Unmarshal(r, &sums[i]); err != nil {
@@ -135,6 +143,9 @@ func writeRuns(w io.Writer, rows []json.RawMessage) error {
 		}
 		if l := s.Later; l != nil {
 			verdict = strings.TrimSpace(verdict + "; its proposal later: " + orDash(string(l.Code)) + " at " + string(l.Boundary))
+		}
+		if archivedBefore > 0 && s.LastSeq < archivedBefore {
+			verdict = strings.TrimSpace(verdict + " (events archived: replay --archive DIR)")
 		}
 		wait := "-"
 		if s.WaitMs > 0 {
