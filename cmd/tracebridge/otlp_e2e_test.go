@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -325,5 +326,73 @@ func TestOTLPExporterSurvivesOutagesAndKills(t *testing.T) {
 	}
 	if len(serverSpans(grecv.all())) < want {
 		t.Fatalf("gRPC receiver got %d runs, want %d", len(serverSpans(grecv.all())), want)
+	}
+}
+
+// Every committed recorded session, re-driven and kept, exported: each of
+// its MCP runs arrives as a server span named after its method and tool,
+// failing exactly when the run did not succeed (with the response's code),
+// and every tools/call run has its executor step as a child span.
+func TestOTLPRecordedSessions(t *testing.T) {
+	long(t)
+	files, _ := filepath.Glob(filepath.Join("..", "..", "artifacts", "sessions", "*.jsonl"))
+	keep := t.TempDir()
+	out, err := exec.Command(tbBin, append([]string{"session", "replay", "--keep", keep}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("session replay --keep: %v\n%s", err, out)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			recv := &otlpReceiver{}
+			srv := httptest.NewServer(recv)
+			defer srv.Close()
+			data := filepath.Join(keep, name)
+			cmd := exec.Command(tbBin, "--data", data, "export", "otlp", "--since", "0")
+			cmd.Env = append(os.Environ(), writeConfig(t, fmt.Sprintf("[otlp]\nendpoint = %q\n", srv.URL)))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("export otlp: %v\n%s", err, out)
+			}
+			spans := recv.all()
+			roots := serverSpans(spans)
+			runsOut, err := exec.Command(tbBin, "--data", data, "runs", "--kind", "mcp", "--limit", "0", "--json").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, line := range strings.Split(strings.TrimSpace(string(runsOut)), "\n") {
+				if line == "" {
+					continue
+				}
+				var r struct {
+					RequestID, Method, Tool, Status string
+				}
+				json.Unmarshal([]byte(line), &r)
+				n++
+				s := roots[r.RequestID]
+				if s == nil {
+					t.Fatalf("run %s (%s %s) has no server span", r.RequestID, r.Method, r.Tool)
+				}
+				if want := strings.TrimSpace(r.Method + " " + r.Tool); s.Name != want {
+					t.Fatalf("span %q, want %q", s.Name, want)
+				}
+				failed := s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR
+				if failed != (r.Status != "ok") || failed && s.Status.Message != attrOf(s, "error.type") {
+					t.Fatalf("run %s is %s but its span's status is %v (error.type %q)", r.RequestID, r.Status, s.Status, attrOf(s, "error.type"))
+				}
+				if r.Method == "tools/call" {
+					child := false
+					for _, c := range spans {
+						child = child || (string(c.ParentSpanId) == string(s.SpanId) && strings.HasPrefix(c.Name, "executor "))
+					}
+					if !child {
+						t.Fatalf("tools/call run %s has no executor child span", r.RequestID)
+					}
+				}
+			}
+			if n == 0 || len(roots) < n {
+				t.Fatalf("%d runs, %d server spans", n, len(roots))
+			}
+		})
 	}
 }

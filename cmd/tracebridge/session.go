@@ -24,7 +24,7 @@ import (
 
 const sessionUsage = `session list [--limit N] [--json]
        tracebridge session export SESSION_ID -o FILE.jsonl|- [--config FILE] [--name NAME]
-       tracebridge session replay FILE... [--update] [--artifacts ROOT] [--junit FILE]
+       tracebridge session replay FILE... [--update] [--artifacts ROOT] [--junit FILE] [--keep DIR]
 
 list shows the MCP sessions of the data dir, newest first: the id to export,
 the client, when it started and ended, and how many requests it made.
@@ -298,6 +298,7 @@ func runSessionReplay(ctx context.Context, m *Main, args []string) error {
 	update := fs.Bool("update", false, "accept the new behaviour: rewrite each file's recorded crossings")
 	artifacts := fs.String("artifacts", "", "write a triad per request under `ROOT` (artifacts/logs, docs/diagrams)")
 	junit := fs.String("junit", "", "write a JUnit XML report to `FILE` (- for stdout): a test case per session and per drifting step")
+	keep := fs.String("keep", "", "keep each re-drive's evidence in a data dir under `DIR` (DIR/<session name>) to inspect it with runs, replay, the UI or export")
 	if err := m.parse(fs, sessionUsage, args); err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func runSessionReplay(ctx context.Context, m *Main, args []string) error {
 	report := &junitSuites{Name: "tracebridge session replay"}
 	for _, path := range fs.Args() {
 		t0 := time.Now()
-		res, err := m.replaySessionFile(ctx, path, *update, *artifacts)
+		res, err := m.replaySessionFile(ctx, path, *update, *artifacts, *keep)
 		if *junit != "" {
 			report.Suites = append(report.Suites, sessionSuite(path, res, err, time.Since(t0)))
 		}
@@ -345,7 +346,7 @@ type replayed struct {
 }
 
 // replaySessionFile re-drives one file.
-func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, artifacts string) (replayed, error) {
+func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, artifacts, keep string) (replayed, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return replayed{}, err
@@ -361,6 +362,12 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	}
 	defer os.RemoveAll(tmp)
 	dir := hub.DataDir(filepath.Join(tmp, "d"))
+	if keep != "" {
+		dir = hub.DataDir(filepath.Join(keep, s.Header.Name))
+		if entries, err := os.ReadDir(string(dir)); err == nil && len(entries) > 0 {
+			return replayed{}, fmt.Errorf("--keep: %s holds something already; use an empty dir", dir)
+		}
+	}
 	if err := dir.Ensure(); err != nil {
 		return replayed{}, err
 	}
@@ -384,7 +391,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 		out.labels = append(out.labels, fmt.Sprintf("run %02d (%s)", k+1, s.Steps[res.Steps[k]].Label()))
 	}
 	if artifacts != "" {
-		scrub := strings.NewReplacer(tmp, "$TMP")
+		scrub := strings.NewReplacer(tmp, "$TMP", string(dir), "$TMP/d")
 		for k, run := range res.Runs {
 			st := &s.Steps[res.Steps[k]]
 			label := st.Label()
