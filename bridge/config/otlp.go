@@ -24,7 +24,7 @@ type OTLP struct {
 	// (gen_ai.tool.call.arguments / .result). Default off.
 	Content bool `toml:"content"`
 	// Logs also sends each audit envelope as an OTLP log record (for a
-	// SIEM that reads OTLP). Default off. OTLP/HTTP only.
+	// SIEM that reads OTLP). Default off.
 	Logs bool `toml:"logs"`
 }
 
@@ -46,9 +46,6 @@ func (c *Config) validateOTLP(bad func(key, format string, args ...any)) {
 	case "grpc":
 		if _, _, err := net.SplitHostPort(o.Endpoint); err != nil {
 			bad("otlp.endpoint", "%q: grpc wants host:port, such as \"127.0.0.1:4317\"", o.Endpoint)
-		}
-		if o.Logs {
-			bad("otlp.logs", "audit logs are sent over OTLP/HTTP only: use protocol = \"http/protobuf\", or `tracebridge export audit`")
 		}
 	default:
 		bad("otlp.protocol", "%q is not one of http/protobuf, grpc", o.Protocol)

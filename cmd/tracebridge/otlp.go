@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -83,8 +85,18 @@ func (m *Main) newExporter(ctx context.Context, c *config.Config, dir hub.DataDi
 		for k, v := range c.OTLP.Headers {
 			headers[k] = config.ExpandSecrets(v, func(name string) string { return m.secretValue(c, name) })
 		}
-		logs, err := otlploghttp.New(ctx, otlploghttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/logs"),
-			otlploghttp.WithHeaders(headers), otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}))
+		var logs sdklog.Exporter
+		if c.OTLP.Protocol == "grpc" {
+			opts := []otlploggrpc.Option{otlploggrpc.WithEndpoint(c.OTLP.Endpoint), otlploggrpc.WithHeaders(headers),
+				otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: false})}
+			if c.OTLP.Insecure {
+				opts = append(opts, otlploggrpc.WithInsecure())
+			}
+			logs, err = otlploggrpc.New(ctx, opts...)
+		} else {
+			logs, err = otlploghttp.New(ctx, otlploghttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/logs"),
+				otlploghttp.WithHeaders(headers), otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}))
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("[otlp] logs: %w", err)
 		}

@@ -117,6 +117,21 @@ func (r *otlpReceiver) Export(_ context.Context, req *collectortrace.ExportTrace
 	return &collectortrace.ExportTraceServiceResponse{}, nil
 }
 
+// grpcLogs is the gRPC logs service of a receiver.
+type grpcLogs struct {
+	collectorlogs.UnimplementedLogsServiceServer
+	records atomic.Int32
+}
+
+func (g *grpcLogs) Export(_ context.Context, req *collectorlogs.ExportLogsServiceRequest) (*collectorlogs.ExportLogsServiceResponse, error) {
+	for _, rl := range req.ResourceLogs {
+		for _, sl := range rl.ScopeLogs {
+			g.records.Add(int32(len(sl.LogRecords)))
+		}
+	}
+	return &collectorlogs.ExportLogsServiceResponse{}, nil
+}
+
 func (r *otlpReceiver) all() []*tracepb.Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -314,9 +329,11 @@ func TestOTLPExporterSurvivesOutagesAndKills(t *testing.T) {
 	}
 	gs := grpc.NewServer()
 	collectortrace.RegisterTraceServiceServer(gs, grecv)
+	glogs := &grpcLogs{}
+	collectorlogs.RegisterLogsServiceServer(gs, glogs)
 	go gs.Serve(l)
 	defer gs.Stop()
-	gcfg := writeConfig(t, fmt.Sprintf("[otlp]\nendpoint = %q\nprotocol = \"grpc\"\ninsecure = true\n", l.Addr().String()))
+	gcfg := writeConfig(t, fmt.Sprintf("[otlp]\nendpoint = %q\nprotocol = \"grpc\"\ninsecure = true\nlogs = true\n", l.Addr().String()))
 	serve.Process.Kill()
 	serve.Wait()
 	cmd := exec.Command(tbBin, "--data", data, "export", "otlp", "--since", "0")
@@ -326,6 +343,9 @@ func TestOTLPExporterSurvivesOutagesAndKills(t *testing.T) {
 	}
 	if len(serverSpans(grecv.all())) < want {
 		t.Fatalf("gRPC receiver got %d runs, want %d", len(serverSpans(grecv.all())), want)
+	}
+	if glogs.records.Load() < 8 { // an audit envelope per tools/call
+		t.Fatalf("gRPC receiver got %d audit log records", glogs.records.Load())
 	}
 }
 
