@@ -43,7 +43,10 @@ type Exporter struct {
 	// FlushEvery bounds how long a run waits to be sent. Zero: 1s.
 	FlushEvery time.Duration
 
-	pending []sdktrace.ReadOnlySpan
+	// inflight holds the events of runs not answered yet, as the log
+	// delivers them, so an answered run rarely needs a read of its own.
+	inflight map[events.ID][]events.Event
+	pending  []sdktrace.ReadOnlySpan
 	hist    durations
 	logs    auditLogs
 	last    uint64 // seq of the newest run in pending
@@ -165,14 +168,30 @@ func (x *Exporter) Backfill(ctx context.Context, from uint64) (int, error) {
 	return total, x.flush(ctx)
 }
 
+// maxInflight bounds the runs held while they wait for their answer (runs
+// that were never answered would otherwise grow it); past it they are read
+// from the log when answered.
+const maxInflight = 20_000
+
 // add takes one event; an answered MCP request adds its run's spans.
 func (x *Exporter) add(ctx context.Context, e events.Event) error {
-	if e.Kind != events.KindMCPResponseSent || e.RequestID.IsZero() {
+	if e.RequestID.IsZero() {
 		return nil
 	}
-	evs, err := x.Log.ByRequest(ctx, e.RequestID)
-	if err != nil {
-		return err
+	if x.inflight == nil || len(x.inflight) > maxInflight {
+		x.inflight = map[events.ID][]events.Event{}
+	}
+	if e.Kind != events.KindMCPResponseSent {
+		x.inflight[e.RequestID] = append(x.inflight[e.RequestID], e)
+		return nil
+	}
+	evs := append(x.inflight[e.RequestID], e)
+	delete(x.inflight, e.RequestID)
+	if evs[0].Kind != events.KindMCPRequestReceived { // began before this follow (or was evicted): read it whole
+		var err error
+		if evs, err = x.Log.ByRequest(ctx, e.RequestID); err != nil {
+			return err
+		}
 	}
 	x.pending = append(x.pending, Spans(evs, x.Options)...)
 	x.hist.add(evs)
