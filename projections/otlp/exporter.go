@@ -47,10 +47,10 @@ type Exporter struct {
 	// delivers them, so an answered run rarely needs a read of its own.
 	inflight map[events.ID][]events.Event
 	pending  []sdktrace.ReadOnlySpan
-	hist    durations
-	logs    auditLogs
-	last    uint64 // seq of the newest run in pending
-	runs    int
+	hist     durations
+	logs     auditLogs
+	last     uint64 // seq of the newest run in pending
+	runs     int
 }
 
 // maxBatch is how many runs one export sends at most.
