@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/store"
 )
@@ -139,35 +140,19 @@ func (x *auditExport) upToHead(ctx context.Context, from uint64) error {
 // follow writes what the log holds, then what it commits, a batch at a
 // time after the checkpoint that covers it.
 func (x *auditExport) follow(ctx context.Context, from uint64) error {
-	got := make(chan events.Event, 4096)
-	errc := make(chan error, 1)
-	go func() { errc <- x.node.Follow(ctx, from, func(e events.Event) error { got <- e; return nil }) }()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case e := <-got:
-			x.add(e)
-		case <-tick.C:
-			if len(x.pending) == 0 {
-				continue
-			}
-			cp, err := x.node.Checkpoint(ctx)
-			if err != nil {
-				return err
-			}
-			if err := x.flush(&cp); err != nil {
-				return err
-			}
-		case err := <-errc:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		case <-ctx.Done():
+	return projections.FollowTicking(ctx, x.node.Follow, from, time.Second, func(e events.Event) error {
+		x.add(e)
+		return nil
+	}, func() error {
+		if len(x.pending) == 0 {
 			return nil
 		}
-	}
+		cp, err := x.node.Checkpoint(ctx)
+		if err != nil {
+			return err
+		}
+		return x.flush(&cp)
+	})
 }
 
 func (x *auditExport) add(e events.Event) {

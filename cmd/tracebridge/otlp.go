@@ -31,12 +31,18 @@ import (
 // otlpState is where the exporter keeps its checkpoint.
 func otlpState(dir hub.DataDir) string { return filepath.Join(string(dir), "export", "otlp.json") }
 
-// spanExporter is the official OTLP exporter [otlp] asks for.
-func (m *Main) spanExporter(ctx context.Context, c *config.Config) (sdktrace.SpanExporter, error) {
+// otlpHeaders are [otlp] headers with their secret references resolved.
+func (m *Main) otlpHeaders(c *config.Config) map[string]string {
 	headers := map[string]string{}
 	for k, v := range c.OTLP.Headers {
 		headers[k] = config.ExpandSecrets(v, func(name string) string { return m.secretValue(c, name) })
 	}
+	return headers
+}
+
+// spanExporter is the official OTLP exporter [otlp] asks for.
+func (m *Main) spanExporter(ctx context.Context, c *config.Config) (sdktrace.SpanExporter, error) {
+	headers := m.otlpHeaders(c)
 	if c.OTLP.Protocol == "grpc" {
 		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(c.OTLP.Endpoint), otlptracegrpc.WithHeaders(headers),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false})}
@@ -51,10 +57,7 @@ func (m *Main) spanExporter(ctx context.Context, c *config.Config) (sdktrace.Spa
 
 // metricExporter is the OTLP metric exporter beside spanExporter.
 func (m *Main) metricExporter(ctx context.Context, c *config.Config) (sdkmetric.Exporter, error) {
-	headers := map[string]string{}
-	for k, v := range c.OTLP.Headers {
-		headers[k] = config.ExpandSecrets(v, func(name string) string { return m.secretValue(c, name) })
-	}
+	headers := m.otlpHeaders(c)
 	delta := func(sdkmetric.InstrumentKind) metricdata.Temporality { return metricdata.DeltaTemporality }
 	if c.OTLP.Protocol == "grpc" {
 		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpoint(c.OTLP.Endpoint), otlpmetricgrpc.WithHeaders(headers),
@@ -81,10 +84,7 @@ func (m *Main) newExporter(ctx context.Context, c *config.Config, dir hub.DataDi
 	x := &otlp.Exporter{Log: node, Spans: spans, Metrics: metrics, Options: otlp.Options{Resource: otlpResource(c), Content: c.OTLP.Content},
 		State: otlpState(dir), Logger: log}
 	if c.OTLP.Logs {
-		headers := map[string]string{}
-		for k, v := range c.OTLP.Headers {
-			headers[k] = config.ExpandSecrets(v, func(name string) string { return m.secretValue(c, name) })
-		}
+		headers := m.otlpHeaders(c)
 		var logs sdklog.Exporter
 		if c.OTLP.Protocol == "grpc" {
 			opts := []otlploggrpc.Option{otlploggrpc.WithEndpoint(c.OTLP.Endpoint), otlploggrpc.WithHeaders(headers),

@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -85,50 +86,19 @@ func (x *Exporter) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("otlp checkpoint %s: %w", x.State, err)
 	}
-	got := make(chan events.Event, 1024)
-	errc := make(chan error, 1)
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		errc <- x.Log.Follow(fctx, st.Seq+1, func(e events.Event) error {
-			select {
-			case got <- e:
-				return nil
-			case <-fctx.Done():
-				return fctx.Err()
-			}
-		})
-	}()
 	every := x.FlushEvery
 	if every <= 0 {
 		every = time.Second
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case e := <-got:
-			if err := x.add(ctx, e); err != nil {
-				return err
-			}
-			if x.runs >= maxBatch {
-				if err := x.flush(ctx); err != nil {
-					return err
-				}
-			}
-		case <-tick.C:
-			if err := x.flush(ctx); err != nil {
-				return err
-			}
-		case err := <-errc:
-			if ctx.Err() != nil {
-				return nil
-			}
+	return projections.FollowTicking(ctx, x.Log.Follow, st.Seq+1, every, func(e events.Event) error {
+		if err := x.add(ctx, e); err != nil {
 			return err
-		case <-ctx.Done():
-			return nil
 		}
-	}
+		if x.runs >= maxBatch {
+			return x.flush(ctx)
+		}
+		return nil
+	}, func() error { return x.flush(ctx) })
 }
 
 // Backfill exports the runs answered after seq from up to the log's head
