@@ -60,14 +60,7 @@ func runArchive(ctx context.Context, m *Main, args []string) error {
 	} else if upTo, err = seqAt(ctx, node, m.Now(), *before); err != nil {
 		return err
 	}
-	failpoint := m.Getenv("TB_FAILPOINT_ARCHIVE") // tests: die at this step
-	seg, err := node.Archive(ctx, *out, upTo, func(step string) {
-		if step == failpoint {
-			if p, err := os.FindProcess(os.Getpid()); err == nil {
-				p.Kill() // SIGKILL: no deferred cleanup, as a crash
-			}
-		}
-	})
+	seg, err := node.Archive(ctx, *out, upTo, archiveFailpoint)
 	if err != nil {
 		return err
 	}

@@ -61,3 +61,15 @@ func testTools() []*executor.Tool {
 		}},
 	}
 }
+
+// archiveFailpoint kills this process with SIGKILL after the archive step
+// TB_FAILPOINT_ARCHIVE names (segment, manifest, drop): how the end-to-end
+// test crashes an archive at every step. Compiled only into -tags
+// tb_testtools builds.
+func archiveFailpoint(step string) {
+	if step == os.Getenv("TB_FAILPOINT_ARCHIVE") {
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			p.Kill()
+		}
+	}
+}
