@@ -68,8 +68,9 @@ func TestArchiveSurvivesKills(t *testing.T) {
 		if before >= head {
 			break
 		}
-		cmd := exec.Command(tbTestBin, "--data", data, "archive", "--before", fmt.Sprint(before), "--out", archive) // failpoints: -tags tb_testtools
-		if i%2 == 0 {                                                                                               // a failpoint after a step
+		// The failpoints are in the -tags tb_testtools build.
+		cmd := exec.Command(tbTestBin, "--data", data, "archive", "--before", fmt.Sprint(before), "--out", archive)
+		if i%2 == 0 { // a failpoint after a step
 			cmd.Env = append(os.Environ(), "TB_FAILPOINT_ARCHIVE="+steps[i/2%len(steps)])
 			out, err := cmd.CombinedOutput()
 			if steps[i/2%len(steps)] != "" {
