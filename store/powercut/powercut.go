@@ -43,8 +43,8 @@ type FS struct {
 // Stats counts what the file system saw since the mount.
 type Stats struct {
 	Writes, FileSyncs, DirSyncs, Renames, Cuts int
-	BytesWritten                              int64
-	Failed                                    int // calls failed by an injected fault
+	BytesWritten                               int64
+	Failed                                     int // calls failed by an injected fault
 }
 
 // Op is the operation a fault fails.
