@@ -49,7 +49,7 @@ func LoadKeyFile(path string, size int) ([]byte, error) {
 // to path, which fails with os.ErrExist when path exists.
 func createKey(path string, key []byte) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
@@ -64,11 +64,7 @@ func createKey(path string, key []byte) error {
 	if err := os.Link(tmp.Name(), path); err != nil {
 		return err
 	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return SyncDir(dir)
 }
 
 // removeEmpty removes path if it is still an empty regular file.

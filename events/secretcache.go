@@ -61,15 +61,22 @@ func (c *SecretCache) Add(v string) error {
 	sealed := c.aead.Seal(nonce, nonce, []byte(v), nil)
 	rec := binary.BigEndian.AppendUint32(nil, uint32(len(sealed)))
 	rec = append(rec, sealed...)
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
+	if err := MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
 		return err
 	}
+	_, statErr := os.Stat(c.path)
 	f, err := os.OpenFile(c.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	_, werr := f.Write(rec)
-	return errors.Join(werr, f.Sync(), f.Close())
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		return err
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		return SyncDir(filepath.Dir(c.path)) // created here: its name too
+	}
+	return nil
 }
 
 // New returns the values appended since the last call (all of them on the

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -67,7 +66,7 @@ func WriteCheckpoint(path string, c Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(b, '\n'), 0o600)
+	return events.WriteFileAtomic(path, append(b, '\n'), 0o600)
 }
 
 // ReadCheckpoint reads a checkpoint file and checks its signature against
@@ -95,26 +94,4 @@ func LoadSigningKey(path string) (ed25519.PrivateKey, error) {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
 	return ed25519.NewKeyFromSeed(seed), nil
-}
-
-// WriteFileAtomic replaces path with b (mode), via a synced temp file and a
-// rename, so a reader sees the old or the new content, never a part.
-func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := errors.Join(tmp.Sync(), tmp.Close()); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -1,8 +1,12 @@
-//go:build !tb_nodurability
+//go:build !tb_nodurability && !tb_nofsync
 
 package store
 
-// unsafeNoDurability is false in every real build. See durability_unsafe.go.
-const unsafeNoDurability = false
+// unsafeNoDurability and skipFsync are false in every real build. See
+// durability_unsafe.go and durability_nofsync.go.
+const (
+	unsafeNoDurability = false
+	skipFsync          = false
+)
 
 func lieBeforeCommit([]*appendReq) {}

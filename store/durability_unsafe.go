@@ -8,7 +8,10 @@ import "time"
 // appenders before their transaction commits. It exists only so the crash
 // test can show it catches a store that acknowledges what the disk does not
 // hold (`go build -tags tb_nodurability`). Never ship it.
-const unsafeNoDurability = true
+const (
+	unsafeNoDurability = true
+	skipFsync          = true
+)
 
 // lieBeforeCommit answers the appenders of a batch whose transaction has not
 // committed, then dawdles as a slow disk would, widening the window in which

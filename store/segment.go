@@ -89,7 +89,7 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 	if upTo <= anchor.Seq {
 		return Segment{}, fmt.Errorf("nothing to archive: the store starts after seq %d already", anchor.Seq)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := events.MkdirAll(dir, 0o700); err != nil {
 		return Segment{}, err
 	}
 	seg := Segment{First: anchor.Seq + 1, Last: upTo, Prev: anchor.Hash}
@@ -113,10 +113,10 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 	}
 	m.Segments = append(kept, seg)
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := WriteFileAtomic(filepath.Join(dir, ManifestFile), b, 0o600); err != nil {
+	if err := events.WriteFileAtomic(filepath.Join(dir, ManifestFile), b, 0o600); err != nil {
 		return Segment{}, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := events.SyncDir(dir); err != nil {
 		return Segment{}, err
 	}
 	removeUnlisted(dir, m)
@@ -187,7 +187,7 @@ func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) 
 	if err := os.Rename(tmp, path); err != nil {
 		return "", prev, err
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := events.SyncDir(filepath.Dir(path)); err != nil {
 		return "", prev, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), hash, nil
@@ -206,15 +206,6 @@ func removeUnlisted(dir string, m Manifest) {
 			os.Remove(f)
 		}
 	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // ReadSegment calls fn with each record of a segment file, in order.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -98,7 +99,15 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db.NoSync = unsafeNoDurability // false in every real build
+	db.NoSync = skipFsync // false in every real build
+	if !opts.ReadOnly {
+		// bbolt syncs the file, never its name: a log created here would
+		// vanish in a power loss with everything acknowledged into it.
+		if err := events.SyncDir(filepath.Dir(path)); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: sync its directory: %w", path, err)
+		}
+	}
 	s := &Store{db: db, path: path, opts: opts}
 	if err := s.init(); err != nil {
 		db.Close()

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/store"
 )
 
 // Recorder is what proposals need of events.Emitter: record, and make a
@@ -58,7 +57,7 @@ func OpenProposals(ws *Workspace, rec Recorder, dir string, now func() time.Time
 	if now == nil {
 		now = time.Now
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := events.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	p := &Proposals{ws: ws, rec: rec, dir: dir, now: now, byID: map[string]*Proposal{}}
@@ -94,7 +93,7 @@ func (p *Proposals) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	return store.WriteFileAtomic(p.statePath(), b, 0o600)
+	return events.WriteFileAtomic(p.statePath(), b, 0o600)
 }
 
 func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs map[string]string) {
@@ -234,7 +233,7 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 		return nil, &events.Err{Code: events.CodeLogUnavailable, Msg: "the intent to apply could not be recorded, so nothing was written: " + err.Error()}
 	}
 	jb, _ := json.Marshal(j)
-	if err := store.WriteFileAtomic(p.journalPath(), jb, 0o600); err != nil {
+	if err := events.WriteFileAtomic(p.journalPath(), jb, 0o600); err != nil {
 		return nil, err
 	}
 	if err := p.finishLocked(j); err != nil {
@@ -285,7 +284,10 @@ func (p *Proposals) finishLocked(j journal) error {
 			return err
 		}
 	}
-	return os.Remove(p.journalPath())
+	if err := os.Remove(p.journalPath()); err != nil {
+		return err
+	}
+	return events.SyncDir(p.dir)
 }
 
 // tempName is the temporary file a journal entry is written through: known

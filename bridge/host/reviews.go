@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/store"
 )
 
 // Review modes.
@@ -69,7 +68,7 @@ func OpenReviews(ws *Workspace, dir string, now func() time.Time) (*Reviews, err
 	if now == nil {
 		now = time.Now
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := events.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	r := &Reviews{ws: ws, path: filepath.Join(dir, "reviews.json"), now: now}
@@ -127,7 +126,7 @@ func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion
 	r.versions = append(r.versions, v)
 	b, err := json.MarshalIndent(r.versions, "", "  ")
 	if err == nil {
-		err = store.WriteFileAtomic(r.path, b, 0o600)
+		err = events.WriteFileAtomic(r.path, b, 0o600)
 	}
 	if err != nil {
 		r.versions = r.versions[:len(r.versions)-1]

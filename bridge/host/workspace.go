@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -195,6 +196,15 @@ func (w *Workspace) WriteFileVia(p string, data []byte, tmpName string, beforeRe
 	if err := w.root.Rename(tmp, filepath.FromSlash(rel)); err != nil {
 		w.root.Remove(tmp)
 		return refuse(rel, err)
+	}
+	// The rename survives a power loss only once its directory is synced;
+	// the proposal is recorded applied after this returns.
+	d, err := w.root.Open(filepath.FromSlash(path.Dir(rel)))
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(d.Sync(), d.Close()); err != nil && runtime.GOOS != "windows" {
+		return err
 	}
 	return nil
 }

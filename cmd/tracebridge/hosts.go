@@ -84,11 +84,11 @@ func (m *Main) listenHost(dir hub.DataDir, root string) (*pipe.Listener, string,
 	}
 	entry := filepath.Join(hostsDir(dir), rootHash(root)+".json")
 	b, _ := json.Marshal(hostEntry{Root: root, Socket: path, PID: os.Getpid(), Started: m.Now().UTC()})
-	if err := os.MkdirAll(hostsDir(dir), 0o700); err != nil {
+	if err := events.MkdirAll(hostsDir(dir), 0o700); err != nil {
 		l.Close()
 		return nil, "", nil, err
 	}
-	if err := os.WriteFile(entry, b, 0o600); err != nil {
+	if err := events.WriteFileAtomic(entry, b, 0o600); err != nil {
 		l.Close()
 		return nil, "", nil, err
 	}

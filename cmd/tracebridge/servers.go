@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/events"
 )
 
 const serversHelp = `servers import FILE [--write] [--config FILE]
@@ -324,12 +325,8 @@ func appendServers(path, sections string) error {
 	if _, err := config.Parse(path, next); err != nil {
 		return fmt.Errorf("the imported sections do not fit %s (nothing written):\n%w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := events.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, next, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return events.WriteFileAtomic(path, next, 0o600)
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/replay/sessions"
-	"github.com/tracebridge/tracebridge/store"
 )
 
 const sessionUsage = `session list [--limit N] [--json]
@@ -179,7 +178,7 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 		_, err := m.Stdout.Write(buf.Bytes())
 		return err
 	}
-	if err := store.WriteFileAtomic(*out, buf.Bytes(), 0o600); err != nil {
+	if err := events.WriteFileAtomic(*out, buf.Bytes(), 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "wrote %s: %d steps of session %s\n", *out, len(s.Steps), sid)
@@ -415,7 +414,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 		if err := s.Encode(&buf); err != nil {
 			return replayed{}, err
 		}
-		if err := store.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
+		if err := events.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
 			return replayed{}, err
 		}
 		fmt.Fprintf(m.Stdout, "%s: %d difference(s) accepted into %s\n", name, len(res.Drift), path)
@@ -481,7 +480,7 @@ func (m *Main) writeReport(path string, r *junitSuites) error {
 	if err := r.write(&buf); err != nil {
 		return err
 	}
-	return store.WriteFileAtomic(path, buf.Bytes(), 0o644)
+	return events.WriteFileAtomic(path, buf.Bytes(), 0o644)
 }
 
 // sessionBridge is the bridge `tracebridge mcp` runs, on a re-drive's

@@ -16,7 +16,6 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections/hub"
-	"github.com/tracebridge/tracebridge/store"
 	"github.com/tracebridge/tracebridge/web"
 )
 
@@ -68,7 +67,7 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 		l.Close()
 		return "", nil, err
 	}
-	if err := store.WriteFileAtomic(uiInfoPath(dir), b, 0o600); err != nil {
+	if err := events.WriteFileAtomic(uiInfoPath(dir), b, 0o600); err != nil {
 		l.Close()
 		return "", nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tracebridge/tracebridge/store"
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // DataDir names the files of one data dir.
@@ -29,7 +29,7 @@ func (d DataDir) LogDir() string      { return filepath.Join(string(d), "logs") 
 // Ensure creates the data dir with mode 0700, and refuses one that others
 // can read or write.
 func (d DataDir) Ensure() error {
-	if err := os.MkdirAll(string(d), 0o700); err != nil {
+	if err := events.MkdirAll(string(d), 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	fi, err := os.Stat(string(d))
@@ -58,7 +58,7 @@ func (d DataDir) writeInfo(info Info) error {
 	if err != nil {
 		return err
 	}
-	return store.WriteFileAtomic(d.HubFile(), append(b, '\n'), 0o600)
+	return events.WriteFileAtomic(d.HubFile(), append(b, '\n'), 0o600)
 }
 
 func (d DataDir) readInfo() (Info, error) {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
-	"github.com/tracebridge/tracebridge/store"
 )
 
 // Log is what the exporter reads.
@@ -217,10 +216,10 @@ func (x *Exporter) flush(ctx context.Context) error {
 	}
 	if x.last > st.Seq { // a backfill from an earlier seq never moves it back
 		b, _ := json.Marshal(State{Seq: x.last, Exported: time.Now().UTC(), Runs: st.Runs + x.runs})
-		if err := os.MkdirAll(filepath.Dir(x.State), 0o700); err != nil {
+		if err := events.MkdirAll(filepath.Dir(x.State), 0o700); err != nil {
 			return err
 		}
-		if err := store.WriteFileAtomic(x.State, b, 0o600); err != nil {
+		if err := events.WriteFileAtomic(x.State, b, 0o600); err != nil {
 			return err
 		}
 	}

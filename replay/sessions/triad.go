@@ -13,7 +13,6 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/replay"
-	"github.com/tracebridge/tracebridge/store"
 )
 
 // ScopeExclusions are the boundaries a recorded-session replay does not
@@ -108,10 +107,10 @@ func WriteTriad(root string, run replay.Run, opts TriadOptions) (Triad, error) {
 	}
 	diagram := mermaid.Sequence(run.Events, mermaid.Options{Timings: !opts.Deterministic})
 	for path, data := range map[string][]byte{t.Log: []byte(timeline(run, opts)), t.Metadata: append(mdb, '\n'), t.Diagram: []byte(diagram)} {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := events.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return t, err
 		}
-		if err := store.WriteFileAtomic(path, data, 0o644); err != nil {
+		if err := events.WriteFileAtomic(path, data, 0o644); err != nil {
 			return t, err
 		}
 	}
