@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 	"time"
@@ -117,20 +118,24 @@ func (s *Store) commit(batch []*appendReq) {
 	head, hash := s.Head()
 	tx, err := s.db.Begin(true)
 	if err == nil {
-		head, hash, err = s.put(tx, batch, head, hash)
+		err = s.guard(func() (err error) {
+			head, hash, err = s.put(tx, batch, head, hash)
+			return err
+		})
 		if err == nil && unsafeNoDurability {
 			lieBeforeCommit(batch)
 		}
 		if err == nil {
-			err = tx.Commit()
+			err = s.guard(tx.Commit)
 		} else {
 			tx.Rollback()
 		}
 	}
-	if err != nil && errors.Is(err, syscall.ENOSPC) {
-		// Out of space: bbolt wrote no meta page, so the log is as it was
-		// and this batch is not on record. Answer it unavailable (never
-		// acknowledged) and let the next batch try again.
+	if err != nil && errors.Is(err, syscall.ENOSPC) && writeFailed(err) {
+		// Out of space on a write: bbolt wrote no meta page, so the log is
+		// as it was and this batch is not on record. Answer it unavailable
+		// (never acknowledged) and let the next batch try again. (ENOSPC
+		// from a sync is a failed sync, below.)
 		s.mu.Lock()
 		if s.full == nil {
 			s.full = &diskFull{since: time.Now()}
@@ -146,10 +151,14 @@ func (s *Store) commit(batch []*appendReq) {
 		return
 	}
 	if err != nil {
-		// The disk state after a failed commit is unknown (bbolt may have
-		// written pages but not the meta page). Never retry-then-ack:
-		// refuse everything from now on.
-		rej := &events.RejectedError{Code: events.CodeLogUnavailable, Message: "commit failed, store stopped: " + err.Error()}
+		// The disk state after a failed commit is unknown: bbolt may have
+		// written pages but not the meta page, and after a failed fsync
+		// Linux marks the pages clean though the disk never got them, so
+		// a later fsync would succeed without them ("fsyncgate"). Never
+		// retry-then-ack: refuse everything until a restart reads back
+		// what the disk holds.
+		rej := &events.RejectedError{Code: events.CodeLogUnavailable, Message: "commit failed, store stopped: " + err.Error() +
+			"; nothing of it was acknowledged. Fix the disk, then restart tracebridge (reboot first, or drop the page cache: after a failed fsync it may hold what the disk lost)"}
 		s.Refuse(rej)
 		s.opts.Logger.Error("store commit failed; refusing all further appends", "path", s.path, "err", err)
 		for _, r := range batch {
@@ -164,6 +173,13 @@ func (s *Store) commit(batch []*appendReq) {
 		s.full = nil
 	}
 	s.mu.Unlock()
+}
+
+// writeFailed tells a failed write or file growth (nothing synced, the
+// meta page unwritten) from a failed sync.
+func writeFailed(err error) bool {
+	var pe *os.PathError
+	return errors.As(err, &pe) && (pe.Op == "write" || pe.Op == "truncate")
 }
 
 func decodeSeq(v []byte) uint64 {

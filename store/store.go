@@ -109,7 +109,7 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{db: db, path: path, opts: opts}
-	if err := s.init(); err != nil {
+	if err := s.guard(s.init); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -186,6 +186,22 @@ func checkTail(tx *bolt.Tx, head uint64, hash events.Hash) error {
 		return fmt.Errorf("seq %d: hash does not match its bytes or the meta head", last)
 	}
 	return nil
+}
+
+// guard runs fn, turning a bbolt panic into an error: bbolt panics on a
+// page that is not what its parent says, a file damaged under it (a disk
+// that lost writes it had acknowledged). That is a finding, not a crash.
+func (s *Store) guard(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = s.damaged(p)
+		}
+	}()
+	return fn()
+}
+
+func (s *Store) damaged(what any) error {
+	return fmt.Errorf("the store file %s is damaged below the log (bbolt: %v); restore it from a backup or an archive", s.path, what)
 }
 
 // Path returns the file the store was opened from.

@@ -57,92 +57,104 @@ func (r Report) Healthy() bool { return r.OK() && r.Appends == "" }
 // matches its bytes, that the meta head names the last record, and that
 // every given checkpoint's seq is stored with the checkpoint's hash.
 // It reports the first problem found.
-func (s *Store) Verify(cps ...Checkpoint) (Report, error) {
-	var r Report
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if meta := tx.Bucket(bucketMeta); meta != nil {
-			if v := meta.Get(keyHead); len(v) == 40 {
-				r.Head = binary.BigEndian.Uint64(v)
-				copy(r.HeadHash[:], v[8:])
+func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
+	err = s.guard(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			if meta := tx.Bucket(bucketMeta); meta != nil {
+				if v := meta.Get(keyHead); len(v) == 40 {
+					r.Head = binary.BigEndian.Uint64(v)
+					copy(r.HeadHash[:], v[8:])
+				}
 			}
-		}
-		want := map[uint64]events.Hash{}
-		for _, cp := range cps {
-			want[cp.Seq] = cp.Hash
-		}
-		bad := func(seq uint64, format string, args ...any) {
-			r.FirstBad, r.Problem = seq, fmt.Sprintf(format, args...)
-		}
-		// After archiving, the stored log starts after the anchor: the
-		// first stored event's prev is the anchor's hash.
-		anchor := readAnchor(tx)
-		r.Anchor = anchor.Seq
-		prevHash := anchor.Hash
-		next := anchor.Seq + 1
-		if b := tx.Bucket(bucketEvents); b != nil {
-			c := b.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				r.Events++
-				if len(k) != 8 {
-					bad(next, "malformed key %x", k)
-					return nil
-				}
-				seq := binary.BigEndian.Uint64(k)
-				if seq != next {
-					bad(next, "seq %d is missing (next stored is %d): events were deleted", next, seq)
-					return nil
-				}
-				body, prev, hash, err := events.SplitRecord(v)
-				if err != nil {
-					bad(seq, "%v", err)
-					return nil
-				}
-				if own, n := binary.Uvarint(body[1:]); n <= 0 || own != seq {
-					bad(seq, "record says seq %d but is stored at %d: events were moved or reordered", own, seq)
-					return nil
-				}
-				if prev != prevHash {
-					if seq == anchor.Seq+1 && anchor.Seq > 0 {
-						bad(seq, "prev hash does not match the archive's anchor (seq %d): the store does not continue the archive", anchor.Seq)
+			want := map[uint64]events.Hash{}
+			for _, cp := range cps {
+				want[cp.Seq] = cp.Hash
+			}
+			bad := func(seq uint64, format string, args ...any) {
+				r.FirstBad, r.Problem = seq, fmt.Sprintf(format, args...)
+			}
+			// After archiving, the stored log starts after the anchor: the
+			// first stored event's prev is the anchor's hash.
+			anchor := readAnchor(tx)
+			r.Anchor = anchor.Seq
+			prevHash := anchor.Hash
+			next := anchor.Seq + 1
+			if b := tx.Bucket(bucketEvents); b != nil {
+				c := b.Cursor()
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					r.Events++
+					if len(k) != 8 {
+						bad(next, "malformed key %x", k)
 						return nil
 					}
-					bad(seq, "prev hash does not match the hash of seq %d: the chain was cut or reordered", seq-1)
-					return nil
+					seq := binary.BigEndian.Uint64(k)
+					if seq != next {
+						bad(next, "seq %d is missing (next stored is %d): events were deleted", next, seq)
+						return nil
+					}
+					body, prev, hash, err := events.SplitRecord(v)
+					if err != nil {
+						bad(seq, "%v", err)
+						return nil
+					}
+					if own, n := binary.Uvarint(body[1:]); n <= 0 || own != seq {
+						bad(seq, "record says seq %d but is stored at %d: events were moved or reordered", own, seq)
+						return nil
+					}
+					if prev != prevHash {
+						if seq == anchor.Seq+1 && anchor.Seq > 0 {
+							bad(seq, "prev hash does not match the archive's anchor (seq %d): the store does not continue the archive", anchor.Seq)
+							return nil
+						}
+						bad(seq, "prev hash does not match the hash of seq %d: the chain was cut or reordered", seq-1)
+						return nil
+					}
+					if events.ChainHash(prev, body) != hash {
+						bad(seq, "hash does not match the record's bytes: the event was edited")
+						return nil
+					}
+					if h, ok := want[seq]; ok && h != hash {
+						bad(seq, "hash differs from the signed checkpoint at seq %d: the log was rewritten", seq)
+						return nil
+					}
+					prevHash = hash
+					next++
 				}
-				if events.ChainHash(prev, body) != hash {
-					bad(seq, "hash does not match the record's bytes: the event was edited")
-					return nil
-				}
-				if h, ok := want[seq]; ok && h != hash {
-					bad(seq, "hash differs from the signed checkpoint at seq %d: the log was rewritten", seq)
-					return nil
-				}
-				prevHash = hash
-				next++
 			}
-		}
-		last := next - 1
-		switch {
-		case r.Head != last:
-			bad(min(r.Head, last)+1, "meta head is seq %d but the log ends at seq %d: the log was truncated or its head edited", r.Head, last)
-		case r.HeadHash != prevHash:
-			bad(last, "meta head hash differs from the hash of the last event")
-		}
-		if r.OK() {
-			for _, cp := range cps {
-				if cp.Seq <= anchor.Seq {
-					continue // archived: checked against the archive (verify --archive)
-				}
-				if cp.Seq > last {
-					bad(last+1, "the log ends at seq %d but a checkpoint signed at %s covers seq %d: the log was truncated or rolled back to an older copy",
-						last, cp.Time.Format("2006-01-02T15:04:05Z07:00"), cp.Seq)
-					break
+			last := next - 1
+			switch {
+			case r.Head != last:
+				bad(min(r.Head, last)+1, "meta head is seq %d but the log ends at seq %d: the log was truncated or its head edited", r.Head, last)
+			case r.HeadHash != prevHash:
+				bad(last, "meta head hash differs from the hash of the last event")
+			}
+			if r.OK() {
+				for _, cp := range cps {
+					if cp.Seq <= anchor.Seq {
+						continue // archived: checked against the archive (verify --archive)
+					}
+					if cp.Seq > last {
+						bad(last+1, "the log ends at seq %d but a checkpoint signed at %s covers seq %d: the log was truncated or rolled back to an older copy",
+							last, cp.Time.Format("2006-01-02T15:04:05Z07:00"), cp.Seq)
+						break
+					}
 				}
 			}
-		}
-		r.Checkpoints = len(cps)
-		return nil
+			r.Checkpoints = len(cps)
+			// The chain is intact; the B-trees under it (the indexes too)
+			// must be as well, or the next append may trip over a lost page.
+			var damage error
+			for cerr := range tx.Check() { // drained: the check reads pages until it ends
+				if damage == nil {
+					damage = s.damaged(cerr)
+				}
+			}
+			return damage
+		})
 	})
+	if err != nil {
+		r = Report{}
+	}
 	r.Appends = s.AppendStatus()
 	return r, err
 }
