@@ -25,6 +25,7 @@ const (
 	CodeUnknownCommand    Code = "UnknownCommand"
 	CodeMalformedEnvelope Code = "MalformedEnvelope"
 	CodeDrift             Code = "Drift"
+	CodeApplyInterrupted  Code = "ApplyInterrupted"
 	CodeAmbiguous         Code = "Ambiguous"
 
 	// Executor.
@@ -93,6 +94,7 @@ var codeTable = map[Code]codeInfo{
 	CodeUnknownCommand:    {Error, "the host does not serve that command: check that the bridge and the host run the same tracebridge version"},
 	CodeMalformedEnvelope: {Error, "a pipe frame was not a valid envelope: check that the bridge and the host run the same tracebridge version"},
 	CodeDrift:             {Error, "the file changed since the proposal was made: ask for a new proposal against the current file"},
+	CodeApplyInterrupted:  {Error, "the host stopped (a crash or power loss) while applying, before any file was written; nothing changed: ask for the proposal again"},
 	CodeAmbiguous:         {Error, "the original text occurs more than once (or not at all): propose again with more surrounding context"},
 
 	CodeInvalidArguments: {Error, "the arguments do not fit the tool's input schema or limits (the message says which): fix them and call again"},

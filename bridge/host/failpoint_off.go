@@ -7,3 +7,6 @@ func afterWrite(int) {}
 
 // beforeRename is a failpoint of test builds only (see failpoint_on.go).
 func beforeRename(int) {}
+
+// beforeJournal is a failpoint of test builds only (see failpoint_on.go).
+func beforeJournal() {}

@@ -25,3 +25,12 @@ func beforeRename(n int) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 }
+
+// beforeJournal kills this process with SIGKILL once proposal.applying is
+// durable but before the journal is written, when
+// TB_FAILPOINT_KILL_BEFORE_JOURNAL=1.
+func beforeJournal() {
+	if os.Getenv("TB_FAILPOINT_KILL_BEFORE_JOURNAL") == "1" {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+}

@@ -50,6 +50,10 @@ type Proposal struct {
 	Code    events.Code `json:"code,omitempty"`
 	Message string      `json:"message,omitempty"`
 	Preview string      `json:"preview,omitempty"`
+	// Applying is set, durably, before proposal.applying is recorded: a
+	// restart that finds it without a journal knows the apply stopped
+	// before any file was written, and closes the step.
+	Applying bool `json:"applying,omitempty"`
 }
 
 // MaxProposalBytes bounds the edits of one proposal (originals and

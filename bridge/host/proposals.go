@@ -226,12 +226,17 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 		j.Files = append(j.Files, journalEntry{Path: f.Path, BaseHash: f.BaseHash, NewHash: hashBytes(next), New: next})
 	}
 	pr.Preview = scrub(p.rec, preview.String())
+	pr.Applying = true
+	if err := p.saveLocked(); err != nil {
+		return nil, err
+	}
 	// Evidence first: the intent, durable, then the journal.
 	p.emit(pr, events.KindProposalApplying, "", map[string]string{"files": fmt.Sprint(len(j.Files))})
 	req, _ := events.ParseID(pr.RequestID)
 	if err := p.rec.Flush(ctx, req); err != nil {
 		return nil, &events.Err{Code: events.CodeLogUnavailable, Msg: "the intent to apply could not be recorded, so nothing was written: " + err.Error()}
 	}
+	beforeJournal()
 	jb, _ := json.Marshal(j)
 	if err := events.WriteFileAtomic(p.journalPath(), jb, 0o600); err != nil {
 		return nil, err
@@ -273,6 +278,7 @@ func (p *Proposals) finishLocked(j journal) error {
 		p.ws.RemoveTemp(e.Path, e.tempName())
 	}
 	if pr != nil {
+		pr.Applying = false
 		if len(problems) > 0 {
 			pr.State, pr.Code, pr.Message = Failed, events.CodeDrift, strings.Join(problems, "; ")
 			p.emit(pr, events.KindProposalFailed, events.CodeDrift, map[string]string{"error": pr.Message})
@@ -297,7 +303,7 @@ func (e journalEntry) tempName() string { return ".tb-" + e.NewHash[:min(16, len
 func (p *Proposals) recover() error {
 	b, err := os.ReadFile(p.journalPath())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return p.closeInterrupted()
 	}
 	if err != nil {
 		return err
@@ -309,6 +315,36 @@ func (p *Proposals) recover() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.finishLocked(j)
+}
+
+// closeInterrupted fails the proposals whose apply began (proposal.applying
+// may be on record) but left no journal: the process stopped before the
+// journal, so before any file was written.
+func (p *Proposals) closeInterrupted() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var reqs []events.ID
+	for _, pr := range p.byID {
+		if pr.Applying && pr.State == Approved {
+			pr.State, pr.Applying = Failed, false
+			pr.Code, pr.Message = events.CodeApplyInterrupted, "the host stopped while applying, before any file was written"
+			p.emit(pr, events.KindProposalFailed, pr.Code, map[string]string{"error": pr.Message})
+			req, _ := events.ParseID(pr.RequestID)
+			reqs = append(reqs, req)
+		}
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	// The outcome durable in the log before the state forgets the apply.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, req := range reqs {
+		if err := p.rec.Flush(ctx, req); err != nil {
+			return fmt.Errorf("recording the interrupted applies: %w", err)
+		}
+	}
+	return p.saveLocked()
 }
 
 func (p *Proposals) failLocked(pr *Proposal, code events.Code, msg string) (*Proposal, error) {

@@ -149,7 +149,7 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 // journal, the state it reports is honest (applied, both files new), and
 // no temporary file is left in the workspace.
 func TestHostKilledMidApplyIsReconciled(t *testing.T) {
-	for _, failpoint := range []string{"TB_FAILPOINT_KILL_AFTER_FILES=1", "TB_FAILPOINT_KILL_BEFORE_RENAME=2"} {
+	for _, failpoint := range []string{"TB_FAILPOINT_KILL_AFTER_FILES=1", "TB_FAILPOINT_KILL_BEFORE_RENAME=2", "TB_FAILPOINT_KILL_BEFORE_JOURNAL=1"} {
 		t.Run(strings.SplitN(failpoint, "=", 2)[0], func(t *testing.T) { hostKilledMidApply(t, failpoint) })
 	}
 }
@@ -173,7 +173,7 @@ func hostKilledMidApply(t *testing.T, failpoint string) {
 	}
 	waitSocket()
 	b := startBridge(t, tbBin, data, "2025-06-18")
-	res, _, code := b.call(t, "propose_text_edits", map[string]any{"files": []any{
+	res, proposeReq, code := b.call(t, "propose_text_edits", map[string]any{"files": []any{
 		map[string]any{"path": "a.txt", "edits": []any{map[string]string{"original": "alpha", "replacement": "ALPHA"}}},
 		map[string]any{"path": "b.txt", "edits": []any{map[string]string{"original": "beta", "replacement": "BETA"}}},
 	}})
@@ -188,6 +188,27 @@ func hostKilledMidApply(t *testing.T, failpoint string) {
 	}
 	cmd.Wait() // killed by the failpoint
 	read := func(f string) string { b, _ := os.ReadFile(filepath.Join(ws, f)); return string(b) }
+	if strings.Contains(failpoint, "BEFORE_JOURNAL") {
+		// Killed with the intent on record and nothing written: the restart
+		// closes the step, failed with ApplyInterrupted; the files are as
+		// they were; the run is not left open (MissingStep).
+		restart := start(t, tbBin, data, "up", "--root", ws)
+		defer restart.cmd.Process.Signal(syscall.SIGTERM)
+		waitSocket()
+		if read("a.txt") != "alpha\n" || read("b.txt") != "beta\n" {
+			t.Fatalf("files written by an apply that never journaled: a=%q b=%q", read("a.txt"), read("b.txt"))
+		}
+		out, err := exec.Command(tbBin, "--data", data, "proposals", "show", p.ProposalID, "--json").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"state": "failed"`) || !strings.Contains(string(out), `"code": "ApplyInterrupted"`) {
+			t.Fatalf("state after restart: %v %s", err, out)
+		}
+		eventually(t, 10*time.Second, "the run closed with ApplyInterrupted", func() bool {
+			out, _ := exec.Command(tbBin, "--data", data, "replay", proposeReq.String(), "--format", "json").CombinedOutput()
+			return strings.Contains(string(out), `"code": "ApplyInterrupted"`) && !strings.Contains(string(out), "MissingStep")
+		})
+		b.close(t)
+		return
+	}
 	if read("a.txt") != "ALPHA\n" || read("b.txt") != "beta\n" {
 		t.Fatalf("the crash did not land between the files: a=%q b=%q", read("a.txt"), read("b.txt"))
 	}
