@@ -155,6 +155,7 @@ const (
 	KindHubStopped       = "log.hub.stopped"
 	KindAppendRejected   = "log.append.rejected"
 	KindCheckpointSigned = "log.checkpoint.signed"
+	KindCheckpointFailed = "log.checkpoint.failed" // checkpoint.json could not be written; the last one stands
 	KindArchived         = "log.archived" // events moved into a sealed archive segment; the log starts after them
 )
 
@@ -222,6 +223,7 @@ func init() {
 	kind(KindHubStopped, BoundaryLog, Hub, Hub, true)
 	kind(KindAppendRejected, BoundaryLog, Hub, Hub, true)
 	kind(KindCheckpointSigned, BoundaryLog, Hub, Hub, true)
+	kind(KindCheckpointFailed, BoundaryLog, Hub, Hub, true)
 	kind(KindArchived, BoundaryLog, Hub, Hub, true)
 }
 

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -30,9 +31,9 @@ func TestDiskFaultsNeverAcknowledged(t *testing.T) {
 		fault powercut.Fault
 		say   string
 	}{
-		{"fsync EIO", powercut.Fault{Op: powercut.OpFsync, Suffix: "events.db", Errno: syscall.EIO}, "commit failed, store stopped"},
-		{"fsync ENOSPC", powercut.Fault{Op: powercut.OpFsync, Suffix: "events.db", Errno: syscall.ENOSPC}, "commit failed, store stopped"},
-		{"write ENOSPC", powercut.Fault{Op: powercut.OpWrite, Suffix: "events.db", Errno: syscall.ENOSPC}, "the disk is full"},
+		{"fsync EIO", powercut.Fault{Op: powercut.OpFsync, Path: "events.db", Errno: syscall.EIO}, "commit failed, store stopped"},
+		{"fsync ENOSPC", powercut.Fault{Op: powercut.OpFsync, Path: "events.db", Errno: syscall.ENOSPC}, "commit failed, store stopped"},
+		{"write ENOSPC", powercut.Fault{Op: powercut.OpWrite, Path: "events.db", Errno: syscall.ENOSPC}, "the disk is full"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
@@ -93,4 +94,115 @@ func firstLine(text, with string) string {
 		}
 	}
 	return ""
+}
+
+// TestStateWritesFailWhole runs out of space while tracebridge writes its
+// other files: a key at first start, the signed checkpoint, the host's
+// proposal state. Each time the operation fails with a clear error, the
+// file is the old version or absent (never empty or torn, also on the image
+// a power cut right then leaves), and once space is back the same step
+// succeeds.
+func TestStateWritesFailWhole(t *testing.T) {
+	long(t)
+	cli := func(data string, args ...string) (string, error) {
+		out, err := exec.Command(tbBin, append([]string{"--data", data, "--log-level", "warn"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	mount := func(t *testing.T) (*powercut.FS, string, string) {
+		base := t.TempDir()
+		backing, mnt := filepath.Join(base, "backing"), filepath.Join(base, "mnt")
+		os.MkdirAll(filepath.Join(backing, "ws"), 0o755)
+		os.WriteFile(filepath.Join(backing, "ws", "a.txt"), []byte("alpha\n"), 0o644)
+		return mountPowerCut(t, backing, mnt), mnt, base
+	}
+	whole := func(t *testing.T, pfs *powercut.FS, base, rel string, check func([]byte) bool) {
+		t.Helper()
+		img := filepath.Join(base, "image")
+		os.RemoveAll(img)
+		if err := pfs.Cut(img, powercut.Tear{Keep: 0}, rand.New(rand.NewPCG(2, 2))); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(img, rel))
+		if err != nil && !os.IsNotExist(err) || err == nil && !check(b) {
+			t.Fatalf("%s after a cut: %v %q", rel, err, b)
+		}
+	}
+
+	t.Run("key", func(t *testing.T) {
+		pfs, mnt, base := mount(t)
+		data := filepath.Join(mnt, "data")
+		pfs.Inject(powercut.Fault{Op: powercut.OpWrite, Path: "checkpoint.key", Errno: syscall.ENOSPC})
+		out, err := cli(data, "loadgen", "--requests", "5")
+		if err == nil || !strings.Contains(out, "checkpoint.key") || !strings.Contains(out, "no space left on device") {
+			t.Fatalf("loadgen with no space for the signing key: %v\n%s", err, out)
+		}
+		t.Logf("loadgen: %s", strings.TrimSpace(out))
+		if _, err := os.Stat(filepath.Join(data, "keys", "checkpoint.key")); !os.IsNotExist(err) {
+			t.Fatalf("a key file exists after its write failed: %v", err)
+		}
+		whole(t, pfs, base, "data/keys/checkpoint.key", func(b []byte) bool { return len(b) == 32 })
+		pfs.ClearFaults()
+		if out, err := cli(data, "loadgen", "--requests", "5"); err != nil {
+			t.Fatalf("space back: %v\n%s", err, out)
+		}
+		if out, err := cli(data, "verify"); err != nil {
+			t.Fatalf("verify: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("checkpoint", func(t *testing.T) {
+		pfs, mnt, base := mount(t)
+		data := filepath.Join(mnt, "data")
+		if out, err := cli(data, "loadgen", "--requests", "5"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		before, _ := os.ReadFile(filepath.Join(data, "checkpoint.json"))
+		pfs.Inject(powercut.Fault{Op: powercut.OpWrite, Path: "checkpoint.json", Errno: syscall.ENOSPC})
+		out, err := cli(data, "loadgen", "--requests", "5")
+		if err != nil || !strings.Contains(out, "could not write checkpoint") {
+			t.Fatalf("a failed checkpoint must not fail the appends, and must be said: %v\n%s", err, out)
+		}
+		if after, _ := os.ReadFile(filepath.Join(data, "checkpoint.json")); string(after) != string(before) {
+			t.Fatalf("checkpoint.json changed though its write failed:\n%s\n%s", before, after)
+		}
+		whole(t, pfs, base, "data/checkpoint.json", func(b []byte) bool { return string(b) == string(before) })
+		pfs.ClearFaults()
+		if out, err := cli(data, "verify"); err != nil {
+			t.Fatalf("verify with the older checkpoint: %v\n%s", err, out)
+		}
+		out, err = cli(data, "tail", "--json", "-n", "1000")
+		if err != nil || !strings.Contains(firstLine(out, "log.checkpoint.failed"), "no space left on device") || !strings.Contains(firstLine(out, "log.checkpoint.failed"), "LogUnavailable") {
+			t.Fatalf("the failure is not an event: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("host state", func(t *testing.T) {
+		pfs, mnt, base := mount(t)
+		data, ws := filepath.Join(mnt, "data"), filepath.Join(mnt, "ws")
+		start(t, tbBin, data, "up", "--root", ws)
+		waitHost(t, data)
+		b := startBridge(t, tbBin, data, "2025-06-18")
+		res, _, code := b.call(t, "propose_text_edit", map[string]any{"path": "a.txt", "original": "alpha", "replacement": "ALPHA"})
+		if code != "" {
+			t.Fatalf("propose: %s %s", code, textOf(res))
+		}
+		var p struct{ ProposalID string }
+		json.Unmarshal([]byte(textOf(res)), &p)
+		pfs.Inject(powercut.Fault{Op: powercut.OpWrite, Path: "proposals.json", Errno: syscall.ENOSPC})
+		out, err := cli(data, "proposals", "approve", p.ProposalID)
+		if err == nil || !strings.Contains(out, "no space left on device") {
+			t.Fatalf("approve with no space for the host's state: %v\n%s", err, out)
+		}
+		t.Logf("approve: %s", strings.TrimSpace(out))
+		if got, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(got) != "alpha\n" {
+			t.Fatalf("the file was written though the state could not be: %q", got)
+		}
+		whole(t, pfs, base, "ws/a.txt", func(b []byte) bool { return string(b) == "alpha\n" })
+		pfs.ClearFaults()
+		out, err = cli(data, "proposals", "approve", p.ProposalID)
+		if err != nil || !strings.Contains(out, "applied") {
+			t.Fatalf("approve once space is back: %v\n%s", err, out)
+		}
+		b.close(t)
+	})
 }

@@ -41,7 +41,8 @@ type Hub struct {
 	stop chan struct{}
 	done chan struct{}
 
-	lastCheckpoint atomic.Uint64
+	lastCheckpoint    atomic.Uint64
+	checkpointFailing bool // touched by the background loop, then by Close after it ends
 
 	proj     *projections.Projector
 	projWake chan struct{}
@@ -206,9 +207,18 @@ func (h *Hub) writeCheckpoint() {
 	}
 	cp := h.st.SignCheckpoint(h.key, h.now())
 	if err := store.WriteCheckpoint(h.dir.Checkpoint(), cp); err != nil {
-		h.log.Warn("could not write checkpoint", "err", err)
+		// The last checkpoint.json stands, whole (it is replaced by a
+		// rename). The log still takes events: say so there, once per
+		// failing spell.
+		h.log.Warn("could not write checkpoint; the previous one stands", "path", h.dir.Checkpoint(), "err", err)
+		if !h.checkpointFailing {
+			h.checkpointFailing = true
+			h.record(events.Event{Kind: events.KindCheckpointFailed, Outcome: events.Error, Code: events.CodeLogUnavailable,
+				Attrs: map[string]string{"error": err.Error(), "seq": fmt.Sprint(cp.Seq)}})
+		}
 		return
 	}
+	h.checkpointFailing = false
 	h.lastCheckpoint.Store(cp.Seq)
 }
 

@@ -55,14 +55,15 @@ const (
 	OpWrite Op = "write"
 )
 
-// Fault makes Op fail with Errno on files whose path in the mount ends with
-// Suffix ("" matches every file), Count times (0: until cleared).
+// Fault makes Op fail with Errno on files whose path in the mount contains
+// Path ("" matches every file; a temp file ".name.123" matches "name"),
+// Count times (0: until cleared).
 type Fault struct {
-	Op     Op
-	Suffix string
-	Errno  syscall.Errno
-	Count  int
-	hits   int
+	Op    Op
+	Path  string
+	Errno syscall.Errno
+	Count int
+	hits  int
 }
 
 // Mount mounts the file system at mnt over backing. Everything already in
@@ -152,7 +153,7 @@ func (f *FS) Stats() Stats {
 // fault returns the errno an injected fault gives op on path; f.mu held.
 func (f *FS) fault(op Op, path string) syscall.Errno {
 	for i, ft := range f.faults {
-		if ft.Op != op || !strings.HasSuffix(path, ft.Suffix) {
+		if ft.Op != op || !strings.Contains(path, ft.Path) {
 			continue
 		}
 		ft.hits++

@@ -176,7 +176,7 @@ func TestInjectedFaults(t *testing.T) {
 	defer fh.Close()
 	syncDir(t, mnt)
 	fh.Write([]byte("lost"))
-	f.Inject(Fault{Op: OpFsync, Suffix: "log", Errno: syscall.EIO, Count: 1})
+	f.Inject(Fault{Op: OpFsync, Path: "log", Errno: syscall.EIO, Count: 1})
 	if err := fh.Sync(); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("fsync with an EIO fault: %v", err)
 	}
