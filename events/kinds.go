@@ -156,7 +156,7 @@ const (
 	KindAppendRejected   = "log.append.rejected"
 	KindCheckpointSigned = "log.checkpoint.signed"
 	KindCheckpointFailed = "log.checkpoint.failed" // checkpoint.json could not be written; the last one stands
-	KindArchived         = "log.archived" // events moved into a sealed archive segment; the log starts after them
+	KindArchived         = "log.archived"          // events moved into a sealed archive segment; the log starts after them
 )
 
 func init() {
