@@ -4,7 +4,7 @@ BIN      := bin/tracebridge
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit deps fuzz bench demo lint clean artifacts sessions
+.PHONY: all build test unit deps fuzz bench demo lint clean artifacts sessions crash
 
 all: build
 
@@ -28,6 +28,13 @@ deps:
 # browser, multi-process and recorded-session tests honour -short).
 unit:
 	$(GO) test -short -count=1 $(PKGS)
+
+# The crash loops at length: kill -9, power cuts on the power-cut file system
+# (needs /dev/fuse and root, as `make test` does), disk faults. CUTS scales them.
+CUTS ?= 1000
+crash:
+	TRACEBRIDGE_CRASH_ITERATIONS=$(CUTS) TRACEBRIDGE_POWERCUT_CUTS=$(CUTS) TRACEBRIDGE_POWERCUT_HOST_CUTS=$$(( $(CUTS) / 4 )) \
+		$(GO) test -count=1 -v -timeout 180m -run 'TestKillNine|TestCrashLoop|TestPowerCut|TestDiskFaults|TestStateWrites' ./cmd/tracebridge
 
 # Short fuzz runs of every decoder (the seed corpora run in `make test`).
 FUZZTIME ?= 20s
