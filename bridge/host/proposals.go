@@ -106,6 +106,20 @@ func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs map[
 	p.rec.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OutcomeOf(code), Code: code, Attrs: attrs})
 }
 
+// flush waits until the events of pr's request are durable in the log.
+func (p *Proposals) flush(pr *Proposal) error {
+	req, err := events.ParseID(pr.RequestID)
+	if err != nil {
+		return nil // a proposal made outside a request has no run to close
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.rec.Flush(ctx, req); err != nil {
+		return &events.Err{Code: events.CodeLogUnavailable, Msg: "the outcome of proposal " + pr.ID + " could not be recorded: " + err.Error()}
+	}
+	return nil
+}
+
 // Create records a pending proposal for files, taking each file's current
 // hash as its base. Nothing is written to the workspace.
 func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, error) {
@@ -286,6 +300,11 @@ func (p *Proposals) finishLocked(j journal) error {
 			pr.State = Applied
 			p.emit(pr, events.KindProposalApplied, "", map[string]string{"preview": pr.Preview})
 		}
+		// The outcome durable in the log before the state and the journal
+		// forget the apply: a crash in between finishes it again.
+		if err := p.flush(pr); err != nil {
+			return err
+		}
 		if err := p.saveLocked(); err != nil {
 			return err
 		}
@@ -323,25 +342,22 @@ func (p *Proposals) recover() error {
 func (p *Proposals) closeInterrupted() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var reqs []events.ID
+	var closed []*Proposal
 	for _, pr := range p.byID {
 		if pr.Applying && pr.State == Approved {
 			pr.State, pr.Applying = Failed, false
 			pr.Code, pr.Message = events.CodeApplyInterrupted, "the host stopped while applying, before any file was written"
 			p.emit(pr, events.KindProposalFailed, pr.Code, map[string]string{"error": pr.Message})
-			req, _ := events.ParseID(pr.RequestID)
-			reqs = append(reqs, req)
+			closed = append(closed, pr)
 		}
 	}
-	if len(reqs) == 0 {
+	if len(closed) == 0 {
 		return nil
 	}
 	// The outcome durable in the log before the state forgets the apply.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, req := range reqs {
-		if err := p.rec.Flush(ctx, req); err != nil {
-			return fmt.Errorf("recording the interrupted applies: %w", err)
+	for _, pr := range closed {
+		if err := p.flush(pr); err != nil {
+			return err
 		}
 	}
 	return p.saveLocked()
@@ -349,10 +365,13 @@ func (p *Proposals) closeInterrupted() error {
 
 func (p *Proposals) failLocked(pr *Proposal, code events.Code, msg string) (*Proposal, error) {
 	pr.State, pr.Code, pr.Message = Failed, code, msg
+	p.emit(pr, events.KindProposalFailed, code, map[string]string{"error": msg})
+	if err := p.flush(pr); err != nil {
+		return nil, err
+	}
 	if err := p.saveLocked(); err != nil {
 		return nil, err
 	}
-	p.emit(pr, events.KindProposalFailed, code, map[string]string{"error": msg})
 	return clone(pr), &events.Err{Code: code, Msg: msg}
 }
 

@@ -18,13 +18,22 @@ import (
 // ServerOptions configures NewServer. Handlers and Recorder are required.
 type ServerOptions struct {
 	Handlers map[string]Handler
-	Recorder Recorder
+	Recorder ServerRecorder
 	Logger   *slog.Logger
 	// CheckPeer accepts or refuses a connecting uid. Nil: only this
 	// process's own uid.
 	CheckPeer func(uid int) error
 	// MaxInFlight bounds concurrent requests per connection. Zero: 64.
 	MaxInFlight int
+}
+
+// ServerRecorder is what the host side needs of events.Emitter: it makes a
+// request's host events durable before it answers, so the bridge, which
+// answers its client only after its own flush, never reports a call whose
+// host side the log could lose.
+type ServerRecorder interface {
+	Recorder
+	Flush(ctx context.Context, req events.ID) error
 }
 
 // Server is the host side of the pipe.
@@ -134,7 +143,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 		inflight.Go(func() {
 			defer func() { <-sem }()
-			write(s.dispatch(ctx, req))
+			resp := s.dispatch(ctx, req)
+			s.flush(ctx, req)
+			write(resp)
 		})
 	}
 }
@@ -144,6 +155,21 @@ func (s *Server) refuse(write func(Response), fe *FrameError) {
 	s.opts.Recorder.Emit(events.Event{Kind: events.KindHostResponseSent, RequestID: parseID(fe.RequestID), OperationID: parseID(fe.OperationID),
 		Outcome: events.Error, Code: fe.Code, Attrs: map[string]string{"error": fe.Msg}})
 	write(Response{RequestID: fe.RequestID, OperationID: fe.OperationID, Code: fe.Code, Message: fe.Msg})
+}
+
+// flush waits until the host's events of req are durable. When the log
+// cannot take them the answer goes anyway: the bridge's own flush fails too,
+// and its policy decides (side-effecting calls fail closed).
+func (s *Server) flush(ctx context.Context, req Request) {
+	id := parseID(req.RequestID)
+	if id.IsZero() {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.opts.Recorder.Flush(fctx, id); err != nil {
+		s.opts.Logger.Warn("pipe: the host's events are not durable; answering anyway", "command", req.Command, "err", err)
+	}
 }
 
 func (s *Server) dispatch(ctx context.Context, req Request) (resp Response) {
