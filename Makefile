@@ -4,7 +4,7 @@ BIN      := bin/tracebridge
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit deps fuzz bench demo lint clean artifacts sessions crash
+.PHONY: all build test unit deps fuzz bench bench-peers demo lint clean artifacts sessions crash
 
 all: build
 
@@ -18,6 +18,7 @@ test: deps
 	$(GO) vet $(PKGS)
 	GOOS=windows $(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	cd bench/peers && $(GO) test -count=1 ./...
 
 # What the tests need beyond Go (Chromium, util-linux): installed with
 # apt-get when run as root, else the one command to run is named.
@@ -62,6 +63,14 @@ bench:
 	@mkdir -p out
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) -timeout 60m ./events/... ./store/... ./projections/... ./replay/... ./mermaid/... ./bridge/... ./web/... ./cmd/... | tee out/bench.txt
 	$(GO) tool benchstat out/bench.txt
+
+# tracebridge's log beside the stores a user would pick instead (SQLite WAL,
+# an embedded JetStream file stream, a plain bbolt event store), one workload,
+# one table from one run. bench/peers is its own module: the product does not
+# depend on what it is compared with. EVENTS sizes the read store.
+EVENTS ?= 1000000
+bench-peers:
+	cd bench/peers && $(GO) run . -events $(EVENTS)
 
 # Regenerate the triads (artifacts/logs, docs/diagrams) of the recorded
 # sessions. make test fails when the committed ones differ from these.
