@@ -23,7 +23,7 @@ type boltES struct{ db *bolt.DB }
 
 var globalOrder = []byte("global_event_order")
 
-func openBolt(dir string) (peer, error) {
+func openBolt(dir string, _ bool) (peer, error) {
 	db, err := bolt.Open(filepath.Join(dir, "es.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		return nil, err

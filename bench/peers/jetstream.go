@@ -23,9 +23,9 @@ type jsStore struct {
 	stream jetstream.Stream
 }
 
-func openJetStream(dir string) (peer, error) {
+func openJetStream(dir string, bulk bool) (peer, error) {
 	ns, err := server.NewServer(&server.Options{
-		JetStream: true, StoreDir: dir, SyncAlways: true,
+		JetStream: true, StoreDir: dir, SyncAlways: !bulk,
 		DontListen: true, NoLog: true, NoSigs: true,
 		JetStreamMaxMemory: 256 << 20, JetStreamMaxStore: 64 << 30,
 	})
@@ -99,14 +99,16 @@ func (s *jsStore) Load(evs []events.Event) error {
 	return wait(context.Background(), acks)
 }
 
-// read decodes the messages an ordered consumer over filter delivers, until
-// the stream holds no more of them.
+// read decodes the messages an ephemeral consumer over filter delivers
+// (want of them), then deletes the consumer.
 func (s *jsStore) read(filter string, want uint64) (int, error) {
 	ctx := context.Background()
-	c, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	c, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{FilterSubject: filter, AckPolicy: jetstream.AckNonePolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: time.Minute})
 	if err != nil {
 		return 0, err
 	}
+	defer s.stream.DeleteConsumer(ctx, c.CachedInfo().Name)
 	n := 0
 	var e events.Event
 	for uint64(n) < want {

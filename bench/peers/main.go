@@ -81,7 +81,7 @@ func measure(pk peerKind, dir string, n, ingest, writers, lookups int) (result, 
 	// once durable, into an empty store.
 	idir := dir + "/" + pk.name + "-ingest"
 	os.MkdirAll(idir, 0o700)
-	p, err := pk.open(idir)
+	p, err := pk.open(idir, false)
 	if err != nil {
 		return r, err
 	}
@@ -124,7 +124,7 @@ func measure(pk peerKind, dir string, n, ingest, writers, lookups int) (result, 
 	// A store of n events in requests of 50, 64 requests interleaved.
 	ldir := dir + "/" + pk.name + "-read"
 	os.MkdirAll(ldir, 0o700)
-	if p, err = pk.open(ldir); err != nil {
+	if p, err = pk.open(ldir, true); err != nil {
 		return r, err
 	}
 	defer func() { p.Close(); os.RemoveAll(ldir) }()

@@ -33,8 +33,11 @@ type peer interface {
 	Close() error
 }
 
-// peerKind names a store and opens an empty one in dir.
+// peerKind names a store and opens an empty one in dir. bulk opens the
+// store the lookup and scan read, which Load fills as fast as the store
+// allows: a store whose durability is a server setting (JetStream's sync
+// interval) is loaded without it and read with it.
 type peerKind struct {
 	name, note string
-	open       func(dir string) (peer, error)
+	open       func(dir string, bulk bool) (peer, error)
 }

@@ -26,7 +26,7 @@ type sqliteReq struct {
 	err chan error
 }
 
-func openSQLite(dir string) (peer, error) {
+func openSQLite(dir string, _ bool) (peer, error) {
 	dsn := "file:" + filepath.Join(dir, "events.sqlite") + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // chain, the id, request and session indexes.
 type tbStore struct{ st *store.Store }
 
-func openTracebridge(dir string) (peer, error) {
+func openTracebridge(dir string, _ bool) (peer, error) {
 	st, err := store.Open(filepath.Join(dir, "events.db"), store.Options{MaxBatch: 8192})
 	if err != nil {
 		return nil, err
