@@ -242,7 +242,10 @@ func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Ha
 				return head, hash, err
 			}
 			if !e.RequestID.IsZero() {
-				if err := byReq.Put(indexKey(e.RequestID, head), nil); err != nil {
+				// The request index covers the record: one request's
+				// events are one range of adjacent keys (Verify checks
+				// each copy against the log).
+				if err := byReq.Put(indexKey(e.RequestID, head), rec); err != nil {
 					return head, hash, err
 				}
 			}

@@ -4,16 +4,17 @@
 //
 //	events      seq (8 bytes, big endian) → canonical record (events.Encode)
 //	ids         event id (16 bytes)        → seq: an append of a stored id returns its seq
-//	by_request  request id + seq           → empty
+//	by_request  request id + seq           → a copy of the record (ADR 0011; empty in older stores)
 //	by_session  session id + seq           → empty
 //	meta        head (seq + hash), schema version, checkpoints
 //
 // One writer goroutine owns every write. Concurrent Append calls queue to it;
 // it commits everything queued (up to Options.MaxBatch events) in one
 // transaction with fsync on, and only then answers each caller. An Append
-// that returned nil is on disk. A failed commit (an fsync error, a full
-// disk) is fatal to the Store: it refuses every later append rather than
-// retry and risk acknowledging an event the disk does not hold.
+// that returned nil is on disk. A failed sync (EIO, ENOSPC: any errno) is
+// fatal to the Store: it refuses every later append rather than retry and
+// risk acknowledging an event the disk does not hold. A write that fails for
+// want of space (no meta page written) only pauses it.
 //
 // Each record's hash is SHA-256(previous hash | record body), so Verify finds
 // the first seq whose bytes, order or neighbours changed. A signed checkpoint

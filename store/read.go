@@ -162,17 +162,20 @@ func (s *Store) eachIndexed(bucket []byte, id events.ID, from uint64, fn func(ui
 	return s.db.View(func(tx *bolt.Tx) error { return walkIndex(tx, bucket, id, from, fn) })
 }
 
-// walkIndex walks an index bucket (id + seq → nil) from seq from and looks
-// each seq up in the log. rec is valid only inside tx.
+// walkIndex walks an index bucket (id + seq → the record, or nil: then the
+// seq is looked up in the log) from seq from. rec is valid only inside tx.
 func walkIndex(tx *bolt.Tx, bucket []byte, id events.ID, from uint64, fn func(uint64, []byte) (bool, error)) error {
 	idx, evb := tx.Bucket(bucket), tx.Bucket(bucketEvents)
 	if idx == nil || evb == nil {
 		return nil
 	}
 	c := idx.Cursor()
-	for k, _ := c.Seek(indexKey(id, from)); k != nil && bytes.HasPrefix(k, id[:]); k, _ = c.Next() {
+	for k, v := c.Seek(indexKey(id, from)); k != nil && bytes.HasPrefix(k, id[:]); k, v = c.Next() {
 		seq := binary.BigEndian.Uint64(k[16:])
-		rec := evb.Get(k[16:])
+		rec := v // a covering entry; older ones (and the session index) point into the log
+		if len(rec) == 0 {
+			rec = evb.Get(k[16:])
+		}
 		if rec == nil {
 			return fmt.Errorf("index %s names seq %d, which is not stored", bucket, seq)
 		}

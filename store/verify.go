@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -141,6 +142,24 @@ func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
 				}
 			}
 			r.Checkpoints = len(cps)
+			if r.OK() {
+				// The request index holds a copy of each record (what replay
+				// reads): every copy must be the record the chain covers.
+				if b := tx.Bucket(bucketByRequest); b != nil {
+					evb := tx.Bucket(bucketEvents)
+					c := b.Cursor()
+					for k, v := c.First(); k != nil; k, v = c.Next() {
+						if len(k) != 24 || len(v) == 0 {
+							continue
+						}
+						seq := binary.BigEndian.Uint64(k[16:])
+						if !bytes.Equal(v, evb.Get(k[16:])) {
+							bad(seq, "the request index's copy of seq %d differs from the log: the index was edited", seq)
+							break
+						}
+					}
+				}
+			}
 			// The chain is intact; the B-trees under it (the indexes too)
 			// must be as well, or the next append may trip over a lost page.
 			// bbolt's check reads the shared freelist, so it is only sound

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -78,15 +79,29 @@ func TestVerifyNamesTheFirstBadSeq(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			i := bytes.Index(b, []byte("value-000007"))
-			if i < 0 || bytes.Count(b, []byte("value-000007")) != 1 {
-				t.Fatal("marker of seq 7 not found exactly once in the file")
+			// Both copies: the log's record and the request index's.
+			if n := bytes.Count(b, []byte("value-000007")); n != 2 {
+				t.Fatalf("marker of seq 7 found %d times in the file, want 2 (the log and the request index)", n)
 			}
-			b[i+len("value-")] ^= 0x01
+			for i := bytes.Index(b, []byte("value-000007")); i >= 0; i = bytes.Index(b, []byte("value-000007")) {
+				b[i+len("value-")] ^= 0x01
+			}
 			if err := os.WriteFile(path, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}, 7, "edited"},
+		{"edited copy in the request index", func(t *testing.T, path string) {
+			mutate(t, path, func(tx *bolt.Tx) error {
+				b := tx.Bucket(bucketByRequest)
+				c := b.Cursor()
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					if binary.BigEndian.Uint64(k[16:]) == 7 {
+						return b.Put(bytes.Clone(k), bytes.ReplaceAll(bytes.Clone(v), []byte("value-000007"), []byte("value-999997")))
+					}
+				}
+				return errors.New("seq 7 is not in the request index")
+			})
+		}, 7, "index was edited"},
 		{"deleted event", func(t *testing.T, path string) {
 			mutate(t, path, func(tx *bolt.Tx) error { return tx.Bucket(bucketEvents).Delete(seqKey(4)) })
 		}, 4, "missing"},
