@@ -47,16 +47,15 @@ func (approvals) Apply(kv KV, e *events.Event) error {
 	switch e.Kind {
 	case events.KindApprovalRequested:
 		deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs[events.AttrDeadline])
-		return putJSON(kv, key, &Approval{ID: id, Tool: e.Attrs[events.AttrTool], RequestID: e.RequestID,
+		return saveState(kv, key, &Approval{ID: id, Tool: e.Attrs[events.AttrTool], RequestID: e.RequestID,
 			ArgsHash: e.Attrs[events.AttrArgsHash], Args: e.Attrs["args"], Deadline: deadline, Requested: e.Time, State: ApprovalPending})
 	case events.KindApprovalDecided:
-		var a Approval
-		ok, err := getJSON(kv, key, &a)
+		a, ok, err := loadState[Approval](kv, key)
 		if err != nil || !ok || a.State == ApprovalDecided {
 			return err // decided without asking (allow/deny mode), or decided already: the first stands
 		}
 		a.State, a.Decision, a.By, a.Reason, a.Decided = ApprovalDecided, e.Attrs[events.AttrDecision], e.Attrs["by"], e.Attrs[events.AttrReason], e.Time
-		return putJSON(kv, key, &a)
+		return saveState(kv, key, a)
 	}
 	return nil
 }

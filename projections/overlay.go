@@ -2,20 +2,29 @@ package projections
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"slices"
 
 	"github.com/tracebridge/tracebridge/store"
 )
 
-// overlay is a view whose writes stay in memory over a read-only base: a
-// reader on a store no hub holds folds the events the stored state lacks.
+// overlay is a view whose writes stay in memory over a read-only base: the
+// projector folds a chunk of events into one, then writes each key it
+// touched once; a reader on a store no hub holds folds the events the stored
+// state lacks. State a projection keeps decoded (loadState, saveState) stays
+// decoded for the whole chunk and is encoded once, by flush.
 type overlay struct {
-	base store.View
-	m    map[string][]byte
+	base  store.View
+	m     map[string][]byte
+	typed map[string]any // decoded state, newer than m and base
 }
 
 func (o *overlay) Get(k []byte) []byte {
+	if t, ok := o.typed[string(k)]; ok {
+		b, _ := json.Marshal(t)
+		return b
+	}
 	if v, ok := o.m[string(k)]; ok {
 		return v
 	}
@@ -23,20 +32,49 @@ func (o *overlay) Get(k []byte) []byte {
 }
 
 func (o *overlay) Put(k, v []byte) error {
+	delete(o.typed, string(k))
 	o.m[string(k)] = bytes.Clone(v)
 	return nil
 }
 
 func (o *overlay) Delete(k []byte) error {
+	delete(o.typed, string(k))
 	o.m[string(k)] = nil
 	return nil
 }
 
+// keep holds decoded state for k until flush.
+func (o *overlay) keep(k []byte, t any) {
+	if o.typed == nil {
+		o.typed = map[string]any{}
+	}
+	o.typed[string(k)] = t
+}
+
+// flush encodes the decoded state into m.
+func (o *overlay) flush() error {
+	for k, t := range o.typed {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		o.m[k] = b
+	}
+	o.typed = nil
+	return nil
+}
+
 func (o *overlay) ForEach(fn func(k, v []byte) error) error {
+	if err := o.flush(); err != nil {
+		return err
+	}
 	return o.walk(false, fn)
 }
 
 func (o *overlay) Reverse(fn func(k, v []byte) error) error {
+	if err := o.flush(); err != nil {
+		return err
+	}
 	return o.walk(true, fn)
 }
 

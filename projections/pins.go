@@ -56,8 +56,7 @@ func (pins) Apply(kv KV, e *events.Event) error {
 		return nil
 	}
 	key := []byte(PinKey(server, tool))
-	var p Pin
-	found, err := getJSON(kv, key, &p)
+	p, found, err := loadState[Pin](kv, key)
 	if err != nil {
 		return err
 	}
@@ -65,7 +64,7 @@ func (pins) Apply(kv KV, e *events.Event) error {
 	case events.KindUpstreamToolPinned:
 		switch {
 		case !found:
-			p = Pin{Server: server, Tool: tool, Name: e.Attrs[AttrExposed], Hash: hash, Descriptor: e.Attrs[AttrDescriptor], Pinned: e.Time}
+			*p = Pin{Server: server, Tool: tool, Name: e.Attrs[AttrExposed], Hash: hash, Descriptor: e.Attrs[AttrDescriptor], Pinned: e.Time}
 		case p.Hash != hash:
 			return nil // pinned already with another descriptor: the first stands
 		}
@@ -91,7 +90,7 @@ func (pins) Apply(kv KV, e *events.Event) error {
 	default:
 		return nil
 	}
-	return putJSON(kv, key, &p)
+	return saveState(kv, key, p)
 }
 
 func (pins) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {

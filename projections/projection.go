@@ -75,6 +75,34 @@ func getJSON(kv KV, k []byte, v any) (bool, error) {
 	return true, json.Unmarshal(b, v)
 }
 
+// loadState returns the state at k, decoded; found is false when there is
+// none (then *T is zero). Folding into an overlay (the projector's chunks),
+// it is decoded once per chunk and the same *T is returned until the chunk
+// is written back, so a run's 50 events cost one decode and one encode, not
+// 50 of each. Callers mutate it only to save it.
+func loadState[T any](kv KV, k []byte) (t *T, found bool, err error) {
+	o, _ := kv.(*overlay)
+	if o != nil {
+		if v, ok := o.typed[string(k)]; ok {
+			return v.(*T), true, nil
+		}
+	}
+	t = new(T)
+	if found, err = getJSON(kv, k, t); err != nil {
+		return nil, false, err
+	}
+	return t, found, nil
+}
+
+// saveState stores t at k: kept decoded in an overlay, else encoded now.
+func saveState[T any](kv KV, k []byte, t *T) error {
+	if o, ok := kv.(*overlay); ok {
+		o.keep(k, t)
+		return nil
+	}
+	return putJSON(kv, k, t)
+}
+
 func putJSON(kv KV, k []byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

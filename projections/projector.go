@@ -185,16 +185,39 @@ func (p *Projector) catchUp(ctx context.Context, progress Progress) (uint64, err
 	}
 	start := from
 	head, _ := p.log.Head()
+	// The next chunk is read and decoded while this one is folded and
+	// written: the two take about as long, and bbolt lets a read
+	// transaction run beside the write.
+	ahead := make(chan chunkRead, 1)
+	readAhead := func(from uint64) {
+		go func() {
+			evs, err := p.log.Range(from, chunk)
+			ahead <- chunkRead{evs, err}
+		}()
+	}
+	pending := false
 	for from <= head {
 		if err := ctx.Err(); err != nil {
+			if pending {
+				<-ahead
+			}
 			return from - start, err
 		}
-		evs, err := p.log.Range(from, chunk)
+		if !pending {
+			readAhead(from)
+		}
+		r := <-ahead
+		pending = false
+		evs, err := r.evs, r.err
 		if err != nil {
 			return from - start, err
 		}
 		if len(evs) == 0 {
 			break
+		}
+		if after := evs[len(evs)-1].Seq + 1; after <= head {
+			readAhead(after)
+			pending = true
 		}
 		next := maps.Clone(cps)
 		err = p.log.UpdateViews(func(tx store.ViewTx) error {
@@ -217,6 +240,9 @@ func (p *Projector) catchUp(ctx context.Context, progress Progress) (uint64, err
 				if cp, err = fold(pr, o, cp, evs); err != nil {
 					return err
 				}
+				if err := o.flush(); err != nil {
+					return err
+				}
 				for k, v := range o.m {
 					write := view.Put
 					if v == nil {
@@ -234,6 +260,9 @@ func (p *Projector) catchUp(ctx context.Context, progress Progress) (uint64, err
 			return nil
 		})
 		if err != nil { // rolled back: nothing of this chunk was kept
+			if pending {
+				<-ahead
+			}
 			return from - start, err
 		}
 		cps = next
@@ -246,6 +275,12 @@ func (p *Projector) catchUp(ctx context.Context, progress Progress) (uint64, err
 		}
 	}
 	return from - start, nil
+}
+
+// chunkRead is a chunk of the log read ahead.
+type chunkRead struct {
+	evs []events.Event
+	err error
 }
 
 // fold applies the events after cp to one projection.

@@ -43,13 +43,12 @@ func (proposals) Apply(kv KV, e *events.Event) error {
 	if id == "" || !strings.HasPrefix(e.Kind, "proposal.") {
 		return nil
 	}
-	var p Proposal
-	ok, err := getJSON(kv, []byte(id), &p)
+	p, ok, err := loadState[Proposal](kv, []byte(id))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		p = Proposal{ID: id, RequestID: e.RequestID, Created: e.Time}
+		*p = Proposal{ID: id, RequestID: e.RequestID, Created: e.Time}
 	}
 	state := e.Attrs["state"]
 	if state == "" {
@@ -73,7 +72,7 @@ func (proposals) Apply(kv KV, e *events.Event) error {
 		p.Preview = ""
 	}
 	p.Transitions = append(p.Transitions, Transition{Seq: e.Seq, Time: e.Time, Kind: e.Kind, State: state, By: e.Attrs["by"], Code: e.Code})
-	return putJSON(kv, []byte(id), &p)
+	return saveState(kv, []byte(id), p)
 }
 
 func (proposals) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {

@@ -39,13 +39,12 @@ func (reviews) Apply(kv KV, e *events.Event) error {
 		return nil
 	}
 	ws := e.Attrs["workspace"]
-	var r Review
-	ok, err := getJSON(kv, []byte(ws), &r)
+	r, ok, err := loadState[Review](kv, []byte(ws))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		r = Review{Workspace: ws}
+		*r = Review{Workspace: ws}
 	}
 	num := func(k string) int { n, _ := strconv.Atoi(e.Attrs[k]); return n }
 	r.Current = e.Attrs["content"]
@@ -55,7 +54,7 @@ func (reviews) Apply(kv KV, e *events.Event) error {
 		v.Version = len(r.Versions) + 1
 	}
 	r.Versions = append(r.Versions, v)
-	return putJSON(kv, []byte(ws), &r)
+	return saveState(kv, []byte(ws), r)
 }
 
 func (reviews) Present(_, v []byte, _ Query) (json.RawMessage, bool, error) {

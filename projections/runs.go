@@ -19,12 +19,12 @@ func (runs) Apply(kv KV, e *events.Event) error {
 	if e.RequestID.IsZero() {
 		return nil
 	}
-	var f replay.Fold
-	if _, err := getJSON(kv, e.RequestID[:], &f); err != nil {
+	f, _, err := loadState[replay.Fold](kv, e.RequestID[:])
+	if err != nil {
 		return err
 	}
 	f.Add(e)
-	return putJSON(kv, e.RequestID[:], &f)
+	return saveState(kv, e.RequestID[:], f)
 }
 
 func (runs) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {

@@ -30,13 +30,12 @@ func (sessions) Apply(kv KV, e *events.Event) error {
 	if e.SessionID.IsZero() {
 		return nil
 	}
-	var s Session
-	ok, err := getJSON(kv, e.SessionID[:], &s)
+	s, ok, err := loadState[Session](kv, e.SessionID[:])
 	if err != nil {
 		return err
 	}
 	if !ok {
-		s = Session{SessionID: e.SessionID, Start: e.Time, State: "open", FirstSeq: e.Seq}
+		*s = Session{SessionID: e.SessionID, Start: e.Time, State: "open", FirstSeq: e.Seq}
 	}
 	s.LastSeq = e.Seq
 	switch e.Kind {
@@ -55,7 +54,7 @@ func (sessions) Apply(kv KV, e *events.Event) error {
 	case events.KindMCPSessionAborted:
 		s.End, s.State, s.Code = e.Time, "aborted", e.Code
 	}
-	return putJSON(kv, e.SessionID[:], &s)
+	return saveState(kv, e.SessionID[:], s)
 }
 
 func (sessions) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
