@@ -79,8 +79,8 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 		return nil, fmt.Errorf("hub: nats: %w", err)
 	}
 	h.ns.SetLoggerV2(natsLogger{opts.Logger}, false, false, false)
-	go h.ns.Start()
-	if !h.ns.ReadyForConnections(10 * time.Second) {
+	h.ns.Start() // does not block
+	if !natsReady(h.ns, 10*time.Second) {
 		h.ns.Shutdown()
 		return nil, errors.New("hub: embedded NATS did not start within 10s")
 	}
@@ -220,6 +220,19 @@ func (h *Hub) writeCheckpoint() {
 	}
 	h.checkpointFailing = false
 	h.lastCheckpoint.Store(cp.Seq)
+}
+
+// natsReady waits until ns takes connections. The server's own wait sleeps
+// 25 ms between checks when the first one fails, which it does right after
+// Start: that was half of a bridge's start-up. This checks without sleeping
+// for up to 1 ms at a time.
+func natsReady(ns *server.Server, within time.Duration) bool {
+	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
+		if ns.ReadyForConnections(time.Millisecond) {
+			return true
+		}
+	}
+	return false
 }
 
 // Info says how to reach the hub.
