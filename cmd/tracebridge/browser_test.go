@@ -35,18 +35,31 @@ func chromiumPath(t testing.TB) string {
 // a tab context.
 func newBrowser(t testing.TB) context.Context {
 	t.Helper()
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser is gone, and TempDir's cleanup
+	// fails the test on a directory that is not empty.
+	profile, err := os.MkdirTemp("", "tb-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.NoSandbox, // CI runs as root
 		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.WindowSize(1400, 1000),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+		for i := 0; i < 40 && os.RemoveAll(profile) != nil; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
