@@ -14,15 +14,14 @@ import (
 
 // node is a go-fuse loopback node that keeps the model up to date.
 type node struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	fsys *FS
 	m    *inode // set by the operation that made the node
 }
 
-func (f *FS) newNode(root *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-	n := &node{fsys: f}
-	n.RootData = root
-	return n
+// WrapChild makes every node the loopback creates one of ours.
+func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &node{LoopbackNode: ops.(*fs.LoopbackNode), fsys: n.fsys}
 }
 
 func modelOf(in *fs.Inode) *node { return in.Operations().(*node) }

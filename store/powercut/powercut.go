@@ -81,9 +81,8 @@ func Mount(backing, mnt string) (*FS, error) {
 		return nil, err
 	}
 	f := &FS{mnt: mnt, root: root}
-	lr := &fs.LoopbackRoot{Path: backing, Dev: uint64(st.Dev), NewNode: f.newNode}
-	rn := &node{fsys: f, m: root}
-	rn.RootData = lr
+	lr := &fs.LoopbackRoot{Path: backing, Dev: uint64(st.Dev)}
+	rn := &node{LoopbackNode: &fs.LoopbackNode{RootData: lr}, fsys: f, m: root}
 	lr.RootNode = rn
 	sec := time.Second
 	f.server, err = fs.Mount(mnt, rn, &fs.Options{
