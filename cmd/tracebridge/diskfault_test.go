@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store/powercut"
 )
 
@@ -205,4 +206,36 @@ func TestStateWritesFailWhole(t *testing.T) {
 		}
 		b.close(t)
 	})
+}
+
+// TestSideEffectsRefusedAfterAFailedFsync: a bridge that is its own hub on
+// the power-cut file system; once an fsync of the log fails, a
+// side-effecting tool is refused with LogUnavailable and does not run, and a
+// read-only one still answers (policy), as with any log that cannot take
+// events.
+func TestSideEffectsRefusedAfterAFailedFsync(t *testing.T) {
+	long(t)
+	base := t.TempDir()
+	backing, mnt := filepath.Join(base, "backing"), filepath.Join(base, "mnt")
+	os.Mkdir(backing, 0o700)
+	pfs := mountPowerCut(t, backing, mnt)
+	marker := filepath.Join(base, "ran")
+	b := startBridge(t, tbTestBin, mnt, "2025-06-18",
+		writeConfig(t, "[approval]\nmode = \"allow\"\n[policy]\ngrant = [\"text.search\", \"workspace.write\"]\n"))
+	if _, _, code := b.call(t, "regex_text_search", map[string]any{"query": "a", "text": "a"}); code != "" {
+		t.Fatalf("before the fault: %q", code)
+	}
+	pfs.Inject(powercut.Fault{Op: powercut.OpFsync, Path: "events.db", Errno: syscall.EIO})
+	res, _, code := b.call(t, "test_write", map[string]any{"marker": marker})
+	if code != events.CodeLogUnavailable {
+		t.Fatalf("a side-effecting tool after a failed fsync: %q %s", code, textOf(res))
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatal("the tool ran though its evidence could not be made durable")
+	}
+	if _, _, code := b.call(t, "regex_text_search", map[string]any{"query": "a", "text": "a"}); code != "" {
+		t.Fatalf("a read-only tool after the fault: %q", code)
+	}
+	t.Logf("refused: %s", textOf(res))
+	b.close(t)
 }
