@@ -2,8 +2,10 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
@@ -145,20 +147,7 @@ func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
 			if r.OK() {
 				// The request index holds a copy of each record (what replay
 				// reads): every copy must be the record the chain covers.
-				if b := tx.Bucket(bucketByRequest); b != nil {
-					evb := tx.Bucket(bucketEvents)
-					c := b.Cursor()
-					for k, v := c.First(); k != nil; k, v = c.Next() {
-						if len(k) != 24 || len(v) == 0 {
-							continue
-						}
-						seq := binary.BigEndian.Uint64(k[16:])
-						if !bytes.Equal(v, evb.Get(k[16:])) {
-							bad(seq, "the request index's copy of seq %d differs from the log: the index was edited", seq)
-							break
-						}
-					}
-				}
+				checkCopies(tx, bad)
 			}
 			// The chain is intact; the B-trees under it (the indexes too)
 			// must be as well, or the next append may trip over a lost page.
@@ -182,4 +171,44 @@ func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
 	}
 	r.Appends = s.AppendStatus()
 	return r, err
+}
+
+// checkCopies compares every record copy in the request index with the
+// record at its seq in the log. The index is walked in request order; the
+// copies are checked in chunks sorted by seq, so the log is read forward
+// rather than at random (the difference between warm and cold at 10M).
+func checkCopies(tx *bolt.Tx, bad func(seq uint64, format string, args ...any)) {
+	idx, evb := tx.Bucket(bucketByRequest), tx.Bucket(bucketEvents)
+	if idx == nil || evb == nil {
+		return
+	}
+	type ref struct {
+		seq uint64
+		v   []byte // valid for the transaction
+	}
+	refs := make([]ref, 0, 1<<16)
+	check := func() bool {
+		slices.SortFunc(refs, func(a, b ref) int { return cmp.Compare(a.seq, b.seq) })
+		c := evb.Cursor()
+		for _, r := range refs {
+			k, v := c.Seek(seqKey(r.seq))
+			if k == nil || binary.BigEndian.Uint64(k) != r.seq || !bytes.Equal(v, r.v) {
+				bad(r.seq, "the request index's copy of seq %d differs from the log: the index was edited", r.seq)
+				return false
+			}
+		}
+		refs = refs[:0]
+		return true
+	}
+	c := idx.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != 24 || len(v) == 0 {
+			continue // an entry of an older store: it points into the log
+		}
+		refs = append(refs, ref{binary.BigEndian.Uint64(k[16:]), v})
+		if len(refs) == cap(refs) && !check() {
+			return
+		}
+	}
+	check()
 }
