@@ -24,7 +24,7 @@ func BenchmarkIngest(b *testing.B) {
 		path    string
 		workers int
 		linger  time.Duration
-	}{{"bus", 64, 0}, {"bus", 64, time.Nanosecond}, {"hub", 64, 0}, {"bus", 1, 0}, {"bus", 1, time.Nanosecond}} {
+	}{{"bus", 64, 0}, {"bus", 64, time.Nanosecond}, {"hub", 64, 0}, {"bus", 1, 0}, {"bus", 1, time.Nanosecond}, {"hub", 1, 0}} {
 		path := tc.path
 		b.Run(fmt.Sprintf("path=%s/requests=%d/linger=%v", path, tc.workers, cmp.Or(tc.linger, 2*time.Millisecond)), func(b *testing.B) {
 			dir := DataDir(b.TempDir() + "/data")
