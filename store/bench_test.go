@@ -99,6 +99,7 @@ func benchStore(b *testing.B, n int) *fixture {
 		if fx.err != nil {
 			return
 		}
+		os.RemoveAll(dir) // the open file lives until the process ends; nothing is left behind
 		ids := events.NewIDSource(nil, nil)
 		const per, inflight = 50, 64
 		for len(fx.reqs)*per < n {

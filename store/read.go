@@ -81,6 +81,18 @@ func (s *Store) Get(seq uint64) (events.Event, bool, error) {
 	return e, found, err
 }
 
+// Size is the bytes of the store file in use: its pages up to the highest
+// one a transaction has written (free pages inside included; the file
+// itself is grown ahead in larger steps).
+func (s *Store) Size() (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	return n, err
+}
+
 // SeqOf returns the seq of a stored event id, or 0.
 func (s *Store) SeqOf(id events.ID) (uint64, error) {
 	var seq uint64

@@ -58,6 +58,9 @@ func Build(n int) (*Fixture, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Unlinked at once: the open file lives until the process ends, and
+	// no fixture is left behind in the temp dir (they are GBs).
+	os.RemoveAll(dir)
 	fx := &Fixture{Store: st}
 	ids := events.NewIDSource(nil, nil)
 	t0 := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
