@@ -36,7 +36,7 @@ func readAnchor(tx *bolt.Tx) Anchor {
 // Anchor returns where the stored log starts.
 func (s *Store) Anchor() (Anchor, error) {
 	var a Anchor
-	err := s.db.View(func(tx *bolt.Tx) error { a = readAnchor(tx); return nil })
+	err := s.view(func(tx *bolt.Tx) error { a = readAnchor(tx); return nil })
 	return a, err
 }
 
@@ -50,7 +50,7 @@ func (s *Store) Drop(upTo uint64) (Anchor, error) {
 		return Anchor{}, errors.New("store opened read-only")
 	}
 	var a Anchor
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		old := readAnchor(tx)
 		head, _ := s.Head()
 		switch {

@@ -13,7 +13,7 @@ import (
 // Scan calls fn with each stored record from seq from onward, in order, until
 // fn returns false or an error. rec is valid only during the call.
 func (s *Store) Scan(from uint64, fn func(seq uint64, rec []byte) (bool, error)) error {
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEvents)
 		if b == nil {
 			return nil
@@ -64,7 +64,7 @@ func (s *Store) RangeRecords(from uint64, limit, maxBytes int) (recs [][]byte, n
 func (s *Store) Get(seq uint64) (events.Event, bool, error) {
 	var e events.Event
 	var found bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEvents)
 		if b == nil {
 			return nil
@@ -86,7 +86,7 @@ func (s *Store) Get(seq uint64) (events.Event, bool, error) {
 // itself is grown ahead in larger steps).
 func (s *Store) Size() (int64, error) {
 	var n int64
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		n = tx.Size()
 		return nil
 	})
@@ -96,7 +96,7 @@ func (s *Store) Size() (int64, error) {
 // SeqOf returns the seq of a stored event id, or 0.
 func (s *Store) SeqOf(id events.ID) (uint64, error) {
 	var seq uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketIDs); b != nil {
 			seq = decodeSeq(b.Get(id[:]))
 		}
@@ -133,7 +133,7 @@ func (s *Store) byIndex(bucket []byte, id events.ID, from uint64, limit int) ([]
 	var text string
 	var ends []int
 	var seqs []uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		var recs [][]byte
 		total := 0
 		err := walkIndex(tx, bucket, id, from, func(seq uint64, rec []byte) (bool, error) {
@@ -171,7 +171,7 @@ func (s *Store) byIndex(bucket []byte, id events.ID, from uint64, limit int) ([]
 
 // eachIndexed walks an index in its own read transaction.
 func (s *Store) eachIndexed(bucket []byte, id events.ID, from uint64, fn func(uint64, []byte) (bool, error)) error {
-	return s.db.View(func(tx *bolt.Tx) error { return walkIndex(tx, bucket, id, from, fn) })
+	return s.view(func(tx *bolt.Tx) error { return walkIndex(tx, bucket, id, from, fn) })
 }
 
 // walkIndex walks an index bucket (id + seq → the record, or nil: then the

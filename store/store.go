@@ -200,6 +200,16 @@ func (s *Store) guard(fn func() error) (err error) {
 	return fn()
 }
 
+// view and update are bbolt's View and Update with a damaged page an
+// error, not a crash (bbolt rolls the transaction back as the panic passes).
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	return s.guard(func() error { return s.db.View(fn) })
+}
+
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	return s.guard(func() error { return s.db.Update(fn) })
+}
+
 func (s *Store) damaged(what any) error {
 	return fmt.Errorf("the store file %s is damaged below the log (bbolt: %v); restore it from a backup or an archive", s.path, what)
 }
