@@ -120,6 +120,20 @@ func SplitRecord(rec []byte) (body []byte, prev, hash Hash, err error) {
 	return rec[:n], prev, hash, nil
 }
 
+// RecordID returns the event id of an encoded record without decoding the
+// rest; ok is false if rec is not a v1 record long enough to hold one.
+func RecordID(rec []byte) (id ID, ok bool) {
+	if len(rec) < 2 || rec[0] != codecV1 {
+		return id, false
+	}
+	_, n := binary.Uvarint(rec[1:])
+	if n <= 0 || len(rec) < 1+n+len(id) {
+		return id, false
+	}
+	copy(id[:], rec[1+n:])
+	return id, true
+}
+
 // Decode parses a record made by Encode. It never panics; every error wraps
 // ErrMalformed and says where decoding stopped.
 func Decode(rec []byte) (Event, error) {

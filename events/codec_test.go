@@ -139,6 +139,9 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
+		if id, ok := RecordID(b); !ok || id != ev.ID {
+			t.Fatalf("RecordID = %v, %v; the record decodes with id %v", id, ok, ev.ID)
+		}
 		// Whatever decodes re-encodes to the same bytes: the encoding is
 		// canonical, so no two byte strings mean the same event.
 		if !bytes.Equal(Encode(&ev), b) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -222,8 +223,9 @@ func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Ha
 		r.recs = make([][]byte, len(r.evs))
 		for i := range r.evs {
 			e := &r.evs[i]
-			if v := ids.Get(e.ID[:]); v != nil {
-				r.seqs[i] = decodeSeq(v)
+			seq, scanned := storedSeq(byReq, ids, e)
+			if seq != 0 {
+				r.seqs[i] = seq
 				e.Seq = 0 // stored before: not new in this commit
 				continue
 			}
@@ -238,8 +240,12 @@ func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Ha
 			if err := evb.Put(key, rec); err != nil {
 				return head, hash, err
 			}
-			if err := ids.Put(e.ID[:], key); err != nil {
-				return head, hash, err
+			if e.RequestID.IsZero() || scanned >= dedupScan {
+				// Past what storedSeq scans of its request: the id
+				// tree finds it.
+				if err := ids.Put(e.ID[:], key); err != nil {
+					return head, hash, err
+				}
 			}
 			if !e.RequestID.IsZero() {
 				// The request index covers the record: one request's
@@ -258,4 +264,28 @@ func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Ha
 		}
 	}
 	return head, hash, tx.Bucket(bucketMeta).Put(keyHead, append(seqKey(head), hash[:]...))
+}
+
+// dedupScan is how many of a request's first records storedSeq compares
+// ids with. An event stored past them (or without a request) also goes into
+// the ids tree. Most requests hold fewer, so most events cost no id-tree
+// insert: a commit rewrites the pages of one B-tree less.
+const dedupScan = 64
+
+// storedSeq returns the seq of e if its id is stored already, else 0, and
+// how many of its request's records it compared (at most dedupScan). A
+// stored event is either among the first dedupScan records of its request
+// in the covering index or in the ids tree (which, in stores older than
+// that rule, holds every id).
+func storedSeq(byReq, ids *bolt.Bucket, e *events.Event) (seq uint64, scanned int) {
+	if !e.RequestID.IsZero() {
+		c := byReq.Cursor()
+		for k, v := c.Seek(e.RequestID[:]); k != nil && scanned < dedupScan && bytes.HasPrefix(k, e.RequestID[:]); k, v = c.Next() {
+			if id, ok := events.RecordID(v); ok && id == e.ID {
+				return binary.BigEndian.Uint64(k[len(e.RequestID):]), scanned
+			}
+			scanned++
+		}
+	}
+	return decodeSeq(ids.Get(e.ID[:])), scanned
 }

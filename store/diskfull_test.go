@@ -94,12 +94,12 @@ func diskFullHelper() {
 		return
 	}
 	defer s.Close()
-	missing := 0
-	for _, id := range acked {
-		if seq, _ := s.SeqOf(id); seq == 0 {
-			missing++
-		}
+	lost, err := s.Missing(acked)
+	if err != nil {
+		say("reading the store: %v", err)
+		return
 	}
+	missing := len(lost)
 	rep, _ := s.Verify()
 	if missing == 0 && rep.OK() {
 		say("reopened: all acked present, chain ok (%d events)", rep.Events)

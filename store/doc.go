@@ -3,10 +3,15 @@
 // Buckets:
 //
 //	events      seq (8 bytes, big endian) → canonical record (events.Encode)
-//	ids         event id (16 bytes)        → seq: an append of a stored id returns its seq
+//	ids         event id (16 bytes)        → seq, for events without a request or past the
+//	            first 64 of theirs (older stores: every event)
 //	by_request  request id + seq           → a copy of the record (ADR 0011; empty in older stores)
 //	by_session  session id + seq           → empty
 //	meta        head (seq + hash), schema version, checkpoints
+//
+// An append of a stored id returns its seq and stores nothing: the writer
+// looks for the id among the first 64 copies of its request in by_request,
+// then in ids.
 //
 // One writer goroutine owns every write. Concurrent Append calls queue to it;
 // it commits everything queued (up to Options.MaxBatch events) in one

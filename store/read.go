@@ -93,16 +93,28 @@ func (s *Store) Size() (int64, error) {
 	return n, err
 }
 
-// SeqOf returns the seq of a stored event id, or 0.
-func (s *Store) SeqOf(id events.ID) (uint64, error) {
-	var seq uint64
-	err := s.view(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketIDs); b != nil {
-			seq = decodeSeq(b.Get(id[:]))
+// Missing returns those of ids the store does not hold, in their order.
+// It reads the whole log once.
+func (s *Store) Missing(ids []events.ID) ([]events.ID, error) {
+	want := make(map[events.ID]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	err := s.Scan(1, func(seq uint64, rec []byte) (bool, error) {
+		id, ok := events.RecordID(rec)
+		if !ok {
+			return false, fmt.Errorf("seq %d: %w: no id", seq, events.ErrMalformed)
 		}
-		return nil
+		delete(want, id)
+		return len(want) > 0, nil
 	})
-	return seq, err
+	var missing []events.ID
+	for _, id := range ids {
+		if want[id] {
+			missing = append(missing, id)
+		}
+	}
+	return missing, err
 }
 
 // ByRequest returns the events of one request, in seq order.

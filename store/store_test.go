@@ -3,11 +3,14 @@ package store
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/events"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestAppendAssignsContiguousSeqsAndChain(t *testing.T) {
@@ -56,6 +59,82 @@ func TestAppendIsIdempotentByEventID(t *testing.T) {
 	}
 	if head, _ := s.Head(); head != 2 {
 		t.Fatalf("head = %d, want 2: a duplicate was stored", head)
+	}
+}
+
+// Dedup without an id-tree insert per event: a stored event is found among
+// the first dedupScan records of its request, or in the ids tree, which
+// holds only the events past those and those without a request (and every
+// id in stores older than that rule).
+func TestDedupCoversLongRequestsEventsWithoutOneAndOldStores(t *testing.T) {
+	ctx := context.Background()
+	for _, old := range []bool{false, true} {
+		s := openTest(t)
+		req := testIDs.New()
+		var all []events.Event
+		for i := range 3*dedupScan + 5 {
+			all = append(all, ev(req, i))
+		}
+		for i := range 5 {
+			e := ev(events.ID{}, i)
+			e.SessionID = events.ID{}
+			all = append(all, e)
+		}
+		// In several commits, so positions past dedupScan land in later ones.
+		var seqs []uint64
+		for _, part := range [][]events.Event{all[:dedupScan-1], all[dedupScan-1 : dedupScan+3], all[dedupScan+3:]} {
+			got, err := s.Append(ctx, part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, got...)
+		}
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			ids := tx.Bucket(bucketIDs)
+			if want := len(all) - dedupScan; ids.Stats().KeyN != want {
+				t.Errorf("ids tree holds %d ids, want %d (past the first %d of the request, and those without one)", ids.Stats().KeyN, want, dedupScan)
+			}
+			if !old {
+				return nil
+			}
+			// The layout before ADR 0011 and this rule: no copies in
+			// by_request, every id in the ids tree.
+			if err := tx.DeleteBucket(bucketByRequest); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(bucketByRequest); err != nil {
+				return err
+			}
+			for i, e := range all {
+				if err := ids.Put(e.ID[:], seqKey(seqs[i])); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every one of them again, shuffled, some twice in one batch.
+		again := slices.Clone(all)
+		rand.Shuffle(len(again), func(i, j int) { again[i], again[j] = again[j], again[i] })
+		again = append(again, again[:7]...)
+		got, err := s.Append(ctx, again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[events.ID]uint64{}
+		for i, e := range all {
+			want[e.ID] = seqs[i]
+		}
+		for i, e := range again {
+			if got[i] != want[e.ID] {
+				t.Fatalf("old layout %v: re-sent event %d (%v) got seq %d, stored at %d", old, i, e.ID, got[i], want[e.ID])
+			}
+		}
+		if head, _ := s.Head(); head != uint64(len(all)) {
+			t.Fatalf("old layout %v: head = %d after re-sending, want %d: a duplicate was stored", old, head, len(all))
+		}
 	}
 }
 
@@ -129,8 +208,8 @@ func TestReadsByRequestAndSession(t *testing.T) {
 	if none, _ := s.ByRequest(testIDs.New()); len(none) != 0 {
 		t.Fatalf("unknown request returned %d events", len(none))
 	}
-	if seq, _ := s.SeqOf(batch[3].ID); seq != 4 {
-		t.Fatalf("SeqOf = %d, want 4", seq)
+	if missing, err := s.Missing([]events.ID{batch[3].ID, r1, batch[9].ID}); err != nil || len(missing) != 1 || missing[0] != r1 {
+		t.Fatalf("Missing = %v, %v; want only %v (a request id, not an event's)", missing, err, r1)
 	}
 }
 

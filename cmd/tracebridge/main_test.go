@@ -181,14 +181,9 @@ func checkStored(t *testing.T, data string, ids []events.ID) (missing []events.I
 	t.Helper()
 	st := readStore(t, data)
 	defer st.Close() // now: callers (the crash loop) start the next process on this store
-	for _, id := range ids {
-		seq, err := st.SeqOf(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seq == 0 {
-			missing = append(missing, id)
-		}
+	missing, err := st.Missing(ids)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return missing
 }

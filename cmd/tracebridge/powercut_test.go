@@ -75,17 +75,7 @@ func storedIn(data string, ids []events.ID) ([]events.ID, error) {
 		return nil, err
 	}
 	defer st.Close()
-	var missing []events.ID
-	for _, id := range ids {
-		seq, err := st.SeqOf(id)
-		if err != nil {
-			return nil, err
-		}
-		if seq == 0 {
-			missing = append(missing, id)
-		}
-	}
-	return missing, nil
+	return st.Missing(ids)
 }
 
 // powerCutLoop runs `loadgen --acks` on a power-cut mount, cuts the power
