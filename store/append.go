@@ -19,6 +19,7 @@ var _ events.Appender = (*Store)(nil)
 
 type appendReq struct {
 	evs      []events.Event
+	src      *Source  // AppendFrom's stream position; nil for Append
 	recs     [][]byte // the record stored for each new event; nil for duplicates
 	seqs     []uint64
 	err      error
@@ -47,6 +48,10 @@ func (s *Store) Append(ctx context.Context, evs []events.Event) ([]uint64, error
 	if len(evs) == 0 {
 		return nil, nil
 	}
+	return s.append(ctx, evs, nil)
+}
+
+func (s *Store) append(ctx context.Context, evs []events.Event, src *Source) ([]uint64, error) {
 	if rej := s.Refusal(); rej != nil {
 		return nil, rej
 	}
@@ -57,7 +62,7 @@ func (s *Store) Append(ctx context.Context, evs []events.Event) ([]uint64, error
 	}
 	// The writer sets Seq, Prev and Hash on its own copy: the caller's slice
 	// may be read (or copied by append) while the commit runs.
-	req := &appendReq{evs: slices.Clone(evs), done: make(chan struct{})}
+	req := &appendReq{evs: slices.Clone(evs), src: src, done: make(chan struct{})}
 	s.sendMu.RLock()
 	if s.closed || s.reqs == nil {
 		s.sendMu.RUnlock()
@@ -131,6 +136,12 @@ func (s *Store) commit(batch []*appendReq) {
 		} else {
 			tx.Rollback()
 		}
+	}
+	if pe := (*positionError)(nil); errors.As(err, &pe) {
+		for _, r := range batch {
+			r.seqs, r.err = nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: pe.Error()}
+		}
+		return
 	}
 	if err != nil && errors.Is(err, syscall.ENOSPC) && writeFailed(err) {
 		// Out of space on a write: bbolt wrote no meta page, so the log is
@@ -213,6 +224,9 @@ func (s *Store) notify(batch []*appendReq) {
 
 // put stores batch after head in tx and returns the new head.
 func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Hash) (uint64, events.Hash, error) {
+	if err := checkSource(tx, batch); err != nil {
+		return head, hash, err
+	}
 	evb := tx.Bucket(bucketEvents)
 	evb.FillPercent = 0.9 // append-only keys: pack pages
 	ids := tx.Bucket(bucketIDs)
@@ -262,6 +276,9 @@ func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Ha
 			}
 			r.seqs[i] = head
 		}
+	}
+	if err := putSource(tx, batch); err != nil {
+		return head, hash, err
 	}
 	return head, hash, tx.Bucket(bucketMeta).Put(keyHead, append(seqKey(head), hash[:]...))
 }

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tracebridge/tracebridge/events"
+	bolt "go.etcd.io/bbolt"
+)
+
+// keySource is where a store materialized from a replicated stream keeps
+// its position: seq (8) | stream name.
+var keySource = []byte("source")
+
+// Source is a position in a replicated stream: the last stream seq whose
+// events this store holds.
+type Source struct {
+	Stream string
+	Seq    uint64
+}
+
+// Source returns the stream position recorded by the last AppendFrom, or
+// the zero Source for a store that never materialized a stream.
+func (s *Store) Source() (Source, error) {
+	var src Source
+	err := s.view(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if v := meta.Get(keySource); len(v) >= 8 {
+				src = Source{Stream: string(v[8:]), Seq: binary.BigEndian.Uint64(v)}
+			}
+		}
+		return nil
+	})
+	return src, err
+}
+
+// AppendFrom is Append for a collector materializing a stream: evs are the
+// events of stream messages up to src.Seq (none, for messages it refused),
+// and src is recorded in the same transaction, so after a crash the store
+// holds exactly the events up to its recorded position and resumes after
+// it: no gap, no duplicate. Calls must come from one goroutine, in stream
+// order; src.Seq must grow.
+func (s *Store) AppendFrom(ctx context.Context, evs []events.Event, src Source) ([]uint64, error) {
+	if src.Seq == 0 || src.Stream == "" {
+		return nil, errors.New("append from a stream: no stream position")
+	}
+	return s.append(ctx, evs, &src)
+}
+
+// putSource records the position of the last request of batch that has one.
+func putSource(tx *bolt.Tx, batch []*appendReq) error {
+	for _, r := range slices.Backward(batch) {
+		if r.src != nil {
+			v := binary.BigEndian.AppendUint64(nil, r.src.Seq)
+			return tx.Bucket(bucketMeta).Put(keySource, append(v, r.src.Stream...))
+		}
+	}
+	return nil
+}
+
+// checkSource refuses a stream position that does not follow the recorded one.
+func checkSource(tx *bolt.Tx, batch []*appendReq) error {
+	var last Source
+	if v := tx.Bucket(bucketMeta).Get(keySource); len(v) >= 8 {
+		last = Source{Stream: string(v[8:]), Seq: binary.BigEndian.Uint64(v)}
+	}
+	for _, r := range batch {
+		if r.src == nil {
+			continue
+		}
+		if last.Stream != "" && r.src.Stream != last.Stream {
+			return &positionError{fmt.Sprintf("store materializes stream %q, not %q", last.Stream, r.src.Stream)}
+		}
+		if r.src.Seq <= last.Seq {
+			return &positionError{fmt.Sprintf("stream %s position %d does not follow %d", r.src.Stream, r.src.Seq, last.Seq)}
+		}
+		last = *r.src
+	}
+	return nil
+}
+
+// positionError fails a batch without stopping the store: nothing was
+// written, the disk is fine, the caller's position is wrong.
+type positionError struct{ msg string }
+
+func (e *positionError) Error() string { return e.msg }
