@@ -45,6 +45,9 @@ type local struct {
 }
 
 func (l *local) Append(ctx context.Context, evs []events.Event) ([]uint64, error) {
+	if l.hub != nil {
+		return l.hub.append(ctx, evs)
+	}
 	return l.st.Append(ctx, evs)
 }
 

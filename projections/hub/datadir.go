@@ -51,6 +51,9 @@ type Info struct {
 	Token   string    `json:"token"`
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
+	// Stream is the cluster stream the hub publishes to; empty for a
+	// hub whose store is the log.
+	Stream string `json:"stream,omitempty"`
 }
 
 func (d DataDir) writeInfo(info Info) error {

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -47,11 +48,27 @@ type Hub struct {
 	proj     *projections.Projector
 	projWake chan struct{}
 	projDone chan struct{}
+
+	cl          *link         // nil unless on a cluster
+	collectDone chan struct{} // closed when the collector stops
+}
+
+// append stores evs: in the store, or on a cluster in the stream (and
+// then, shortly, in the store by the collector).
+func (h *Hub) append(ctx context.Context, evs []events.Event) ([]uint64, error) {
+	if h.cl == nil {
+		return h.st.Append(ctx, evs)
+	}
+	seqs, err := h.cl.append(ctx, evs)
+	if err == nil {
+		h.cl.wait(ctx, slicesMax(seqs), 2*time.Second) // read your writes, bounded
+	}
+	return seqs, err
 }
 
 // startHub runs a hub for st, which the caller opened (and so holds the
 // lock of). publish is set to the hub's republisher.
-func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts Options) (*Hub, error) {
+func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts Options) (_ *Hub, err error) {
 	key, err := store.LoadSigningKey(dir.SigningKey())
 	if err != nil {
 		return nil, err
@@ -64,6 +81,20 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 		dir: dir, st: st, key: key, log: opts.Logger, now: opts.Now,
 		sem: make(chan struct{}, maxHandlers), stop: make(chan struct{}), done: make(chan struct{}),
 		proj: projections.New(st), projWake: make(chan struct{}, 1), projDone: make(chan struct{}),
+	}
+	if opts.Cluster != nil {
+		if err := h.joinCluster(opts); err != nil {
+			return nil, err
+		}
+		started := false
+		defer func() {
+			if !started {
+				close(h.stop)
+				<-h.collectDone
+				h.cl.close()
+			}
+		}()
+		defer func() { started = err == nil }()
 	}
 	h.ns, err = server.NewServer(&server.Options{
 		ServerName:    "tracebridge-hub",
@@ -85,6 +116,9 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 		return nil, errors.New("hub: embedded NATS did not start within 10s")
 	}
 	h.info = Info{URL: h.ns.ClientURL(), Token: hex.EncodeToString(token), PID: os.Getpid(), Started: h.now().UTC()}
+	if h.cl != nil {
+		h.info.Stream = h.cl.cfg.stream()
+	}
 	h.nc, err = nats.Connect("", nats.InProcessServer(h.ns), nats.Token(h.info.Token), nats.Name("tracebridge-hub"), nats.NoReconnect())
 	if err != nil {
 		h.ns.Shutdown()
@@ -151,7 +185,13 @@ func (h *Hub) record(e events.Event) {
 	e.Boundary, e.From, e.To = info.Boundary, info.From, info.To
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := h.st.Append(ctx, []events.Event{e}); err != nil {
+	var err error
+	if h.cl != nil {
+		_, err = h.cl.append(ctx, []events.Event{e})
+	} else {
+		_, err = h.st.Append(ctx, []events.Event{e})
+	}
+	if err != nil {
 		h.log.Warn("hub could not record its own event", "kind", e.Kind, "err", err)
 	}
 }
@@ -249,6 +289,10 @@ func (h *Hub) Close() error {
 	<-h.done
 	<-h.projDone
 	h.record(events.Event{Kind: events.KindHubStopped, Outcome: events.OK})
+	if h.cl != nil {
+		<-h.collectDone
+		h.cl.close()
+	}
 	if _, err := h.proj.CatchUp(context.Background(), nil); err != nil {
 		h.log.Warn("projections: final catch-up failed; the next hub catches up", "err", err)
 	}
@@ -257,6 +301,30 @@ func (h *Hub) Close() error {
 	err := h.st.Close()
 	h.shutdownNATS()
 	return err
+}
+
+// joinCluster connects to the cluster and starts the collector. A store
+// that already holds a log of its own cannot also hold the stream's.
+func (h *Hub) joinCluster(opts Options) error {
+	src, err := h.st.Source()
+	if err != nil {
+		return err
+	}
+	if head, _ := h.st.Head(); head > 0 && src.Stream == "" {
+		return fmt.Errorf("data dir %s holds a local event log (%d events); a cluster collector materializes the stream into a store of its own: use a new --data", h.dir, head)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	h.cl, err = dial(ctx, opts.Cluster, cmp.Or(opts.Name, "tracebridge-hub"), opts.Logger)
+	if err != nil {
+		return err
+	}
+	h.collectDone = make(chan struct{})
+	go func() {
+		defer close(h.collectDone)
+		h.cl.collect(h.st, h.stop)
+	}()
+	return nil
 }
 
 func (h *Hub) shutdownNATS() {

@@ -45,6 +45,11 @@ type Options struct {
 	Now func() time.Time
 	// Name labels this process's NATS connection.
 	Name string
+	// Cluster, when set, makes a hub this node starts publish to (and
+	// materialize from) a JetStream stream instead of its own store alone;
+	// attaching to a hub of the data dir that is not on the same stream is
+	// an error.
+	Cluster *Cluster
 }
 
 // ErrNoHub is returned by a Read node's live calls (Follow) when no hub
@@ -220,6 +225,11 @@ func (n *Node) attach(ctx context.Context, info Info) (*remote, error) {
 	if _, _, err := r.head(ctx); err != nil {
 		nc.Close()
 		return nil, err
+	}
+	if c := n.opts.Cluster; c != nil && info.Stream != c.stream() {
+		nc.Close()
+		return nil, fmt.Errorf("the hub of data dir %s (pid %d) is not attached to the cluster's stream %s (its stream: %q); stop it, or use another --data",
+			n.opts.Dir, info.PID, c.stream(), info.Stream)
 	}
 	return r, nil
 }

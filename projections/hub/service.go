@@ -32,7 +32,7 @@ func (h *Hub) serveAppend(m *nats.Msg) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	seqs, err := h.st.Append(ctx, evs)
+	seqs, err := h.append(ctx, evs)
 	if err != nil {
 		h.fail(m, err)
 		return

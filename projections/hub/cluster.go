@@ -1,0 +1,390 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// DefaultStream is the JetStream stream a cluster-attached hub uses when
+// Cluster.Stream is empty.
+const DefaultStream = "TRACEBRIDGE"
+
+// streamSubjects are the subjects the stream captures: tb.log.<user>.<machine>.
+const streamSubjects = "tb.log.>"
+
+// Cluster attaches a hub to a NATS JetStream cluster (ADR 0012). Its appends
+// go to a replicated stream and are acknowledged when the stream
+// acknowledges them; its store is a collector: it materializes the whole
+// stream, in stream order, from every machine.
+type Cluster struct {
+	URL string // nats://host:port, comma-separated for several servers
+	// Creds is a .creds file (user JWT and nkey seed); NKey a file holding
+	// an nkey seed. At most one.
+	Creds, NKey string
+	// CA, Cert and Key are PEM files: the servers' CA (TLS), and a client
+	// certificate and key (mutual TLS).
+	CA, Cert, Key string
+	// Stream is the stream's name. Empty: DefaultStream.
+	Stream string
+	// User and Machine name this process's origin; its events go to
+	// tb.log.<User>.<Machine>, which the cluster's permissions can pin to
+	// the credentials. Empty: the OS user and the host name.
+	User, Machine string
+}
+
+func (c *Cluster) stream() string {
+	if c.Stream == "" {
+		return DefaultStream
+	}
+	return c.Stream
+}
+
+// subject is where this process publishes its events.
+func (c *Cluster) subject() string {
+	user, machine := c.User, c.Machine
+	if user == "" {
+		user = os.Getenv("USER")
+	}
+	if machine == "" {
+		machine, _ = os.Hostname()
+	}
+	return "tb.log." + token(user) + "." + token(machine)
+}
+
+// token makes s one NATS subject token.
+func token(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r <= ' ' || r == '.' || r == '*' || r == '>' || r > 0x7e {
+			return '_'
+		}
+		return r
+	}, s)
+	if s == "" {
+		return "_"
+	}
+	return s
+}
+
+// link is a hub's connection to the cluster.
+type link struct {
+	cfg     *Cluster
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	subject string
+	log     *slog.Logger
+
+	// materialized is the last stream seq the store holds; wait parks on
+	// advanced until it moves.
+	materialized atomic.Uint64
+	mu           sync.Mutex
+	advanced     chan struct{}
+}
+
+// dial connects to the cluster and makes sure the stream exists.
+func dial(ctx context.Context, cfg *Cluster, name string, log *slog.Logger) (*link, error) {
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(false),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("cluster connection lost; side-effecting tools are refused until it is back", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("cluster connection back", "server", nc.ConnectedUrlRedacted()) }),
+	}
+	switch {
+	case cfg.Creds != "" && cfg.NKey != "":
+		return nil, errors.New("cluster: give --nats-creds or --nats-nkey, not both")
+	case cfg.Creds != "":
+		opts = append(opts, nats.UserCredentials(cfg.Creds))
+	case cfg.NKey != "":
+		o, err := nats.NkeyOptionFromSeed(cfg.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: nkey seed %s: %w", cfg.NKey, err)
+		}
+		opts = append(opts, o)
+	}
+	if cfg.CA != "" {
+		opts = append(opts, nats.RootCAs(cfg.CA))
+	}
+	if cfg.Cert != "" || cfg.Key != "" {
+		opts = append(opts, nats.ClientCert(cfg.Cert, cfg.Key))
+	}
+	nc, err := nats.Connect(cfg.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connect to %s: %w (is the cluster up, and are the credentials right?)", cfg.URL, err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(5*time.Second))
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	l := &link{cfg: cfg, nc: nc, js: js, subject: cfg.subject(), log: log, advanced: make(chan struct{})}
+	if err := l.ensureStream(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// ensureStream creates the stream when it is missing: file storage,
+// replicas min(3, the servers the client knows of), a two-minute window in
+// which a re-sent event id is dropped. An existing stream is used as it is.
+func (l *link) ensureStream(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	name := l.cfg.stream()
+	// A cluster that just started has no JetStream leader for a moment:
+	// its API requests time out or find no responders. Retry those.
+	for {
+		err := l.createStream(ctx, name)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		l.log.Debug("cluster: stream not ready yet", "stream", name, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (l *link) createStream(ctx context.Context, name string) error {
+	try, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := l.js.Stream(try, name); err == nil {
+		return nil
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("cluster: stream %s: %w", name, err)
+	}
+	replicas := min(3, max(1, len(l.nc.Servers())))
+	_, err := l.js.CreateStream(try, jetstream.StreamConfig{
+		Name: name, Subjects: []string{streamSubjects}, Storage: jetstream.FileStorage,
+		Replicas: replicas, Duplicates: 2 * time.Minute, MaxMsgSize: events.MaxEventSize + 1024,
+		Description: "tracebridge events (ADR 0012)",
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return fmt.Errorf("cluster: create stream %s (replicas %d): %w", name, replicas, err)
+	}
+	if err == nil {
+		l.log.Info("cluster: stream created", "stream", name, "replicas", replicas)
+	}
+	return nil
+}
+
+// append publishes evs and returns their stream seqs once the stream has
+// acknowledged every one (the durable point, with the servers' sync_interval
+// always), and the local store has materialized them (bounded: a slow
+// collector does not fail a durable append).
+func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error) {
+	if !l.nc.IsConnected() {
+		return nil, &events.RejectedError{Code: events.CodeLogUnavailable,
+			Message: fmt.Sprintf("the cluster at %s is unreachable (%s); nothing was acknowledged", l.cfg.URL, l.nc.Status())}
+	}
+	for i := range evs {
+		if err := events.Validate(&evs[i]); err != nil {
+			return nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: err.Error()}
+		}
+	}
+	acks := make([]jetstream.PubAckFuture, len(evs))
+	for i := range evs {
+		e := evs[i]
+		e.Seq, e.Prev, e.Hash = 0, events.Hash{}, events.Hash{}
+		m := nats.NewMsg(l.subject)
+		m.Header.Set(jetstream.MsgIDHeader, e.ID.String())
+		m.Data = events.Encode(&e)
+		f, err := l.js.PublishMsgAsync(m, jetstream.WithExpectStream(l.cfg.stream()))
+		if err != nil {
+			return nil, l.unavailable(err)
+		}
+		acks[i] = f
+	}
+	seqs := make([]uint64, len(evs))
+	for i, f := range acks {
+		select {
+		case ack := <-f.Ok():
+			seqs[i] = ack.Sequence
+		case err := <-f.Err():
+			return nil, l.unavailable(err)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("append: %w", ctx.Err())
+		}
+	}
+	l.wait(ctx, slicesMax(seqs), 2*time.Second)
+	return seqs, nil
+}
+
+func (l *link) unavailable(err error) error {
+	return &events.RejectedError{Code: events.CodeLogUnavailable,
+		Message: "the cluster did not acknowledge the events: " + err.Error() + "; nothing of them was acknowledged"}
+}
+
+func slicesMax(s []uint64) uint64 {
+	var m uint64
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
+}
+
+// wait returns once the store holds stream seq want, ctx ends or within passes.
+func (l *link) wait(ctx context.Context, want uint64, within time.Duration) {
+	t := time.NewTimer(within)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		ch := l.advanced
+		l.mu.Unlock()
+		if l.materialized.Load() >= want {
+			return
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (l *link) advance(seq uint64) {
+	l.materialized.Store(seq)
+	l.mu.Lock()
+	close(l.advanced)
+	l.advanced = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// collect materializes the stream into st, in stream order, from the
+// position st recorded: each batch of messages is stored with its last
+// stream seq in one transaction, so a collector killed at any moment
+// resumes after what it holds, without gap or duplicate. It returns when
+// stop closes.
+func (l *link) collect(st *store.Store, stop <-chan struct{}) {
+	backoff := 100 * time.Millisecond
+	for {
+		err := l.collectOnce(st, stop)
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		l.log.Warn("collector stopped; resuming from the store's position", "err", err, "in", backoff)
+		select {
+		case <-stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// maxCollectBatch bounds the messages stored in one transaction.
+const maxCollectBatch = 2048
+
+func (l *link) collectOnce(st *store.Store, stop <-chan struct{}) error {
+	src, err := st.Source()
+	if err != nil {
+		return err
+	}
+	name := l.cfg.stream()
+	if src.Stream != "" && src.Stream != name {
+		return fmt.Errorf("the store materializes stream %s, not %s", src.Stream, name)
+	}
+	l.advance(src.Seq)
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{streamSubjects}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if src.Seq > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, src.Seq+1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	cons, err := l.js.OrderedConsumer(ctx, name, cfg)
+	if err != nil {
+		return fmt.Errorf("consumer on %s: %w", name, err)
+	}
+	msgs := make(chan jetstream.Msg, maxCollectBatch)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", name, err)
+	}
+	defer cc.Stop()
+	last := src.Seq
+	batch := make([]jetstream.Msg, 0, maxCollectBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case m := <-msgs:
+			batch = append(batch, m)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	drain:
+		for len(batch) < maxCollectBatch {
+			select {
+			case m := <-msgs:
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		evs := make([]events.Event, 0, len(batch))
+		for _, m := range batch {
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("message without metadata: %w", err)
+			}
+			seq := md.Sequence.Stream
+			if seq <= last {
+				continue // the ordered consumer re-delivers after a reset
+			}
+			if seq != last+1 {
+				l.log.Warn("stream messages are gone (deleted or past the stream's limits); the collector goes on after them",
+					"stream", name, "from", last+1, "to", seq-1)
+			}
+			last = seq
+			e, err := events.Decode(m.Data())
+			if err == nil {
+				err = events.Validate(&e)
+			}
+			if err != nil {
+				l.log.Warn("collector: refused a stream message that is not a valid event", "stream", name, "seq", seq, "subject", m.Subject(), "err", err)
+				continue
+			}
+			evs = append(evs, e)
+		}
+		if last == l.materialized.Load() {
+			continue
+		}
+		if _, err := st.AppendFrom(ctx, evs, store.Source{Stream: name, Seq: last}); err != nil {
+			return err
+		}
+		l.advance(last)
+	}
+}
+
+func (l *link) close() {
+	l.nc.Drain()
+}

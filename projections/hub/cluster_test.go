@@ -1,0 +1,177 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections/hub/clustertest"
+	"github.com/tracebridge/tracebridge/store"
+)
+
+// clusterHub opens a hub for a fresh data dir on cluster c as user on machine.
+func clusterHub(t *testing.T, c *clustertest.Cluster, user string) *Node {
+	t.Helper()
+	n, err := Open(context.Background(), Options{Dir: DataDir(t.TempDir() + "/data"), Logger: quiet, Name: user,
+		Cluster: &Cluster{URL: c.URL(), User: user, Machine: "m-" + user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.IsHub() {
+		t.Fatal("the node did not become its data dir's hub")
+	}
+	return n
+}
+
+// streamState is the stream's last seq and its leader.
+func streamState(t *testing.T, url string) (last uint64, leader string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := js.Stream(try, DefaultStream)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			info, err = s.Info(try)
+			if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+				cancel()
+				return info.State.LastSeq, info.Cluster.Leader
+			}
+		}
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatalf("no stream leader: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// collected waits until n's store holds the stream up to seq.
+func collected(t *testing.T, n *Node, seq uint64) store.Source {
+	t.Helper()
+	st := n.cur.(*local).st
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		src, err := st.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Seq >= seq {
+			return src
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("collector at stream seq %d, want %d", src.Seq, seq)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two machines' hubs on one three-node cluster: each publishes its own
+// events, each collector materializes everyone's, the stream leader is
+// killed mid-load and comes back, and the collectors end with the same
+// head, every acknowledged event once, and a chain that verifies.
+func TestClusterCollectorsAgreeThroughALeaderKill(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3})
+	a, b := clusterHub(t, c, "alice"), clusterHub(t, c, "bob")
+	defer a.Close()
+	defer b.Close()
+	_, leader := streamState(t, c.URL())
+
+	var mu sync.Mutex
+	var acked []events.ID
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w, n := range []*Node{a, b, a, b} {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req := events.NewID()
+				var evs []events.Event
+				for j := range 12 {
+					evs = append(evs, events.Event{ID: events.NewID(), Time: time.Now().UTC(), Kind: events.KindToolCompleted,
+						Boundary: events.BoundaryTool, RequestID: req, Outcome: events.OK,
+						Attrs: map[string]string{"w": fmt.Sprint(w), "i": fmt.Sprint(i), "j": fmt.Sprint(j)}})
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := n.Append(ctx, evs)
+				cancel()
+				if err == nil {
+					mu.Lock()
+					for _, e := range evs {
+						acked = append(acked, e.ID)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	for _, node := range c.Nodes {
+		if node.Name == leader {
+			t.Logf("killing the stream leader %s", leader)
+			c.Kill(node)
+			time.Sleep(time.Second)
+			c.StartNode(node)
+		}
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	t.Logf("%d events acknowledged", len(acked))
+	mu.Unlock()
+	if len(acked) == 0 {
+		t.Fatal("nothing was acknowledged")
+	}
+
+	last, _ := streamState(t, c.URL())
+	var heads []events.Hash
+	var seqs []uint64
+	for _, n := range []*Node{a, b} {
+		collected(t, n, last)
+		st := n.cur.(*local).st
+		missing, err := st.Missing(acked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(missing) > 0 {
+			t.Fatalf("a collector lacks %d acknowledged events (first %v)", len(missing), missing[0])
+		}
+		rep, err := st.Verify()
+		if err != nil || !rep.OK() {
+			t.Fatalf("verify: %v %v", rep, err)
+		}
+		seq, hash := st.Head()
+		seqs, heads = append(seqs, seq), append(heads, hash)
+		// Exactly once: the store holds no event id twice.
+		seen := map[events.ID]bool{}
+		st.Scan(1, func(seq uint64, rec []byte) (bool, error) {
+			id, _ := events.RecordID(rec)
+			if seen[id] {
+				t.Errorf("event %v stored twice (again at seq %d)", id, seq)
+			}
+			seen[id] = true
+			return true, nil
+		})
+	}
+	if seqs[0] != seqs[1] || heads[0] != heads[1] {
+		t.Fatalf("collectors disagree: heads %d %v and %d %v", seqs[0], heads[0], seqs[1], heads[1])
+	}
+	t.Logf("both collectors at seq %d (stream seq %d), head %v", seqs[0], last, heads[0])
+}
