@@ -80,7 +80,7 @@ var codeTable = map[Code]codeInfo{
 	CodeInvalidEvent:    {Error, "a process recorded an event the catalog does not know: check that every process of the data dir runs the same tracebridge version"},
 	CodeTooLarge:        {Error, "something exceeded its size limit (the message names it): send less in one request"},
 	CodeChainBroken:     {Denied, "the log's hash chain does not verify: run `tracebridge verify` to find the first bad seq, and keep a copy of the data dir before anything else"},
-	CodeLogUnavailable:  {Denied, "the event log refuses writes: run `tracebridge verify` (it says since when and why) and check the hub's stderr; free disk space if it is full"},
+	CodeLogUnavailable:  {Denied, "the event log refuses writes (the message says why: a disk, a broken chain, an unreachable cluster): run `tracebridge verify` and check the hub's stderr; free disk space if it is full, bring the cluster back if it is down"},
 	CodeHubUnavailable:  {Unavailable, "no hub answers for the data dir: start `tracebridge serve` or `tracebridge up`, or check that every process uses the same --data"},
 	CodeUnknownQuery:    {Error, "a process asked the hub a query it does not serve: check that every process of the data dir runs the same tracebridge version"},
 

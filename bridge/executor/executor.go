@@ -383,8 +383,9 @@ func (c *call) ensureLogged(ctx context.Context) (Result, bool) {
 		return Result{}, false
 	}
 	c.x.opts.Logger.Error("refusing a tool: its intent is not durable", "tool", c.tool.ID, "err", err)
-	c.emit(events.KindToolCompleted, events.Denied, events.CodeLogUnavailable, time.Time{}, map[string]string{"error": c.x.redact("error", err.Error())})
-	return fail(events.CodeLogUnavailable, "the event log cannot be written, and this tool may not run without evidence")
+	why := c.x.redact("error", err.Error())
+	c.emit(events.KindToolCompleted, events.Denied, events.CodeLogUnavailable, time.Time{}, map[string]string{"error": why})
+	return fail(events.CodeLogUnavailable, "the event log cannot be written ("+why+"), and this tool may not run without evidence")
 }
 
 // run starts the tool on its own goroutine so a tool that ignores its

@@ -31,6 +31,7 @@ type Main struct {
 
 	// Global flags, bound by every command's flag set.
 	data, logLevel string
+	clusterFlags   clusterFlags
 }
 
 // NewMain returns a Main wired to the process.
@@ -166,6 +167,9 @@ Commands:
 Global flags (also accepted after the command):
   --data DIR         data dir (default $TRACEBRIDGE_DATA, else the user state dir)
   --log-level LEVEL  debug, info, warn or error (default info, or $TRACEBRIDGE_LOG)
+  --nats-url URL     attach to a NATS JetStream cluster (default $TRACEBRIDGE_NATS_URL):
+                     events go to its replicated stream, the data dir's store collects
+                     everyone's (--nats-creds, --nats-nkey, --nats-ca/-cert/-key, --nats-stream)
 
 Run 'tracebridge COMMAND --help' for a command's flags.
 `)
@@ -177,6 +181,7 @@ func (m *Main) flags(name string) *flag.FlagSet {
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&m.data, "data", m.data, "data `DIR` (default $TRACEBRIDGE_DATA, else the user state dir)")
 	fs.StringVar(&m.logLevel, "log-level", m.logLevel, "log `LEVEL`: debug, info, warn, error")
+	m.clusterFlags.register(fs)
 	return fs
 }
 
@@ -283,7 +288,7 @@ func (m *Main) open(ctx context.Context, role hub.Role, name string) (*hub.Node,
 	if err != nil {
 		return nil, err
 	}
-	return hub.Open(ctx, hub.Options{Dir: dir, Role: role, Logger: m.logger(), Now: m.Now, Name: name})
+	return hub.Open(ctx, hub.Options{Dir: dir, Role: role, Logger: m.logger(), Now: m.Now, Name: name, Cluster: m.cluster()})
 }
 
 func runVersion(_ context.Context, m *Main, args []string) error {

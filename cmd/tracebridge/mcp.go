@@ -308,7 +308,7 @@ func readCloser(r io.Reader) io.ReadCloser {
 // itself hub when none runs) and an emitter that redacts with the data dir's
 // key. The returned func flushes what is queued and closes both.
 func (m *Main) evidence(ctx context.Context, dir hub.DataDir, name string, logger *slog.Logger) (*hub.Node, *events.Emitter, func(), error) {
-	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: logger, Now: m.Now, Name: name})
+	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Logger: logger, Now: m.Now, Name: name, Cluster: m.cluster()})
 	if err != nil {
 		return nil, nil, nil, err
 	}
