@@ -8,7 +8,9 @@ import (
 
 // clusterFlags attach a data dir's hub to a NATS JetStream cluster (ADR
 // 0012). They are global: mcp, host, up, serve and the operator commands
-// all take them.
+// all take them. Each unset flag falls back to $TRACEBRIDGE_NATS_<NAME>
+// (URL, CREDS, NKEY, CA, CERT, KEY, STREAM, USER, MACHINE): an AI client's
+// config passes environment more easily than arguments.
 type clusterFlags struct {
 	url, creds, nkey, ca, cert, key, stream, user, machine string
 }
@@ -28,8 +30,14 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 // cluster is the cluster to attach to, or nil for the embedded default.
 func (m *Main) cluster() *hub.Cluster {
 	c := m.clusterFlags
-	if c.url == "" {
-		c.url = m.Getenv("TRACEBRIDGE_NATS_URL")
+	for _, f := range []struct {
+		v   *string
+		env string
+	}{{&c.url, "URL"}, {&c.creds, "CREDS"}, {&c.nkey, "NKEY"}, {&c.ca, "CA"}, {&c.cert, "CERT"}, {&c.key, "KEY"},
+		{&c.stream, "STREAM"}, {&c.user, "USER"}, {&c.machine, "MACHINE"}} {
+		if *f.v == "" {
+			*f.v = m.Getenv("TRACEBRIDGE_NATS_" + f.env)
+		}
 	}
 	if c.url == "" {
 		return nil

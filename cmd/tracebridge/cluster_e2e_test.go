@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +66,58 @@ func TestClusterDownFailsClosedAndRecovers(t *testing.T) {
 	for _, req := range answered {
 		eventually(t, 30*time.Second, "the collector holds run "+req.String(), func() bool {
 			return exec.Command(tbBin, "--data", collectorData, "replay", req.String(), "--exit-code").Run() == nil
+		})
+	}
+}
+
+// A bridge on one machine waits for an approval; an operator decides it
+// through another machine's collector; the decision travels through the
+// stream and releases the call.
+func TestClusterApprovalDecidedOnAnotherCollector(t *testing.T) {
+	long(t)
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3})
+	dataA, dataB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	collectorA := start(t, tbBin, dataA, "--nats-url", c.URL(), "--nats-user", "alice", "serve")
+	defer collectorA.cmd.Process.Kill()
+	collectorB := start(t, tbBin, dataB, "--nats-url", c.URL(), "--nats-user", "bob", "serve")
+	defer collectorB.cmd.Process.Kill()
+	for _, d := range []string{dataA, dataB} {
+		eventually(t, 30*time.Second, "the collector of "+d+" serves", func() bool {
+			_, err := os.Stat(filepath.Join(d, "hub.json"))
+			return err == nil
+		})
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	b := startBridge(t, tbTestBin, dataA, "2025-06-18",
+		writeConfig(t, "[approval]\nmode = \"prompt\"\ntimeout = \"60s\"\n[policy]\ngrant = [\"workspace.write\"]\n"),
+		"TRACEBRIDGE_NATS_URL="+c.URL(), "TRACEBRIDGE_NATS_USER=alice")
+	decided := make(chan string, 1)
+	go func() {
+		for range 600 {
+			out, _ := exec.Command(tbBin, "--data", dataB, "approvals", "list", "--json").Output()
+			var pending []struct{ ID, Tool string }
+			json.Unmarshal(out, &pending)
+			if len(pending) == 1 && pending[0].Tool == "test_write" {
+				out, err := exec.Command(tbBin, "--data", dataB, "approvals", "approve", pending[0].ID, "--reason", "fine from B").CombinedOutput()
+				decided <- fmt.Sprintf("%s %v", out, err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		decided <- "never saw the pending approval on B"
+	}()
+	res, req, code := b.call(t, "test_write", map[string]any{"marker": marker})
+	t.Logf("decision on B: %s", <-decided)
+	if code != "" {
+		t.Fatalf("the call approved on B: %s %s", code, textOf(res))
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the approved tool did not run")
+	}
+	b.close(t)
+	for _, d := range []string{dataA, dataB} {
+		eventually(t, 30*time.Second, "the run is whole on "+d, func() bool {
+			return exec.Command(tbBin, "--data", d, "replay", req.String(), "--exit-code").Run() == nil
 		})
 	}
 }
