@@ -7,6 +7,7 @@ type Code string
 const (
 	// Log and bus.
 	CodeMalformedAppend Code = "MalformedAppend" // an append request could not be decoded
+	CodeOriginMismatch  Code = "OriginMismatch"  // a stream message's origin is not the subject it was published on
 	CodeInvalidEvent    Code = "InvalidEvent"    // an event lacks an id, has an unknown kind…
 	CodeTooLarge        Code = "TooLarge"        // a request or event exceeds its size cap
 	CodeChainBroken     Code = "ChainBroken"     // the stored hash chain does not verify
@@ -77,6 +78,7 @@ type codeInfo struct {
 
 var codeTable = map[Code]codeInfo{
 	CodeMalformedAppend: {Error, "a process sent the hub an append it could not decode: check that every process of the data dir runs the same tracebridge version"},
+	CodeOriginMismatch:  {Denied, "an event claims an origin other than the subject its publisher published on: that machine is misconfigured (--nats-user, --nats-machine) or forging another's events; check it and the cluster's per-user permissions"},
 	CodeInvalidEvent:    {Error, "a process recorded an event the catalog does not know: check that every process of the data dir runs the same tracebridge version"},
 	CodeTooLarge:        {Error, "something exceeded its size limit (the message names it): send less in one request"},
 	CodeChainBroken:     {Denied, "the log's hash chain does not verify: run `tracebridge verify` to find the first bad seq, and keep a copy of the data dir before anything else"},

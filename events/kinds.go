@@ -157,6 +157,7 @@ const (
 	KindCheckpointSigned = "log.checkpoint.signed"
 	KindCheckpointFailed = "log.checkpoint.failed" // checkpoint.json could not be written; the last one stands
 	KindArchived         = "log.archived"          // events moved into a sealed archive segment; the log starts after them
+	KindStreamRefused    = "log.stream.refused"    // a collector did not store a stream message: not an event, or not from where it claims
 )
 
 func init() {
@@ -225,6 +226,7 @@ func init() {
 	kind(KindCheckpointSigned, BoundaryLog, Hub, Hub, true)
 	kind(KindCheckpointFailed, BoundaryLog, Hub, Hub, true)
 	kind(KindArchived, BoundaryLog, Hub, Hub, true)
+	kind(KindStreamRefused, BoundaryLog, Hub, Hub, true)
 }
 
 // opens declares that k opens a step one of closers must close.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -51,16 +52,16 @@ func (c *Cluster) stream() string {
 	return c.Stream
 }
 
-// subject is where this process publishes its events.
-func (c *Cluster) subject() string {
-	user, machine := c.User, c.Machine
+// origin is who this process publishes as: subject tokens.
+func (c *Cluster) origin() (user, machine string) {
+	user, machine = c.User, c.Machine
 	if user == "" {
 		user = os.Getenv("USER")
 	}
 	if machine == "" {
 		machine, _ = os.Hostname()
 	}
-	return "tb.log." + token(user) + "." + token(machine)
+	return token(user), token(machine)
 }
 
 // token makes s one NATS subject token.
@@ -83,7 +84,12 @@ type link struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	subject string
+	origin  map[string]string // the origin attributes stamped on every event
 	log     *slog.Logger
+
+	// denied is the last permissions violation the server reported: a
+	// publish it dropped, so an ack that never comes can say why.
+	denied atomic.Pointer[string]
 
 	// materialized is the last stream seq the store holds; wait parks on
 	// advanced until it moves.
@@ -92,9 +98,20 @@ type link struct {
 	advanced     chan struct{}
 }
 
-// dial connects to the cluster and makes sure the stream exists.
-func dial(ctx context.Context, cfg *Cluster, name string, log *slog.Logger) (*link, error) {
+// dial connects to the cluster and makes sure the stream exists. data is
+// the data dir, recorded in each event's origin.
+func dial(ctx context.Context, cfg *Cluster, data DataDir, name string, log *slog.Logger) (*link, error) {
+	user, machine := cfg.origin()
+	l := &link{cfg: cfg, subject: "tb.log." + user + "." + machine, log: log, advanced: make(chan struct{}),
+		origin: map[string]string{events.AttrOriginUser: user, events.AttrOriginMachine: machine, events.AttrOriginData: string(data)}}
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+				msg := err.Error()
+				l.denied.Store(&msg)
+			}
+			log.Warn("cluster", "err", err)
+		}),
 		nats.RetryOnFailedConnect(false),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("cluster connection lost; side-effecting tools are refused until it is back", "err", err)
@@ -128,7 +145,7 @@ func dial(ctx context.Context, cfg *Cluster, name string, log *slog.Logger) (*li
 		nc.Close()
 		return nil, err
 	}
-	l := &link{cfg: cfg, nc: nc, js: js, subject: cfg.subject(), log: log, advanced: make(chan struct{})}
+	l.nc, l.js = nc, js
 	if err := l.ensureStream(ctx); err != nil {
 		nc.Close()
 		return nil, err
@@ -200,6 +217,9 @@ func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error)
 	for i := range evs {
 		e := evs[i]
 		e.Seq, e.Prev, e.Hash = 0, events.Hash{}, events.Hash{}
+		e.Attrs = make(map[string]string, len(evs[i].Attrs)+len(l.origin))
+		maps.Copy(e.Attrs, evs[i].Attrs)
+		maps.Copy(e.Attrs, l.origin) // whatever the sender claimed, this hub says where it came from
 		m := nats.NewMsg(l.subject)
 		m.Header.Set(jetstream.MsgIDHeader, e.ID.String())
 		m.Data = events.Encode(&e)
@@ -225,8 +245,11 @@ func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error)
 }
 
 func (l *link) unavailable(err error) error {
-	return &events.RejectedError{Code: events.CodeLogUnavailable,
-		Message: "the cluster did not acknowledge the events: " + err.Error() + "; nothing of them was acknowledged"}
+	msg := "the cluster did not acknowledge the events: " + err.Error()
+	if d := l.denied.Load(); d != nil {
+		msg += " (the server reported: " + *d + "; this user may not publish to " + l.subject + ": check --nats-user and the credentials)"
+	}
+	return &events.RejectedError{Code: events.CodeLogUnavailable, Message: msg + "; nothing of them was acknowledged"}
 }
 
 func slicesMax(s []uint64) uint64 {
@@ -271,10 +294,13 @@ func (l *link) advance(seq uint64) {
 // stream seq in one transaction, so a collector killed at any moment
 // resumes after what it holds, without gap or duplicate. It returns when
 // stop closes.
-func (l *link) collect(st *store.Store, stop <-chan struct{}) {
+//
+// A message that is not a valid event, or whose origin is not the subject
+// it was published on, is not stored; refused is told (and records it).
+func (l *link) collect(st *store.Store, stop <-chan struct{}, refused func(events.Event)) {
 	backoff := 100 * time.Millisecond
 	for {
-		err := l.collectOnce(st, stop)
+		err := l.collectOnce(st, stop, refused)
 		select {
 		case <-stop:
 			return
@@ -293,7 +319,7 @@ func (l *link) collect(st *store.Store, stop <-chan struct{}) {
 // maxCollectBatch bounds the messages stored in one transaction.
 const maxCollectBatch = 2048
 
-func (l *link) collectOnce(st *store.Store, stop <-chan struct{}) error {
+func (l *link) collectOnce(st *store.Store, stop <-chan struct{}, refused func(events.Event)) error {
 	src, err := st.Source()
 	if err != nil {
 		return err
@@ -351,6 +377,7 @@ func (l *link) collectOnce(st *store.Store, stop <-chan struct{}) error {
 			}
 		}
 		evs := make([]events.Event, 0, len(batch))
+		var refusals []events.Event
 		for _, m := range batch {
 			md, err := m.Metadata()
 			if err != nil {
@@ -365,12 +392,11 @@ func (l *link) collectOnce(st *store.Store, stop <-chan struct{}) error {
 					"stream", name, "from", last+1, "to", seq-1)
 			}
 			last = seq
-			e, err := events.Decode(m.Data())
-			if err == nil {
-				err = events.Validate(&e)
-			}
+			e, code, err := check(m.Subject(), m.Data())
 			if err != nil {
-				l.log.Warn("collector: refused a stream message that is not a valid event", "stream", name, "seq", seq, "subject", m.Subject(), "err", err)
+				l.log.Warn("collector: refused a stream message", "stream", name, "seq", seq, "subject", m.Subject(), "code", code, "err", err)
+				refusals = append(refusals, events.Event{Kind: events.KindStreamRefused, Outcome: events.Denied, Code: code,
+					Attrs: map[string]string{"stream": name, "streamSeq": fmt.Sprint(seq), "subject": m.Subject(), "error": err.Error()}})
 				continue
 			}
 			evs = append(evs, e)
@@ -382,7 +408,31 @@ func (l *link) collectOnce(st *store.Store, stop <-chan struct{}) error {
 			return err
 		}
 		l.advance(last)
+		for _, e := range refusals {
+			refused(e)
+		}
 	}
+}
+
+// check decodes a stream message into an event and holds it to the
+// subject it was published on (tb.log.<user>.<machine>, which the
+// cluster's permissions tie to the publisher's credentials).
+func check(subject string, data []byte) (events.Event, events.Code, error) {
+	e, err := events.Decode(data)
+	if err == nil {
+		err = events.Validate(&e)
+	}
+	if err != nil {
+		return e, events.CodeMalformedAppend, err
+	}
+	parts := strings.Split(subject, ".")
+	if len(parts) != 4 || parts[0] != "tb" || parts[1] != "log" {
+		return e, events.CodeOriginMismatch, fmt.Errorf("subject %q is not tb.log.<user>.<machine>", subject)
+	}
+	if u, m := e.Attrs[events.AttrOriginUser], e.Attrs[events.AttrOriginMachine]; u != parts[2] || m != parts[3] {
+		return e, events.CodeOriginMismatch, fmt.Errorf("event %s claims origin %s on %s but was published on %s", e.ID, u, m, subject)
+	}
+	return e, "", nil
 }
 
 func (l *link) close() {

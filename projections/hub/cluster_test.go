@@ -2,7 +2,9 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +176,103 @@ func TestClusterCollectorsAgreeThroughALeaderKill(t *testing.T) {
 		t.Fatalf("collectors disagree: heads %d %v and %d %v", seqs[0], heads[0], seqs[1], heads[1])
 	}
 	t.Logf("both collectors at seq %d (stream seq %d), head %v", seqs[0], last, heads[0])
+}
+
+// accounts gives alice and bob passwords and lets each publish events only
+// under its own prefix (plus the JetStream API and replies).
+const accounts = `accounts {
+  TB: {
+    jetstream: enabled
+    users: [
+      {user: alice, password: pa, permissions: {publish: {allow: ["tb.log.alice.>", "$JS.API.>", "_INBOX.>"]}, subscribe: {allow: [">"]}}}
+      {user: bob, password: pb, permissions: {publish: {allow: ["tb.log.bob.>", "$JS.API.>", "_INBOX.>"]}, subscribe: {allow: [">"]}}}
+    ]
+  }
+}`
+
+// as returns c's URL with a user's password in each server's address.
+func as(c *clustertest.Cluster, user, password string) string {
+	var urls []string
+	for _, n := range c.Nodes {
+		urls = append(urls, fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", user, password, n.ClientPort))
+	}
+	return strings.Join(urls, ",")
+}
+
+// One machine cannot put events under another's name: the cluster refuses
+// a publish under another user's prefix (and the append says why), and a
+// collector refuses an event whose origin is not the subject it arrived on,
+// recording the attempt where every collector shows it.
+func TestClusterOriginIsEnforced(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Accounts: accounts})
+	open := func(user, password, claim string) *Node {
+		n, err := Open(context.Background(), Options{Dir: DataDir(t.TempDir() + "/data"), Logger: quiet, Name: user,
+			Cluster: &Cluster{URL: as(c, user, password), User: claim, Machine: "m-" + user}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	alice, bob := open("alice", "pa", "alice"), open("bob", "pb", "bob")
+	defer alice.Close()
+	defer bob.Close()
+	ev := func() events.Event {
+		return events.Event{ID: events.NewID(), Time: time.Now().UTC(), Kind: events.KindToolCompleted,
+			Boundary: events.BoundaryTool, RequestID: events.NewID(), Outcome: events.OK}
+	}
+	ok := ev()
+	if _, err := alice.Append(context.Background(), []events.Event{ok}); err != nil {
+		t.Fatalf("alice under her own prefix: %v", err)
+	}
+
+	// Bob's credentials, alice's name.
+	mallory := open("bob", "pb", "alice")
+	defer mallory.Close()
+	forged := ev()
+	_, err := mallory.Append(context.Background(), []events.Event{forged})
+	var rej *events.RejectedError
+	if !errors.As(err, &rej) || rej.Code != events.CodeLogUnavailable || !strings.Contains(strings.ToLower(rej.Message), "permissions violation") {
+		t.Fatalf("bob publishing as alice: %v; want LogUnavailable naming the permissions violation", err)
+	}
+	t.Logf("refused by the cluster: %s", rej.Message)
+
+	// Bob's own prefix, an event that claims alice's origin.
+	nc, err := nats.Connect(as(c, "bob", "pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	claim := ev()
+	claim.Attrs = map[string]string{events.AttrOriginUser: "alice", events.AttrOriginMachine: "m-alice"}
+	if _, err := js.Publish(context.Background(), "tb.log.bob.m-bob", events.Encode(&claim)); err != nil {
+		t.Fatal(err)
+	}
+
+	last, _ := streamState(t, as(c, "alice", "pa"))
+	for name, n := range map[string]*Node{"alice": alice, "bob": bob} {
+		collected(t, n, last)
+		st := n.cur.(*local).st
+		if missing, _ := st.Missing([]events.ID{ok.ID}); len(missing) > 0 {
+			t.Fatalf("%s's collector lacks alice's event", name)
+		}
+		for _, id := range []events.ID{forged.ID, claim.ID} {
+			if missing, _ := st.Missing([]events.ID{id}); len(missing) == 0 {
+				t.Fatalf("%s's collector stored a forged event %v", name, id)
+			}
+		}
+		// The refusal is on record: collectors record it through the
+		// stream, so it reaches every collector.
+		eventually(t, name+" holds the refusal", func() bool {
+			found := false
+			st.Scan(1, func(_ uint64, rec []byte) (bool, error) {
+				e, _ := events.Decode(rec)
+				if e.Kind == events.KindStreamRefused && e.Code == events.CodeOriginMismatch && strings.Contains(e.Attrs["error"], claim.ID.String()) {
+					found = true
+				}
+				return !found, nil
+			})
+			return found
+		})
+	}
 }

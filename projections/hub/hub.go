@@ -315,14 +315,14 @@ func (h *Hub) joinCluster(opts Options) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	h.cl, err = dial(ctx, opts.Cluster, cmp.Or(opts.Name, "tracebridge-hub"), opts.Logger)
+	h.cl, err = dial(ctx, opts.Cluster, h.dir, cmp.Or(opts.Name, "tracebridge-hub"), opts.Logger)
 	if err != nil {
 		return err
 	}
 	h.collectDone = make(chan struct{})
 	go func() {
 		defer close(h.collectDone)
-		h.cl.collect(h.st, h.stop)
+		h.cl.collect(h.st, h.stop, h.record)
 	}()
 	return nil
 }
