@@ -29,6 +29,9 @@ type Report struct {
 	// Appends says why the store refuses appends now ("" when it takes
 	// them): an intact log that cannot grow is not a healthy one.
 	Appends string `json:"appends,omitempty"`
+	// Source is the stream position of a collector's store (ADR 0012);
+	// nil for a store that is the log itself.
+	Source *Source `json:"source,omitempty"`
 }
 
 // OK reports whether the log verified.
@@ -42,6 +45,9 @@ func (r Report) String() string {
 		}
 		if r.Checkpoints > 0 {
 			s += fmt.Sprintf(", %d signed checkpoint(s) match", r.Checkpoints)
+		}
+		if r.Source != nil {
+			s += fmt.Sprintf("; collected stream %s up to its seq %d", r.Source.Stream, r.Source.Seq)
 		}
 		if r.Appends != "" {
 			s += "\nbut appends are refused: " + r.Appends
@@ -80,6 +86,11 @@ func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
 			// first stored event's prev is the anchor's hash.
 			anchor := readAnchor(tx)
 			r.Anchor = anchor.Seq
+			if meta := tx.Bucket(bucketMeta); meta != nil {
+				if v := meta.Get(keySource); len(v) >= 8 {
+					r.Source = &Source{Stream: string(v[8:]), Seq: binary.BigEndian.Uint64(v)}
+				}
+			}
 			prevHash := anchor.Hash
 			next := anchor.Seq + 1
 			if b := tx.Bucket(bucketEvents); b != nil {

@@ -199,49 +199,88 @@ func (l *link) createStream(ctx context.Context, name string) error {
 	return nil
 }
 
+// appendRetryFor bounds how long append keeps re-publishing what the
+// stream did not acknowledge while the connection is up (a stream leader
+// being elected after a node died takes a few seconds).
+const appendRetryFor = 10 * time.Second
+
 // append publishes evs and returns their stream seqs once the stream has
-// acknowledged every one (the durable point, with the servers' sync_interval
-// always), and the local store has materialized them (bounded: a slow
-// collector does not fail a durable append).
+// acknowledged every one: the durable point, with the servers'
+// sync_interval always. What is not acknowledged is published again (the
+// event id is the message id, so the stream keeps one copy) until
+// appendRetryFor or ctx ends; with the connection down it fails at once.
 func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error) {
-	if !l.nc.IsConnected() {
-		return nil, &events.RejectedError{Code: events.CodeLogUnavailable,
-			Message: fmt.Sprintf("the cluster at %s is unreachable (%s); nothing was acknowledged", l.cfg.URL, l.nc.Status())}
-	}
+	msgs := make([]*nats.Msg, len(evs))
 	for i := range evs {
 		if err := events.Validate(&evs[i]); err != nil {
 			return nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: err.Error()}
 		}
-	}
-	acks := make([]jetstream.PubAckFuture, len(evs))
-	for i := range evs {
 		e := evs[i]
 		e.Seq, e.Prev, e.Hash = 0, events.Hash{}, events.Hash{}
 		e.Attrs = make(map[string]string, len(evs[i].Attrs)+len(l.origin))
 		maps.Copy(e.Attrs, evs[i].Attrs)
 		maps.Copy(e.Attrs, l.origin) // whatever the sender claimed, this hub says where it came from
-		m := nats.NewMsg(l.subject)
-		m.Header.Set(jetstream.MsgIDHeader, e.ID.String())
-		m.Data = events.Encode(&e)
+		msgs[i] = nats.NewMsg(l.subject)
+		msgs[i].Header.Set(jetstream.MsgIDHeader, e.ID.String())
+		msgs[i].Data = events.Encode(&e)
+	}
+	seqs := make([]uint64, len(evs))
+	giveUp := time.Now().Add(appendRetryFor)
+	backoff := 50 * time.Millisecond
+	for {
+		if !l.nc.IsConnected() {
+			return nil, &events.RejectedError{Code: events.CodeLogUnavailable,
+				Message: fmt.Sprintf("the cluster at %s is unreachable (%s); nothing was acknowledged", l.cfg.URL, l.nc.Status())}
+		}
+		lastErr := l.publish(ctx, msgs, seqs)
+		if lastErr == nil {
+			return seqs, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("append: %w", ctx.Err())
+		}
+		if time.Now().Add(backoff).After(giveUp) || l.denied.Load() != nil {
+			return nil, l.unavailable(lastErr) // a permissions violation will not pass on a retry
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("append: %w", ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// publish sends the messages whose seq is still 0 and fills in the seqs the
+// stream acknowledges; it returns the last failure, if any.
+func (l *link) publish(ctx context.Context, msgs []*nats.Msg, seqs []uint64) error {
+	acks := make([]jetstream.PubAckFuture, len(msgs))
+	var lastErr error
+	for i, m := range msgs {
+		if seqs[i] != 0 {
+			continue
+		}
 		f, err := l.js.PublishMsgAsync(m, jetstream.WithExpectStream(l.cfg.stream()))
 		if err != nil {
-			return nil, l.unavailable(err)
+			lastErr = err
+			continue
 		}
 		acks[i] = f
 	}
-	seqs := make([]uint64, len(evs))
 	for i, f := range acks {
+		if f == nil {
+			continue
+		}
 		select {
 		case ack := <-f.Ok():
 			seqs[i] = ack.Sequence
 		case err := <-f.Err():
-			return nil, l.unavailable(err)
+			lastErr = err
 		case <-ctx.Done():
-			return nil, fmt.Errorf("append: %w", ctx.Err())
+			return ctx.Err()
 		}
 	}
-	l.wait(ctx, slicesMax(seqs), 2*time.Second)
-	return seqs, nil
+	return lastErr
 }
 
 func (l *link) unavailable(err error) error {
