@@ -32,6 +32,7 @@ type Config struct {
 	Servers   map[string]Server     `toml:"servers"`
 	OTLP      OTLP                  `toml:"otlp"`
 	Retention Retention             `toml:"retention"`
+	Cluster   Cluster               `toml:"cluster"`
 
 	// Path is the file read, "" for defaults.
 	Path string `toml:"-"`
@@ -284,6 +285,7 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	c.validateServers(bad)
 	c.validateOTLP(bad)
 	c.validateRetention(bad)
+	c.validateCluster(bad)
 	for _, name := range sortedKeys(c.Secrets) {
 		s := c.Secrets[name]
 		if (s.Env == "") == (s.File == "") {

@@ -65,6 +65,9 @@ func TestProblemsNameTheLine(t *testing.T) {
 		{"secret source", "[secrets.A]\nenv = \"A\"\nfile = \"/a\"\n", "tb.toml:1: secrets.A: set exactly one of env or file"},
 		{"wrong type", "[policy]\ngrant = \"text.search\"\n", "tb.toml:2:"},
 		{"bad pipe timeout", "[pipe]\ntimeout = \"-1s\"\n", `tb.toml:2: pipe.timeout: "-1s" is not a positive duration`},
+		{"bad cluster url", "[cluster]\nurl = \"localhost:4222\"\n", `tb.toml:2: cluster.url: "localhost:4222" is not a server URL`},
+		{"cluster creds and nkey", "[cluster]\nurl = \"nats://a:4222\"\ncreds = \"a\"\nnkey = \"b\"\n", `cluster.nkey: give creds or nkey, not both`},
+		{"cluster user token", "[cluster]\nurl = \"nats://a:4222\"\nuser = \"a.b\"\n", `cluster.user: "a.b" must be one subject token`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

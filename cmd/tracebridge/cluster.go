@@ -3,14 +3,17 @@ package main
 import (
 	"flag"
 
+	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 // clusterFlags attach a data dir's hub to a NATS JetStream cluster (ADR
 // 0012). They are global: mcp, host, up, serve and the operator commands
 // all take them. Each unset flag falls back to $TRACEBRIDGE_NATS_<NAME>
-// (URL, CREDS, NKEY, CA, CERT, KEY, STREAM, USER, MACHINE): an AI client's
-// config passes environment more easily than arguments.
+// (URL, CREDS, NKEY, CA, CERT, KEY, STREAM, USER, MACHINE) — an AI client's
+// config passes environment more easily than arguments — and then to the
+// [cluster] section of tracebridge.toml (the default file, or
+// $TRACEBRIDGE_CONFIG).
 type clusterFlags struct {
 	url, creds, nkey, ca, cert, key, stream, user, machine string
 }
@@ -30,13 +33,21 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 // cluster is the cluster to attach to, or nil for the embedded default.
 func (m *Main) cluster() *hub.Cluster {
 	c := m.clusterFlags
+	var file config.Cluster
+	if cfg, err := m.loadConfig(""); err == nil {
+		file = cfg.Cluster
+	}
 	for _, f := range []struct {
-		v   *string
-		env string
-	}{{&c.url, "URL"}, {&c.creds, "CREDS"}, {&c.nkey, "NKEY"}, {&c.ca, "CA"}, {&c.cert, "CERT"}, {&c.key, "KEY"},
-		{&c.stream, "STREAM"}, {&c.user, "USER"}, {&c.machine, "MACHINE"}} {
+		v         *string
+		env, file string
+	}{{&c.url, "URL", file.URL}, {&c.creds, "CREDS", file.Creds}, {&c.nkey, "NKEY", file.NKey}, {&c.ca, "CA", file.CA},
+		{&c.cert, "CERT", file.Cert}, {&c.key, "KEY", file.Key}, {&c.stream, "STREAM", file.Stream},
+		{&c.user, "USER", file.User}, {&c.machine, "MACHINE", file.Machine}} {
 		if *f.v == "" {
 			*f.v = m.Getenv("TRACEBRIDGE_NATS_" + f.env)
+		}
+		if *f.v == "" {
+			*f.v = f.file
 		}
 	}
 	if c.url == "" {

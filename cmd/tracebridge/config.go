@@ -75,6 +75,12 @@ The file:
   # content = false      # true: also the redacted arguments and results
   # logs = false         # true: also the audit envelopes as OTLP log records
 
+  [cluster]              # a NATS JetStream cluster as the replicated log (docs/cluster.md);
+  url = "nats://nats1:4222,nats://nats2:4222"   # flags --nats-* and $TRACEBRIDGE_NATS_* override
+  # creds = "/etc/tracebridge/alice.creds"      # or nkey = FILE; ca, cert, key for TLS
+  # user = "alice"       # origin: events go to tb.log.<user>.<machine>
+  # stream = "TRACEBRIDGE"
+
   [retention]            # the hub (serve, up) archives older events on a schedule
   keep = "90d"           # how long events stay in the hot log
   # dir = "/backups/tracebridge"   # the archive (default: archive/ in the data dir)
