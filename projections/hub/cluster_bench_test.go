@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -143,11 +144,18 @@ func resetStream(b *testing.B, url string) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := js.DeleteStream(ctx, DefaultStream); err != nil && err != jetstream.ErrStreamNotFound {
-		b.Fatal(err)
+	// A cluster that just started answers JetStream requests only once it
+	// has a meta leader: retry until then.
+	var err2 error
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err2 = js.DeleteStream(ctx, DefaultStream)
+		cancel()
+		if err2 == nil || errors.Is(err2, jetstream.ErrStreamNotFound) {
+			return
+		}
 	}
+	b.Fatal(err2)
 }
 
 func streamLast(b *testing.B, url string) uint64 {

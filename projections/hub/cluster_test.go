@@ -204,7 +204,7 @@ func as(c *clustertest.Cluster, user, password string) string {
 // collector refuses an event whose origin is not the subject it arrived on,
 // recording the attempt where every collector shows it.
 func TestClusterOriginIsEnforced(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Accounts: accounts})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 3, Config: accounts})
 	open := func(user, password, claim string) *Node {
 		n, err := Open(context.Background(), Options{Dir: DataDir(t.TempDir() + "/data"), Logger: quiet, Name: user,
 			Cluster: &Cluster{URL: as(c, user, password), User: claim, Machine: "m-" + user}})

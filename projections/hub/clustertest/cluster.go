@@ -64,24 +64,23 @@ type Cluster struct {
 	t     testing.TB
 	bin   string
 	Nodes []*Node
-	// Accounts is inserted into every server's config verbatim (an
-	// accounts { } block, for tests of per-user permissions).
-	Accounts string
+	// Config is inserted into every server's config verbatim.
+	Config string
 }
 
 // Options shapes Start.
 type Options struct {
 	Nodes int
-	// Accounts is an accounts { ... } block for the servers' config;
-	// empty: no authentication.
-	Accounts string
+	// Config is inserted verbatim into every server's config: an
+	// accounts { } block for per-user permissions, a tls { } block.
+	Config string
 }
 
 // Start runs o.Nodes servers in one cluster and waits until each takes
 // clients. They are killed when the test ends.
 func Start(t testing.TB, o Options) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, bin: Binary(t), Accounts: o.Accounts}
+	c := &Cluster{t: t, bin: Binary(t), Config: o.Config}
 	dir := t.TempDir()
 	ports := freePorts(t, 2*o.Nodes)
 	var routes []string
@@ -105,7 +104,7 @@ jetstream {
 }
 %s
 %s
-`, n.Name, n.ClientPort, n.store, cluster, o.Accounts)
+`, n.Name, n.ClientPort, n.store, cluster, o.Config)
 		if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
