@@ -8,7 +8,7 @@ import (
 // benchEvent is a typical event: ~12 fields set, 3 short attributes.
 func benchEvent() Event {
 	e := sample()
-	e.Attrs = map[string]string{"tool": "regex_text_search", "reason": "capability fs.read granted", "args": `{"pattern":"foo.*bar","max":50}`}
+	e.Attrs = AttrsOf(map[string]string{"tool": "regex_text_search", "reason": "capability fs.read granted", "args": `{"pattern":"foo.*bar","max":50}`})
 	return e
 }
 

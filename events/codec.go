@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -81,14 +82,14 @@ func AppendBody(dst []byte, e *Event) []byte {
 	}
 	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.DurationMs))
 	dst = binary.AppendUvarint(dst, uint64(len(e.Attrs)))
-	keys := make([]string, 0, len(e.Attrs))
-	for k := range e.Attrs {
-		keys = append(keys, k)
+	attrs := e.Attrs
+	if !attrs.sorted() { // built by hand out of order: the record is in key order
+		attrs = attrs.Clone()
+		slices.SortStableFunc(attrs, func(x, y Attr) int { return strings.Compare(x.Key, y.Key) })
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		dst = appendString(dst, k)
-		dst = appendString(dst, e.Attrs[k])
+	for _, a := range attrs {
+		dst = appendString(dst, a.Key)
+		dst = appendString(dst, a.Value)
 	}
 	return dst
 }
@@ -199,7 +200,7 @@ func DecodeString(dst *Event, rec string) error {
 		d.fail("attrs", "count %d exceeds what the record can hold", n)
 	}
 	if d.err == nil && n > 0 {
-		e.Attrs = make(map[string]string, n)
+		e.Attrs = make(Attrs, 0, n)
 		last := ""
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			k := d.str("attr key")
@@ -207,7 +208,7 @@ func DecodeString(dst *Event, rec string) error {
 			if i > 0 && k <= last {
 				d.fail("attrs", "keys not strictly sorted at %q", k)
 			}
-			e.Attrs[k] = v
+			e.Attrs = append(e.Attrs, Attr{k, v})
 			last = k
 		}
 	}

@@ -17,13 +17,13 @@ func sample() Event {
 		RequestID: ids.New(), OperationID: ids.New(), SessionID: ids.New(),
 		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 		Outcome:     Denied, Code: CodePolicyDenied, DurationMs: 0.25,
-		Attrs: map[string]string{"tool": "regex_text_search", "reason": "capability fs.write not granted", "é": "ü\x00"},
+		Attrs: AttrsOf(map[string]string{"tool": "regex_text_search", "reason": "capability fs.write not granted", "é": "ü\x00"}),
 		Prev:  Hash{1, 2, 3}, Hash: Hash{9, 8, 7},
 	}
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	for _, e := range []Event{sample(), {}, {Kind: "x", Attrs: map[string]string{}}} {
+	for _, e := range []Event{sample(), {}, {Kind: "x", Attrs: AttrsOf(map[string]string{})}} {
 		b := Encode(&e)
 		got, err := Decode(b)
 		if err != nil {
@@ -76,7 +76,7 @@ func TestDecodeRejectsDamage(t *testing.T) {
 }
 
 func unsortedAttrs() []byte {
-	e := Event{Kind: "k", Attrs: map[string]string{"a": "1", "b": "2"}}
+	e := Event{Kind: "k", Attrs: AttrsOf(map[string]string{"a": "1", "b": "2"})}
 	b := Encode(&e)
 	i := bytes.Index(b, []byte{1, 'a', 1, '1', 1, 'b', 1, '2'})
 	copy(b[i:], []byte{1, 'b', 1, '2', 1, 'a', 1, '1'})
@@ -93,7 +93,7 @@ func TestBatchRoundTripAndCaps(t *testing.T) {
 	evs := []Event{sample(), sample()}
 	evs[1].Attrs = nil
 	got, err := DecodeBatch(EncodeBatch(evs))
-	if err != nil || len(got) != 2 || got[0].Attrs["tool"] != "regex_text_search" {
+	if err != nil || len(got) != 2 || got[0].Attrs.Get("tool") != "regex_text_search" {
 		t.Fatalf("batch round trip: %v %v", got, err)
 	}
 	if _, err := DecodeBatch([]byte{1, 0x80, 0x80, 0x80, 0x80, 0x01}); !errors.Is(err, ErrMalformed) {

@@ -61,7 +61,7 @@ func TestEmitFillsCatalogFieldsAndRedacts(t *testing.T) {
 	}
 	req := em.NewID()
 	em.Emit(events.Event{Kind: events.KindSecretsResolved, RequestID: req,
-		Attrs: map[string]string{"echo": "got s3cr3t-value back", "api_key": "whatever"}})
+		Attrs: events.AttrsOf(map[string]string{"echo": "got s3cr3t-value back", "api_key": "whatever"})})
 	if err := em.Flush(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestEmitFillsCatalogFieldsAndRedacts(t *testing.T) {
 	if e.Boundary != events.BoundarySecrets || e.From != events.Executor || e.To != events.Secrets || e.Time.IsZero() {
 		t.Fatalf("catalog fields not filled: %+v", e)
 	}
-	if strings.Contains(e.Attrs["echo"], "s3cr3t") || !strings.Contains(e.Attrs["api_key"], "[REDACTED:key:") {
+	if strings.Contains(e.Attrs.Get("echo"), "s3cr3t") || !strings.Contains(e.Attrs.Get("api_key"), "[REDACTED:key:") {
 		t.Fatalf("not redacted: %v", e.Attrs)
 	}
 }

@@ -45,24 +45,24 @@ func (h *Hash) UnmarshalText(b []byte) error {
 // Event is one boundary crossing. The emitter sets ID and Time; the store sets
 // Seq, Prev and Hash. Everything else is the producer's.
 type Event struct {
-	ID          ID                `json:"id"`
-	Seq         uint64            `json:"seq,omitempty"`
-	Time        time.Time         `json:"time"`
-	Kind        string            `json:"kind"`
-	Boundary    Boundary          `json:"boundary"`
-	From        string            `json:"from,omitempty"`
-	To          string            `json:"to,omitempty"`
-	RequestID   ID                `json:"requestId,omitzero"`
-	OperationID ID                `json:"operationId,omitzero"`
-	SessionID   ID                `json:"sessionId,omitzero"`
-	ParentID    ID                `json:"parentId,omitzero"`
-	Traceparent string            `json:"traceparent,omitempty"`
-	Outcome     Outcome           `json:"outcome,omitempty"`
-	Code        Code              `json:"code,omitempty"`
-	DurationMs  float64           `json:"durationMs,omitempty"`
-	Attrs       map[string]string `json:"attrs,omitempty"`
-	Prev        Hash              `json:"prev,omitzero"`
-	Hash        Hash              `json:"hash,omitzero"`
+	ID          ID        `json:"id"`
+	Seq         uint64    `json:"seq,omitempty"`
+	Time        time.Time `json:"time"`
+	Kind        string    `json:"kind"`
+	Boundary    Boundary  `json:"boundary"`
+	From        string    `json:"from,omitempty"`
+	To          string    `json:"to,omitempty"`
+	RequestID   ID        `json:"requestId,omitzero"`
+	OperationID ID        `json:"operationId,omitzero"`
+	SessionID   ID        `json:"sessionId,omitzero"`
+	ParentID    ID        `json:"parentId,omitzero"`
+	Traceparent string    `json:"traceparent,omitempty"`
+	Outcome     Outcome   `json:"outcome,omitempty"`
+	Code        Code      `json:"code,omitempty"`
+	DurationMs  float64   `json:"durationMs,omitempty"`
+	Attrs       Attrs     `json:"attrs,omitempty"`
+	Prev        Hash      `json:"prev,omitzero"`
+	Hash        Hash      `json:"hash,omitzero"`
 }
 
 // Outcome is how a step ended.

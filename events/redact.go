@@ -291,15 +291,15 @@ func isSecretKey(k string) bool {
 
 // Redact rewrites e.Attrs in place: secret-like keys, known secret formats
 // and registered secrets are replaced, then long values are truncated. The
-// map is copied first, so the caller's map is never changed.
+// attributes are copied first, so the caller's are never changed.
 func (r *Redactor) Redact(e *Event) {
 	if len(e.Attrs) == 0 {
 		return
 	}
 	r.pull()
-	out := make(map[string]string, len(e.Attrs))
-	for k, v := range e.Attrs {
-		out[k] = r.value(k, v)
+	out := make(Attrs, len(e.Attrs))
+	for i, a := range e.Attrs {
+		out[i] = Attr{a.Key, r.value(a.Key, a.Value)}
 	}
 	e.Attrs = out
 }

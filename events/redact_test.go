@@ -93,9 +93,9 @@ func TestLongValuesAreTruncatedWithSizeAndHash(t *testing.T) {
 func TestRedactDoesNotChangeTheCallersMap(t *testing.T) {
 	r := NewRedactor([]byte("k"))
 	attrs := map[string]string{"password": "hunter22"}
-	e := Event{Attrs: attrs}
+	e := Event{Attrs: AttrsOf(attrs)}
 	r.Redact(&e)
-	if attrs["password"] != "hunter22" || e.Attrs["password"] == "hunter22" {
+	if attrs["password"] != "hunter22" || e.Attrs.Get("password") == "hunter22" {
 		t.Fatalf("caller map %v, event %v", attrs, e.Attrs)
 	}
 }

@@ -1,6 +1,10 @@
 package events
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Limits of one event, checked by Validate.
 const (
@@ -37,7 +41,16 @@ func Validate(e *Event) error {
 	if len(e.Attrs) > MaxAttrs {
 		return fmt.Errorf("event %s: %d attributes (cap %d)", e.ID, len(e.Attrs), MaxAttrs)
 	}
-	for k, v := range e.Attrs {
+	if !e.Attrs.sorted() {
+		c := e.Attrs.Clone()
+		slices.SortStableFunc(c, func(x, y Attr) int { return strings.Compare(x.Key, y.Key) })
+		for i := 1; i < len(c); i++ {
+			if c[i-1].Key == c[i].Key {
+				return fmt.Errorf("event %s: attribute %q given twice", e.ID, c[i].Key)
+			}
+		}
+	}
+	for k, v := range e.Attrs.All() {
 		if k == "" || len(k) > MaxKeyLen {
 			return fmt.Errorf("event %s: attribute key of %d bytes (1 to %d)", e.ID, len(k), MaxKeyLen)
 		}

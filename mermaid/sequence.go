@@ -77,7 +77,7 @@ func Sequence(evs []events.Event, opts Options) string {
 		if e.Code != "" {
 			label += " " + string(e.Code)
 		}
-		if t := e.Attrs["tool"]; t != "" && (e.Kind == events.KindMCPRequestReceived || e.Kind == events.KindExecutorStarted) {
+		if t := e.Attrs.Get("tool"); t != "" && (e.Kind == events.KindMCPRequestReceived || e.Kind == events.KindExecutorStarted) {
 			label += " " + t
 		}
 		if opts.Timings && len(evs) > 0 && !e.Time.IsZero() {
@@ -92,7 +92,7 @@ func Sequence(evs []events.Event, opts Options) string {
 		info, _ := events.Lookup(e.Kind)
 		if e.Outcome.Failed() || info.Boundary == events.BoundaryPolicy || info.Boundary == events.BoundaryApproval {
 			for _, k := range noteAttrs {
-				if v := e.Attrs[k]; v != "" {
+				if v := e.Attrs.Get(k); v != "" {
 					note = fmt.Sprintf("    Note over %s: %s\n", to, Escape(truncate(v, 120)))
 					break
 				}
@@ -128,7 +128,7 @@ func participantOf(e *events.Event, p string) string {
 		return p
 	}
 	var b strings.Builder
-	for _, r := range e.Attrs["server"] {
+	for _, r := range e.Attrs.Get("server") {
 		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)
 		}

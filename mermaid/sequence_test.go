@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 func ev(kind string, outcome events.Outcome, code events.Code, ms int, attrs map[string]string) events.Event {
 	info, _ := events.Lookup(kind)
 	return events.Event{Kind: kind, Boundary: info.Boundary, From: info.From, To: info.To, Outcome: outcome, Code: code,
-		Time: time.Date(2026, 1, 1, 0, 0, 0, ms*int(time.Millisecond), time.UTC), Attrs: attrs}
+		Time: time.Date(2026, 1, 1, 0, 0, 0, ms*int(time.Millisecond), time.UTC), Attrs: events.AttrsOf(attrs)}
 }
 
 var runs = map[string][]events.Event{

@@ -36,7 +36,7 @@ func (approvals) Name() string { return "approvals" }
 func (approvals) Version() int { return 1 }
 
 func (approvals) Apply(kv KV, e *events.Event) error {
-	id := e.Attrs[events.AttrApprovalID]
+	id := e.Attrs.Get(events.AttrApprovalID)
 	if id == "" {
 		return nil
 	}
@@ -46,15 +46,15 @@ func (approvals) Apply(kv KV, e *events.Event) error {
 	}
 	switch e.Kind {
 	case events.KindApprovalRequested:
-		deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs[events.AttrDeadline])
-		return saveState(kv, key, &Approval{ID: id, Tool: e.Attrs[events.AttrTool], RequestID: e.RequestID,
-			ArgsHash: e.Attrs[events.AttrArgsHash], Args: e.Attrs["args"], Deadline: deadline, Requested: e.Time, State: ApprovalPending})
+		deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs.Get(events.AttrDeadline))
+		return saveState(kv, key, &Approval{ID: id, Tool: e.Attrs.Get(events.AttrTool), RequestID: e.RequestID,
+			ArgsHash: e.Attrs.Get(events.AttrArgsHash), Args: e.Attrs.Get("args"), Deadline: deadline, Requested: e.Time, State: ApprovalPending})
 	case events.KindApprovalDecided:
 		a, ok, err := loadState[Approval](kv, key)
 		if err != nil || !ok || a.State == ApprovalDecided {
 			return err // decided without asking (allow/deny mode), or decided already: the first stands
 		}
-		a.State, a.Decision, a.By, a.Reason, a.Decided = ApprovalDecided, e.Attrs[events.AttrDecision], e.Attrs["by"], e.Attrs[events.AttrReason], e.Time
+		a.State, a.Decision, a.By, a.Reason, a.Decided = ApprovalDecided, e.Attrs.Get(events.AttrDecision), e.Attrs.Get("by"), e.Attrs.Get(events.AttrReason), e.Time
 		return saveState(kv, key, a)
 	}
 	return nil

@@ -51,7 +51,7 @@ func (pins) Name() string { return "pins" }
 func (pins) Version() int { return 1 }
 
 func (pins) Apply(kv KV, e *events.Event) error {
-	server, tool, hash := e.Attrs[AttrServer], e.Attrs[AttrUpTool], e.Attrs[AttrHash]
+	server, tool, hash := e.Attrs.Get(AttrServer), e.Attrs.Get(AttrUpTool), e.Attrs.Get(AttrHash)
 	if server == "" || tool == "" || hash == "" {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (pins) Apply(kv KV, e *events.Event) error {
 	case events.KindUpstreamToolPinned:
 		switch {
 		case !found:
-			*p = Pin{Server: server, Tool: tool, Name: e.Attrs[AttrExposed], Hash: hash, Descriptor: e.Attrs[AttrDescriptor], Pinned: e.Time}
+			*p = Pin{Server: server, Tool: tool, Name: e.Attrs.Get(AttrExposed), Hash: hash, Descriptor: e.Attrs.Get(AttrDescriptor), Pinned: e.Time}
 		case p.Hash != hash:
 			return nil // pinned already with another descriptor: the first stands
 		}
@@ -76,12 +76,12 @@ func (pins) Apply(kv KV, e *events.Event) error {
 		if !found || hash == p.Hash {
 			return nil
 		}
-		p.Pending, p.PendingDescriptor, p.State, p.Changed = hash, e.Attrs[AttrDescriptor], PinChanged, e.Time
+		p.Pending, p.PendingDescriptor, p.State, p.Changed = hash, e.Attrs.Get(AttrDescriptor), PinChanged, e.Time
 	case events.KindUpstreamToolAccepted:
 		if !found || hash != p.Pending {
 			return nil // accepts a descriptor that no longer waits
 		}
-		p.Hash, p.Descriptor, p.Pending, p.PendingDescriptor, p.State, p.AcceptedBy = p.Pending, p.PendingDescriptor, "", "", PinPinned, e.Attrs["by"]
+		p.Hash, p.Descriptor, p.Pending, p.PendingDescriptor, p.State, p.AcceptedBy = p.Pending, p.PendingDescriptor, "", "", PinPinned, e.Attrs.Get("by")
 	case events.KindUpstreamToolRemoved:
 		if !found {
 			return nil

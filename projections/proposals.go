@@ -39,7 +39,7 @@ func (proposals) Name() string { return "proposals" }
 func (proposals) Version() int { return 1 }
 
 func (proposals) Apply(kv KV, e *events.Event) error {
-	id := e.Attrs["proposal"]
+	id := e.Attrs.Get("proposal")
 	if id == "" || !strings.HasPrefix(e.Kind, "proposal.") {
 		return nil
 	}
@@ -50,7 +50,7 @@ func (proposals) Apply(kv KV, e *events.Event) error {
 	if !ok {
 		*p = Proposal{ID: id, RequestID: e.RequestID, Created: e.Time}
 	}
-	state := e.Attrs["state"]
+	state := e.Attrs.Get("state")
 	if state == "" {
 		state = strings.TrimPrefix(e.Kind, "proposal.")
 	}
@@ -58,20 +58,20 @@ func (proposals) Apply(kv KV, e *events.Event) error {
 		state = "applying"
 	}
 	p.State, p.Updated = state, e.Time
-	p.Code, p.Message = e.Code, e.Attrs["error"]
-	if v := e.Attrs["files"]; v != "" {
+	p.Code, p.Message = e.Code, e.Attrs.Get("error")
+	if v := e.Attrs.Get("files"); v != "" {
 		p.Files = v
 	}
-	if v := e.Attrs["contentHash"]; v != "" {
+	if v := e.Attrs.Get("contentHash"); v != "" {
 		p.ContentHash = v
 	}
-	if v := e.Attrs["preview"]; v != "" && e.Kind == events.KindProposalApplied {
+	if v := e.Attrs.Get("preview"); v != "" && e.Kind == events.KindProposalApplied {
 		p.Preview = v
 	}
 	if e.Kind == events.KindProposalReset {
 		p.Preview = ""
 	}
-	p.Transitions = append(p.Transitions, Transition{Seq: e.Seq, Time: e.Time, Kind: e.Kind, State: state, By: e.Attrs["by"], Code: e.Code})
+	p.Transitions = append(p.Transitions, Transition{Seq: e.Seq, Time: e.Time, Kind: e.Kind, State: state, By: e.Attrs.Get("by"), Code: e.Code})
 	return saveState(kv, []byte(id), p)
 }
 

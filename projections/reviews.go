@@ -38,7 +38,7 @@ func (reviews) Apply(kv KV, e *events.Event) error {
 	if e.Kind != events.KindReviewPresented || e.Outcome.Failed() {
 		return nil
 	}
-	ws := e.Attrs["workspace"]
+	ws := e.Attrs.Get("workspace")
 	r, ok, err := loadState[Review](kv, []byte(ws))
 	if err != nil {
 		return err
@@ -46,10 +46,10 @@ func (reviews) Apply(kv KV, e *events.Event) error {
 	if !ok {
 		*r = Review{Workspace: ws}
 	}
-	num := func(k string) int { n, _ := strconv.Atoi(e.Attrs[k]); return n }
-	r.Current = e.Attrs["content"]
-	v := ReviewVersion{Version: num("version"), Seq: e.Seq, Time: e.Time, RequestID: e.RequestID, Mode: e.Attrs["mode"],
-		Section: e.Attrs["section"], Bytes: num("bytes"), Refs: num("refs"), BrokenRefs: num("brokenRefs")}
+	num := func(k string) int { n, _ := strconv.Atoi(e.Attrs.Get(k)); return n }
+	r.Current = e.Attrs.Get("content")
+	v := ReviewVersion{Version: num("version"), Seq: e.Seq, Time: e.Time, RequestID: e.RequestID, Mode: e.Attrs.Get("mode"),
+		Section: e.Attrs.Get("section"), Bytes: num("bytes"), Refs: num("refs"), BrokenRefs: num("brokenRefs")}
 	if v.Version == 0 {
 		v.Version = len(r.Versions) + 1
 	}

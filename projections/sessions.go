@@ -43,10 +43,10 @@ func (sessions) Apply(kv KV, e *events.Event) error {
 		s.Start = e.Time
 	case events.KindMCPRequestReceived:
 		s.Requests++
-		if v := e.Attrs["client"]; v != "" {
+		if v := e.Attrs.Get("client"); v != "" {
 			s.Client = v
 		}
-		if v := e.Attrs["protocolVersion"]; v != "" {
+		if v := e.Attrs.Get("protocolVersion"); v != "" {
 			s.ProtocolVersion = v
 		}
 	case events.KindMCPSessionEnded:

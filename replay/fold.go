@@ -48,10 +48,10 @@ func (f *Fold) Add(e *events.Event) {
 		f.SessionID = e.SessionID
 	}
 	if f.Tool == "" {
-		f.Tool = e.Attrs["tool"]
+		f.Tool = e.Attrs.Get("tool")
 	}
 	if f.Method == "" {
-		f.Method = e.Attrs["method"]
+		f.Method = e.Attrs.Get("method")
 	}
 	if e.DurationMs != 0 {
 		if f.Durations == nil {
@@ -79,9 +79,9 @@ func (f *Fold) Add(e *events.Event) {
 		f.Open = append(f.Open, e.Kind)
 	}
 	if e.Outcome.Failed() {
-		msg := e.Attrs["error"]
+		msg := e.Attrs.Get("error")
 		if msg == "" {
-			msg = e.Attrs["reason"]
+			msg = e.Attrs.Get("reason")
 		}
 		if msg == "" {
 			msg = e.Kind + " ended " + string(e.Outcome)

@@ -113,7 +113,7 @@ func benchStore(b *testing.B, n int) *fixture {
 				for _, req := range group {
 					e := ev(req, step)
 					e.ID = ids.New()
-					e.Attrs["pad"] = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+					e.Attrs.Set("pad", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
 					batch = append(batch, e)
 				}
 			}

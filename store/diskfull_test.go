@@ -58,7 +58,7 @@ func diskFullHelper() {
 		batch := make([]events.Event, 8)
 		for j := range batch {
 			batch[j] = ev(req, i*8+j)
-			batch[j].Attrs["pad"] = big
+			batch[j].Attrs.Set("pad", big)
 		}
 		_, err := s.Append(ctx, batch)
 		var rej *events.RejectedError

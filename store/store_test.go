@@ -34,7 +34,7 @@ func TestAppendAssignsContiguousSeqsAndChain(t *testing.T) {
 	if !got[0].Prev.IsZero() || got[1].Prev != got[0].Hash || got[2].Prev != got[1].Hash {
 		t.Fatal("prev hashes do not chain")
 	}
-	if got[1].Attrs["i"] != "2" || got[1].ID != batch[1].ID {
+	if got[1].Attrs.Get("i") != "2" || got[1].ID != batch[1].ID {
 		t.Fatalf("event 2 came back as %+v", got[1])
 	}
 	if head, hash := s.Head(); head != 3 || hash != got[2].Hash {
@@ -194,7 +194,7 @@ func TestReadsByRequestAndSession(t *testing.T) {
 		t.Fatalf("ByRequest: %d events, want 5", len(got))
 	}
 	for i, e := range got {
-		if e.RequestID != r2 || e.Attrs["i"] != []string{"1", "3", "5", "7", "9"}[i] {
+		if e.RequestID != r2 || e.Attrs.Get("i") != []string{"1", "3", "5", "7", "9"}[i] {
 			t.Fatalf("ByRequest[%d] = %+v", i, e)
 		}
 	}

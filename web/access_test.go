@@ -391,10 +391,10 @@ func TestRejectionFloodIsAggregated(t *testing.T) {
 	if len(rs) != rejectPerCode+1 {
 		t.Fatalf("%d ui.request.rejected events for 4000 refusals; want %d", len(rs), rejectPerCode+1)
 	}
-	if rs[0].Code != events.CodeUnauthenticated || !strings.HasPrefix(rs[0].Attrs["path"], "/0000xxx") || len(rs[0].Attrs["path"]) > maxAttrLen+32 {
-		t.Errorf("the first refusal: %s %.100q (%d bytes)", rs[0].Code, rs[0].Attrs["path"], len(rs[0].Attrs["path"]))
+	if rs[0].Code != events.CodeUnauthenticated || !strings.HasPrefix(rs[0].Attrs.Get("path"), "/0000xxx") || len(rs[0].Attrs.Get("path")) > maxAttrLen+32 {
+		t.Errorf("the first refusal: %s %.100q (%d bytes)", rs[0].Code, rs[0].Attrs.Get("path"), len(rs[0].Attrs.Get("path")))
 	}
-	if last := rs[len(rs)-1]; last.Attrs["count"] != fmt.Sprint(4000-rejectPerCode) {
-		t.Errorf("the aggregate: count %q, want %d", last.Attrs["count"], 4000-rejectPerCode)
+	if last := rs[len(rs)-1]; last.Attrs.Get("count") != fmt.Sprint(4000-rejectPerCode) {
+		t.Errorf("the aggregate: count %q, want %d", last.Attrs.Get("count"), 4000-rejectPerCode)
 	}
 }

@@ -103,7 +103,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if held, ok := executor.Decided(evs, p.ID); !ok || !executor.Won(held, ev) {
-		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs[executor.AttrDecision]+" by "+held.Attrs["by"]+")")
+		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs.Get(executor.AttrDecision)+" by "+held.Attrs.Get("by")+")")
 		return
 	}
 	back(w, r, executor.PastTense(decision)+" "+p.Tool+" ("+p.ID+")")

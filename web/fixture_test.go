@@ -176,9 +176,9 @@ func (f *fixture) askApproval(args string) executor.Pending {
 	req := f.em.NewID()
 	p := executor.Pending{ID: f.em.NewID().String(), Tool: "write_thing", RequestID: req, ArgsHash: executor.ArgsHash(json.RawMessage(args)),
 		Args: args, Deadline: time.Now().Add(time.Hour)}
-	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: map[string]string{
+	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: events.AttrsOf(map[string]string{
 		executor.AttrApprovalID: p.ID, executor.AttrTool: p.Tool, executor.AttrArgsHash: p.ArgsHash, "args": args,
-		executor.AttrDeadline: p.Deadline.Format(time.RFC3339Nano)}})
+		executor.AttrDeadline: p.Deadline.Format(time.RFC3339Nano)})})
 	if err := f.em.Flush(f.ctx, req); err != nil {
 		f.t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func (f *fixture) decisions(p executor.Pending) int {
 	}
 	n := 0
 	for _, e := range evs {
-		if e.Kind == events.KindApprovalDecided && e.Attrs[executor.AttrApprovalID] == p.ID {
+		if e.Kind == events.KindApprovalDecided && e.Attrs.Get(executor.AttrApprovalID) == p.ID {
 			n++
 		}
 	}

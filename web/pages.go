@@ -271,7 +271,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Offsets = append(d.Offsets, float64(e.Time.Sub(d.Start).Microseconds())/1000)
 		if e.Kind == events.KindExecutorAudit {
-			d.Audit = indentJSON(e.Attrs["envelope"])
+			d.Audit = indentJSON(e.Attrs.Get("envelope"))
 		}
 	}
 	raw, _ := json.MarshalIndent(run.Events, "", "  ")

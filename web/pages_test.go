@@ -35,11 +35,11 @@ func TestRunPagesAndTriad(t *testing.T) {
 	f := newFixture(t)
 	c, _ := f.login()
 	ok, bad := f.em.NewID(), f.em.NewID()
-	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: ok, Attrs: map[string]string{"method": "tools/call", "tool": "alpha"}})
+	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: ok, Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "alpha"})})
 	f.em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: ok, Outcome: events.OK})
-	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: bad, Attrs: map[string]string{"method": "tools/call", "tool": "beta"}})
+	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: bad, Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "beta"})})
 	f.em.Emit(events.Event{Kind: events.KindPolicyDecided, RequestID: bad, Outcome: events.Denied, Code: events.CodePolicyDenied,
-		Attrs: map[string]string{"reason": "<b>not granted</b>"}})
+		Attrs: events.AttrsOf(map[string]string{"reason": "<b>not granted</b>"})})
 	f.em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: bad, Outcome: events.Denied, Code: events.CodePolicyDenied})
 	if err := f.em.FlushAll(f.ctx); err != nil {
 		t.Fatal(err)
@@ -122,10 +122,10 @@ func TestRunPageKeepsTheCallApartFromItsProposal(t *testing.T) {
 	c, _ := f.login()
 	req := f.em.NewID()
 	for _, e := range []events.Event{
-		{Kind: events.KindMCPRequestReceived, Outcome: events.OK, Attrs: map[string]string{"method": "tools/call", "tool": "propose_text_edit"}},
+		{Kind: events.KindMCPRequestReceived, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "propose_text_edit"})},
 		{Kind: events.KindApprovalDecided, Outcome: events.OK, DurationMs: 1500},
 		{Kind: events.KindMCPResponseSent, Outcome: events.OK},
-		{Kind: events.KindProposalFailed, Outcome: events.Error, Code: events.CodeDrift, Attrs: map[string]string{"error": "a.go changed"}},
+		{Kind: events.KindProposalFailed, Outcome: events.Error, Code: events.CodeDrift, Attrs: events.AttrsOf(map[string]string{"error": "a.go changed"})},
 	} {
 		e.RequestID = req
 		f.em.Emit(e)

@@ -71,7 +71,7 @@ func (l *rejectLog) record(code events.Code, key string, attrs map[string]string
 		return
 	}
 	seen[key] = true
-	l.emit(events.Event{Kind: events.KindUIRejected, Code: code, Outcome: events.OutcomeOf(code), Attrs: attrs})
+	l.emit(events.Event{Kind: events.KindUIRejected, Code: code, Outcome: events.OutcomeOf(code), Attrs: events.AttrsOf(attrs)})
 }
 
 // flush records what was counted and starts a new window.
@@ -87,7 +87,7 @@ func (l *rejectLog) flushLocked() {
 		attrs := s.sample
 		attrs["count"] = fmt.Sprint(s.count)
 		attrs["aggregated"] = "refusals of this code past the first " + fmt.Sprint(rejectPerCode) + " distinct ones, or repeated, since " + l.start.UTC().Format(time.RFC3339)
-		l.emit(events.Event{Kind: events.KindUIRejected, Code: code, Outcome: events.OutcomeOf(code), Attrs: attrs})
+		l.emit(events.Event{Kind: events.KindUIRejected, Code: code, Outcome: events.OutcomeOf(code), Attrs: events.AttrsOf(attrs)})
 	}
 	clear(l.dropped)
 	clear(l.seen)

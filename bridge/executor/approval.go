@@ -74,7 +74,7 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 		evs, err := log.ByRequest(ctx, req)
 		if err == nil {
 			for _, e := range evs {
-				if e.Kind == events.KindApprovalDecided && e.Attrs[AttrApprovalID] == approvalID.String() {
+				if e.Kind == events.KindApprovalDecided && e.Attrs.Get(AttrApprovalID) == approvalID.String() {
 					return e, true, nil
 				}
 			}

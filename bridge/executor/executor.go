@@ -170,7 +170,7 @@ func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code ev
 	}
 	attrs[AttrTool] = c.inv.Tool
 	e := events.Event{ID: id, Kind: kind, RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID,
-		Traceparent: c.inv.Traceparent, Outcome: outcome, Code: code, Attrs: attrs}
+		Traceparent: c.inv.Traceparent, Outcome: outcome, Code: code, Attrs: events.AttrsOf(attrs)}
 	if !since.IsZero() {
 		e.DurationMs = float64(c.x.opts.Now().Sub(since).Microseconds()) / 1000
 	}
@@ -337,7 +337,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		// decision per approval, and the call follows the one it kept.
 		if c.flush(ctx) == nil {
 			if evs, err := c.x.opts.Log.ByRequest(ctx, c.inv.RequestID); err == nil {
-				if held, found := Decided(evs, c.op.String()); found && held.Attrs["by"] != "timeout" {
+				if held, found := Decided(evs, c.op.String()); found && held.Attrs.Get("by") != "timeout" {
 					return c.follow(held, hash, rec)
 				}
 			}
@@ -350,18 +350,18 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 // follow applies an operator's decision e to the call.
 func (c *call) follow(e events.Event, hash string, rec *approvalRecord) (Result, bool) {
 	switch {
-	case e.Attrs[AttrArgsHash] != hash:
+	case e.Attrs.Get(AttrArgsHash) != hash:
 		rec.Decision, rec.By, rec.Reason = Deny, "bridge", "the decision names other arguments"
 		return fail(events.CodeApprovalDenied, "the operator's decision was bound to different arguments than this call's")
-	case e.Attrs[AttrDecision] != Approve:
-		rec.Decision, rec.By, rec.Reason = Deny, e.Attrs["by"], e.Attrs[AttrReason]
+	case e.Attrs.Get(AttrDecision) != Approve:
+		rec.Decision, rec.By, rec.Reason = Deny, e.Attrs.Get("by"), e.Attrs.Get(AttrReason)
 		msg := "an operator denied the call"
-		if r := e.Attrs[AttrReason]; r != "" {
+		if r := e.Attrs.Get(AttrReason); r != "" {
 			msg += ": " + r
 		}
 		return fail(events.CodeApprovalDenied, msg)
 	}
-	rec.Decision, rec.By, rec.Reason = Approve, e.Attrs["by"], e.Attrs[AttrReason]
+	rec.Decision, rec.By, rec.Reason = Approve, e.Attrs.Get("by"), e.Attrs.Get(AttrReason)
 	return Result{}, false
 }
 

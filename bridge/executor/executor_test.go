@@ -95,7 +95,7 @@ func envelopeOf(t *testing.T, evs []events.Event) map[string]any {
 		t.Fatalf("last event is %s, want the audit envelope", last.Kind)
 	}
 	var env map[string]any
-	if err := json.Unmarshal([]byte(last.Attrs["envelope"]), &env); err != nil {
+	if err := json.Unmarshal([]byte(last.Attrs.Get("envelope")), &env); err != nil {
 		t.Fatal(err)
 	}
 	return env
@@ -185,13 +185,13 @@ func TestPromptApprovalIsBoundToTheArguments(t *testing.T) {
 					evs, _ := h.st.ByRequest(req)
 					for _, e := range evs {
 						if e.Kind == events.KindApprovalRequested {
-							hash := e.Attrs[AttrArgsHash]
+							hash := e.Attrs.Get(AttrArgsHash)
 							if !tc.sameArgs {
 								hash = ArgsHash(json.RawMessage(`{"text":"something else"}`))
 							}
 							h.st.Append(context.Background(), []events.Event{{ID: events.NewID(), Time: time.Now(), Kind: events.KindApprovalDecided,
 								Boundary: events.BoundaryApproval, RequestID: req, Outcome: events.OK,
-								Attrs: map[string]string{AttrApprovalID: e.Attrs[AttrApprovalID], AttrDecision: tc.decision, AttrArgsHash: hash, "by": "operator"}}})
+								Attrs: events.AttrsOf(map[string]string{AttrApprovalID: e.Attrs.Get(AttrApprovalID), AttrDecision: tc.decision, AttrArgsHash: hash, "by": "operator"})}})
 							return
 						}
 					}

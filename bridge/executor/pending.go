@@ -55,8 +55,8 @@ func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Pending
 func Decision(p Pending, decision, by, reason string) events.Event {
 	id, _ := events.ParseID(p.ID)
 	return events.Event{ID: DecisionID(id), Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
-		Attrs: map[string]string{AttrApprovalID: p.ID, AttrDecision: decision,
-			AttrArgsHash: p.ArgsHash, "by": by, AttrReason: reason, AttrTool: p.Tool}}
+		Attrs: events.AttrsOf(map[string]string{AttrApprovalID: p.ID, AttrDecision: decision,
+			AttrArgsHash: p.ArgsHash, "by": by, AttrReason: reason, AttrTool: p.Tool})}
 }
 
 // DecisionID is the event id of approval's decision: the approval id's
@@ -72,7 +72,7 @@ func DecisionID(approval events.ID) events.ID {
 // Decided returns the decision the log holds for approval, if any.
 func Decided(evs []events.Event, approval string) (events.Event, bool) {
 	for _, e := range evs {
-		if e.Kind == events.KindApprovalDecided && e.Attrs[AttrApprovalID] == approval {
+		if e.Kind == events.KindApprovalDecided && e.Attrs.Get(AttrApprovalID) == approval {
 			return e, true
 		}
 	}
@@ -82,8 +82,8 @@ func Decided(evs []events.Event, approval string) (events.Event, bool) {
 // Won reports whether the decision the log holds is ev (the one the
 // caller emitted), not another decider's.
 func Won(held, ev events.Event) bool {
-	return held.ID == ev.ID && held.Attrs[AttrDecision] == ev.Attrs[AttrDecision] &&
-		held.Attrs["by"] == ev.Attrs["by"] && held.Attrs[AttrReason] == ev.Attrs[AttrReason]
+	return held.ID == ev.ID && held.Attrs.Get(AttrDecision) == ev.Attrs.Get(AttrDecision) &&
+		held.Attrs.Get("by") == ev.Attrs.Get("by") && held.Attrs.Get(AttrReason) == ev.Attrs.Get(AttrReason)
 }
 
 // PastTense names a decision once taken: approved, denied.

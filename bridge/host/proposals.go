@@ -103,7 +103,7 @@ func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs map[
 	attrs["proposal"] = pr.ID
 	attrs["state"] = pr.State
 	req, _ := events.ParseID(pr.RequestID)
-	p.rec.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OutcomeOf(code), Code: code, Attrs: attrs})
+	p.rec.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OutcomeOf(code), Code: code, Attrs: events.AttrsOf(attrs)})
 }
 
 // flush waits until the events of pr's request are durable in the log.

@@ -157,9 +157,9 @@ func (c *connState) record(id json.RawMessage, method, msg string) events.ID {
 	reqID := c.rec.NewID()
 	attrs := map[string]string{"method": method, "jsonrpcId": truncate(string(id), 64)}
 	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Outcome: events.Error,
-		Code: events.CodeInvalidRequest, Attrs: attrs})
+		Code: events.CodeInvalidRequest, Attrs: events.AttrsOf(attrs)})
 	c.rec.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: reqID, SessionID: c.session, Outcome: events.Error,
-		Code: events.CodeInvalidRequest, Attrs: map[string]string{"method": method, "jsonrpcId": attrs["jsonrpcId"], "error": msg}})
+		Code: events.CodeInvalidRequest, Attrs: events.AttrsOf(map[string]string{"method": method, "jsonrpcId": attrs["jsonrpcId"], "error": msg})})
 	return reqID
 }
 
@@ -192,7 +192,7 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 	}
 	attrs := map[string]string{"method": req.Method}
 	if !req.ID.IsValid() { // a notification
-		e := events.Event{Kind: events.KindMCPNotificationReceived, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: attrs}
+		e := events.Event{Kind: events.KindMCPNotificationReceived, SessionID: c.session, Traceparent: tp, Outcome: events.OK}
 		if req.Method == "notifications/cancelled" && p.RequestID != nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
 				c.mu.Lock()
@@ -203,6 +203,7 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 				attrs["jsonrpcId"] = fmt.Sprint(id.Raw())
 			}
 		}
+		e.Attrs = events.AttrsOf(attrs)
 		c.rec.Emit(e)
 		return req
 	}
@@ -219,7 +220,7 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 	attrs["client"] = c.client
 	c.inflight[idKey(req.ID)] = &pending{req: reqID, method: req.Method, tool: p.Name, tp: tp, start: c.now(), params: string(req.Params)}
 	c.mu.Unlock()
-	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: attrs})
+	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: events.AttrsOf(attrs)})
 	req.Extra = &sdk.RequestExtra{Header: http.Header{
 		hdrRequestID: {reqID.String()}, hdrSessionID: {c.session.String()}, hdrTraceparent: {tp},
 	}}
@@ -241,10 +242,10 @@ func (c *connState) endSession(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
 	case errors.Is(err, errLineTooLong):
 		e.Kind, e.Outcome, e.Code = events.KindMCPSessionAborted, events.Error, events.CodeTooLarge
-		e.Attrs = map[string]string{"error": err.Error()}
+		e.Attrs = events.AttrsOf(map[string]string{"error": err.Error()})
 	default:
 		e.Kind, e.Outcome, e.Code = events.KindMCPSessionAborted, events.Error, events.CodeMalformedFrame
-		e.Attrs = map[string]string{"error": truncate(err.Error(), 300)}
+		e.Attrs = events.AttrsOf(map[string]string{"error": truncate(err.Error(), 300)})
 	}
 	if e.Code != "" {
 		c.log.Error("MCP session aborted: the client sent a line that cannot be read", "code", e.Code, "err", err)
@@ -274,7 +275,7 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 		attrs["params"] = pd.params
 	}
 	e := events.Event{Kind: events.KindMCPResponseSent, RequestID: pd.req, SessionID: c.session, Traceparent: pd.tp,
-		Outcome: events.OK, DurationMs: float64(c.now().Sub(pd.start).Microseconds()) / 1000, Attrs: attrs}
+		Outcome: events.OK, DurationMs: float64(c.now().Sub(pd.start).Microseconds()) / 1000}
 	if pd.tool != "" {
 		attrs["tool"] = pd.tool
 	}
@@ -295,6 +296,7 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 			e.Outcome, e.Code = events.OutcomeOf(code), code
 		}
 	}
+	e.Attrs = events.AttrsOf(attrs)
 	c.rec.Emit(e)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.flushTimeout)
 	defer cancel()

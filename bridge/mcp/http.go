@@ -204,7 +204,7 @@ func (f *front) reject(w http.ResponseWriter, r *http.Request, code events.Code,
 		if n == maxRejectsPerMinute {
 			attrs["note"] = "more refusals of this code this minute are not recorded one by one"
 		}
-		f.s.opts.Emitter.Emit(events.Event{Kind: events.KindMCPHTTPRejected, Outcome: events.OutcomeOf(code), Code: code, Attrs: attrs})
+		f.s.opts.Emitter.Emit(events.Event{Kind: events.KindMCPHTTPRejected, Outcome: events.OutcomeOf(code), Code: code, Attrs: events.AttrsOf(attrs)})
 	}
 	if code == events.CodeUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tracebridge"`)

@@ -110,7 +110,7 @@ func TestDuplicateInFlightIDIsRefused(t *testing.T) {
 	evs, _ := r.st.Range(1, 10000)
 	var calls, refusals int
 	for _, e := range evs {
-		if e.Kind == events.KindMCPRequestReceived && e.Attrs["method"] == "tools/call" {
+		if e.Kind == events.KindMCPRequestReceived && e.Attrs.Get("method") == "tools/call" {
 			calls++
 			if e.Code == events.CodeInvalidRequest {
 				refusals++

@@ -288,7 +288,7 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}}
 	started := events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK}
 	if s.opts.Config != "" {
-		started.Attrs = map[string]string{"config": s.opts.Config}
+		started.Attrs = events.AttrsOf(map[string]string{"config": s.opts.Config})
 	}
 	s.opts.Emitter.Emit(started)
 	out := &lockedWriter{w: w}

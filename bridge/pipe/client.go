@@ -59,7 +59,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	base := events.Event{RequestID: parseID(req.RequestID), OperationID: parseID(req.OperationID), Traceparent: traceparentOf(req.Traceparent)}
 	emit := func(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
 		e := base
-		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, attrs
+		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, events.AttrsOf(attrs)
 		if !since.IsZero() {
 			e.DurationMs = float64(time.Since(since).Microseconds()) / 1000
 		}

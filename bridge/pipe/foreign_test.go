@@ -195,7 +195,7 @@ func (r *rig) foreignPeerRecorded(kind string) bool {
 	r.em.FlushAll(context.Background())
 	all, _ := r.st.Range(1, 1000)
 	for _, e := range all {
-		if e.Kind == kind && e.Code == events.CodeForeignPeer && e.Attrs["uid"] == "65534" {
+		if e.Kind == kind && e.Code == events.CodeForeignPeer && e.Attrs.Get("uid") == "65534" {
 			return true
 		}
 	}

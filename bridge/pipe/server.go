@@ -95,7 +95,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	if err != nil {
 		s.opts.Logger.Warn("pipe: refused a peer", "err", err)
 		s.opts.Recorder.Emit(events.Event{Kind: events.KindHostReceived, Outcome: events.Denied, Code: events.CodeForeignPeer,
-			Attrs: map[string]string{"uid": fmt.Sprint(uid), "error": err.Error()}})
+			Attrs: events.AttrsOf(map[string]string{"uid": fmt.Sprint(uid), "error": err.Error()})})
 		return
 	}
 	var wmu sync.Mutex
@@ -153,7 +153,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 // refuse answers (and records) a frame that could not be used.
 func (s *Server) refuse(write func(Response), fe *FrameError) {
 	s.opts.Recorder.Emit(events.Event{Kind: events.KindHostResponseSent, RequestID: parseID(fe.RequestID), OperationID: parseID(fe.OperationID),
-		Outcome: events.Error, Code: fe.Code, Attrs: map[string]string{"error": fe.Msg}})
+		Outcome: events.Error, Code: fe.Code, Attrs: events.AttrsOf(map[string]string{"error": fe.Msg})})
 	write(Response{RequestID: fe.RequestID, OperationID: fe.OperationID, Code: fe.Code, Message: fe.Msg})
 }
 
@@ -176,7 +176,7 @@ func (s *Server) dispatch(ctx context.Context, req Request) (resp Response) {
 	base := events.Event{RequestID: parseID(req.RequestID), OperationID: parseID(req.OperationID), Traceparent: traceparentOf(req.Traceparent)}
 	emit := func(kind string, outcome events.Outcome, code events.Code, attrs map[string]string) {
 		e := base
-		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, attrs
+		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, events.AttrsOf(attrs)
 		s.opts.Recorder.Emit(e)
 	}
 	emit(events.KindHostReceived, events.OK, "", map[string]string{"command": req.Command})

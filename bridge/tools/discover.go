@@ -52,12 +52,12 @@ type Finding struct {
 // Event turns a finding into the event that records it.
 func (f Finding) Event() events.Event {
 	e := events.Event{Kind: events.KindToolsDiscovered, Outcome: events.OK,
-		Attrs: map[string]string{"dir": f.Dir, "count": fmt.Sprint(f.Count)}}
+		Attrs: events.AttrsOf(map[string]string{"dir": f.Dir, "count": fmt.Sprint(f.Count)})}
 	if f.Code != "" {
 		e.Outcome, e.Code = events.Error, f.Code
-		e.Attrs["problem"] = f.Problem
+		e.Attrs.Set("problem", f.Problem)
 		if f.Manifest != "" {
-			e.Attrs["manifest"] = f.Manifest
+			e.Attrs.Set("manifest", f.Manifest)
 		}
 	}
 	return e

@@ -93,7 +93,7 @@ func Trace(log TraceLog) []*executor.Tool {
 					Events    []Crossing     `json:"events"`
 				}{run.RequestID, run.SessionID, run.Tool, run.Method, run.Status, run.Verdict, []Crossing{}}
 				for _, e := range run.Events {
-					out.Events = append(out.Events, Crossing{e.Seq, e.Kind, e.Boundary, e.From, e.To, e.Outcome, e.Code, e.DurationMs, e.Attrs})
+					out.Events = append(out.Events, Crossing{e.Seq, e.Kind, e.Boundary, e.From, e.To, e.Outcome, e.Code, e.DurationMs, e.Attrs.Map()})
 				}
 				return out, nil
 			})),

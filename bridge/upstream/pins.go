@@ -14,9 +14,9 @@ import (
 // descriptor: the tool is admitted again from the moment it is stored. req
 // is the operator request it belongs to.
 func Acceptance(req events.ID, p projections.Pin, by, reason string) events.Event {
-	return events.Event{Kind: events.KindUpstreamToolAccepted, RequestID: req, Outcome: events.OK, Attrs: map[string]string{
+	return events.Event{Kind: events.KindUpstreamToolAccepted, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
 		projections.AttrServer: p.Server, projections.AttrUpTool: p.Tool, projections.AttrExposed: p.Name,
-		projections.AttrHash: p.Pending, "pinned": p.Hash, "by": by, events.AttrReason: reason}}
+		projections.AttrHash: p.Pending, "pinned": p.Hash, "by": by, events.AttrReason: reason})}
 }
 
 // DescriptorDiff is a unified diff of p's pinned descriptor against its

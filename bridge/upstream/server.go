@@ -62,7 +62,7 @@ func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, co
 		attrs = map[string]string{}
 	}
 	attrs[projections.AttrServer] = s.name
-	e := events.Event{Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: attrs}
+	e := events.Event{Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: events.AttrsOf(attrs)}
 	if !since.IsZero() {
 		e.DurationMs = float64(s.g.opts.Now().Sub(since).Microseconds()) / 1000
 	}

@@ -69,7 +69,7 @@ func TestOneActionPerCodeEverywhere(t *testing.T) {
 		for _, e := range run.Events {
 			if e.Kind == events.KindExecutorAudit {
 				var env struct{ Action string }
-				json.Unmarshal([]byte(e.Attrs["envelope"]), &env)
+				json.Unmarshal([]byte(e.Attrs.Get("envelope")), &env)
 				envelope = env.Action
 			}
 		}

@@ -113,7 +113,7 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pen
 		return err
 	}
 	if held, ok := executor.Decided(evs, p.ID); !ok || !executor.Won(held, ev) {
-		return fmt.Errorf("%s: approval %s was decided already (%s by %s)", events.CodeNotPending, p.ID, held.Attrs[executor.AttrDecision], held.Attrs["by"])
+		return fmt.Errorf("%s: approval %s was decided already (%s by %s)", events.CodeNotPending, p.ID, held.Attrs.Get(executor.AttrDecision), held.Attrs.Get("by"))
 	}
 	fmt.Fprintf(m.Stdout, "%s %s (%s, arguments %s…)\n", executor.PastTense(decision), p.ID, p.Tool, p.ArgsHash[:12])
 	return nil

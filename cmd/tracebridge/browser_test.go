@@ -420,8 +420,8 @@ func TestToolApprovalInBrowser(t *testing.T) {
 			decided = append(decided, e)
 		}
 	}
-	if len(decided) != 1 || decided[0].Attrs["decision"] != "approve" || !strings.HasSuffix(decided[0].Attrs["by"], "(ui)") ||
-		decided[0].Attrs["reason"] != "checked the path" {
+	if len(decided) != 1 || decided[0].Attrs.Get("decision") != "approve" || !strings.HasSuffix(decided[0].Attrs.Get("by"), "(ui)") ||
+		decided[0].Attrs.Get("reason") != "checked the path" {
 		t.Errorf("recorded decisions: %+v", decided)
 	}
 }

@@ -173,8 +173,8 @@ func (x *auditExport) flush(cp *store.Checkpoint) error {
 			continue
 		}
 		l := auditLine{Seq: e.Seq, EventID: e.ID, Time: e.Time, Hash: e.Hash.String(), RequestID: e.RequestID, SessionID: e.SessionID,
-			Tool: e.Attrs[events.AttrTool], Outcome: e.Outcome, Code: e.Code, Checkpoint: cp}
-		if env := e.Attrs["envelope"]; json.Valid([]byte(env)) {
+			Tool: e.Attrs.Get(events.AttrTool), Outcome: e.Outcome, Code: e.Code, Checkpoint: cp}
+		if env := e.Attrs.Get("envelope"); json.Valid([]byte(env)) {
 			l.Envelope = json.RawMessage(env)
 		} else {
 			l.EnvelopeCut = env

@@ -23,12 +23,12 @@ func writeEventLine(w io.Writer, e *events.Event) {
 		fmt.Fprintf(&b, " req=%s", e.RequestID)
 	}
 	keys := make([]string, 0, len(e.Attrs))
-	for k := range e.Attrs {
+	for k := range e.Attrs.All() {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := e.Attrs[k]
+		v := e.Attrs.Get(k)
 		if len(v) > 60 {
 			v = v[:57] + "…"
 		}

@@ -163,7 +163,7 @@ args = [%q, %q]
 			if got := kindsOf(evs); !slices.Equal(got, want) {
 				t.Fatalf("echo's events:\n got %v\nwant %v", got, want)
 			}
-			if e := evs[5]; e.Attrs["server"] != "everything" || e.Attrs["rpcId"] == "" || e.Attrs["method"] != "tools/call" {
+			if e := evs[5]; e.Attrs.Get("server") != "everything" || e.Attrs.Get("rpcId") == "" || e.Attrs.Get("method") != "tools/call" {
 				t.Fatalf("upstream.request.sent attrs %v", e.Attrs)
 			}
 			out, err := exec.Command(tbBin, "--data", data, "replay", req.String()).CombinedOutput()
@@ -176,7 +176,7 @@ args = [%q, %q]
 			hops := map[string]bool{}
 			for _, e := range all {
 				if e.Kind == events.KindUpstreamResponse && !e.RequestID.IsZero() {
-					hops[strings.Fields(e.Attrs["upstreamTool"])[0]] = true
+					hops[strings.Fields(e.Attrs.Get("upstreamTool"))[0]] = true
 				}
 			}
 			if !hops["prompts/get"] || !hops["resources/read"] {
@@ -350,9 +350,9 @@ func TestGatewayUpstreamFaults(t *testing.T) {
 	for _, e := range all {
 		switch {
 		case e.Kind == events.KindExecutorAudit && e.Code == events.CodeUpstreamProtocol:
-			audited = strings.Contains(e.Attrs["envelope"], `"severity":"error"`) && strings.Contains(e.Attrs["envelope"], `"risk":"high"`) &&
-				strings.Contains(e.Attrs["envelope"], `"host":"upstream:fault"`)
-		case e.Kind == events.KindUpstreamExited && e.Code == events.CodeUpstreamUnavailable && e.Attrs["exitCode"] == "3" && strings.Contains(e.Attrs["stderr"], "crashing on purpose"):
+			audited = strings.Contains(e.Attrs.Get("envelope"), `"severity":"error"`) && strings.Contains(e.Attrs.Get("envelope"), `"risk":"high"`) &&
+				strings.Contains(e.Attrs.Get("envelope"), `"host":"upstream:fault"`)
+		case e.Kind == events.KindUpstreamExited && e.Code == events.CodeUpstreamUnavailable && e.Attrs.Get("exitCode") == "3" && strings.Contains(e.Attrs.Get("stderr"), "crashing on purpose"):
 			exited = true
 		case e.Kind == events.KindUpstreamTimeout:
 			timeout = true
@@ -553,8 +553,8 @@ url = "http://127.0.0.1:%d/mcp"
 	st.Close()
 	var refused string
 	for _, e := range all {
-		if e.Kind == events.KindUpstreamUnavailable && e.Attrs["server"] == "down" {
-			refused = e.Attrs["error"]
+		if e.Kind == events.KindUpstreamUnavailable && e.Attrs.Get("server") == "down" {
+			refused = e.Attrs.Get("error")
 		}
 	}
 	if !strings.Contains(refused, fmt.Sprintf("127.0.0.1:%d", down)) || !strings.Contains(refused, "refused") {

@@ -135,7 +135,7 @@ func loadgen(ctx context.Context, em *events.Emitter, cfg loadConfig) (loadResul
 				for i := range ids {
 					ids[i] = em.Emit(events.Event{
 						Kind: requestChain[i%len(requestChain)], RequestID: req, SessionID: sess, Outcome: events.OK,
-						Attrs: map[string]string{"tool": "loadgen", "step": fmt.Sprint(i), "pad": pad},
+						Attrs: events.AttrsOf(map[string]string{"tool": "loadgen", "step": fmt.Sprint(i), "pad": pad}),
 					})
 				}
 				t0 := time.Now()

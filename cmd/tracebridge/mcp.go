@@ -229,9 +229,10 @@ func (m *Main) watchConfig(ctx context.Context, flagPath string, x *executor.Exe
 		x.Reload(cfg, err)
 		b, _ := os.ReadFile(path)
 		sum := sha256.Sum256(b)
-		e := events.Event{Kind: events.KindConfigLoaded, Outcome: events.OK, Attrs: map[string]string{"path": path, "sha256": hex.EncodeToString(sum[:])}}
+		e := events.Event{Kind: events.KindConfigLoaded, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"path": path, "sha256": hex.EncodeToString(sum[:])})}
 		if err != nil {
-			e.Outcome, e.Code, e.Attrs["error"] = events.OutcomeOf(events.CodeConfigInvalid), events.CodeConfigInvalid, err.Error()
+			e.Outcome, e.Code = events.OutcomeOf(events.CodeConfigInvalid), events.CodeConfigInvalid
+			e.Attrs.Set("error", err.Error())
 			log.Error("the changed configuration is broken: every tool call is denied (ConfigInvalid) until it is fixed", "err", err)
 		} else {
 			log.Info("configuration reloaded", "path", path)

@@ -73,7 +73,7 @@ func TestMCPWorksInEveryProtocolMode(t *testing.T) {
 					t.Fatalf("%s: traceparent %q, session %s", e.Kind, e.Traceparent, e.SessionID)
 				}
 			}
-			if evs[0].Attrs["tool"] != "regex_text_search" || evs[0].Attrs["jsonrpcId"] == "" || evs[0].Attrs["method"] != "tools/call" {
+			if evs[0].Attrs.Get("tool") != "regex_text_search" || evs[0].Attrs.Get("jsonrpcId") == "" || evs[0].Attrs.Get("method") != "tools/call" {
 				t.Fatalf("request event attrs %v", evs[0].Attrs)
 			}
 			if len(requestEvents(t, data, bmReq)) != len(want) {
@@ -137,7 +137,7 @@ func TestMCPCancellationIsRecorded(t *testing.T) {
 	all, _ := st.Range(1, 10000)
 	var cancelled events.ID
 	for _, e := range all {
-		if e.Kind == events.KindMCPNotificationReceived && e.Attrs["method"] == "notifications/cancelled" {
+		if e.Kind == events.KindMCPNotificationReceived && e.Attrs.Get("method") == "notifications/cancelled" {
 			cancelled = e.RequestID
 		}
 	}
@@ -283,7 +283,7 @@ func TestMCPDenialsNeverRunTheTool(t *testing.T) {
 			var env map[string]any
 			for _, e := range evs {
 				if e.Kind == events.KindExecutorAudit {
-					json.Unmarshal([]byte(e.Attrs["envelope"]), &env)
+					json.Unmarshal([]byte(e.Attrs.Get("envelope")), &env)
 				}
 			}
 			if env["code"] != string(tc.code) {
@@ -453,7 +453,7 @@ func TestMCPDiscoveredTools(t *testing.T) {
 	}
 	found := false
 	for _, e := range all {
-		if e.Kind == events.KindToolsDiscovered && e.Code == "" && e.Attrs["count"] == "1" {
+		if e.Kind == events.KindToolsDiscovered && e.Code == "" && e.Attrs.Get("count") == "1" {
 			found = true
 		}
 	}

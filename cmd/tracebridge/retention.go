@@ -15,9 +15,9 @@ import (
 
 // archiveEvent records an archive run in the log it shortened.
 func archiveEvent(seg store.Segment, dir, by string) events.Event {
-	return events.Event{Kind: events.KindArchived, Outcome: events.OK, Attrs: map[string]string{
+	return events.Event{Kind: events.KindArchived, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
 		"first": fmt.Sprint(seg.First), "last": fmt.Sprint(seg.Last), "file": filepath.Join(dir, seg.File),
-		"sha256": seg.SHA256, "hash": seg.Hash.String(), "by": by}}
+		"sha256": seg.SHA256, "hash": seg.Hash.String(), "by": by})}
 }
 
 // addRetention archives, in a hub process (serve, up), the events older

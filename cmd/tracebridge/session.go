@@ -220,7 +220,7 @@ func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (sessio
 			return in, err
 		}
 		for _, e := range evs {
-			if id := e.Attrs["proposal"]; id != "" {
+			if id := e.Attrs.Get("proposal"); id != "" {
 				proposals[id] = true
 			}
 		}
@@ -252,13 +252,13 @@ func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (sessio
 			break
 		}
 		for _, e := range evs {
-			if e.Kind != events.KindPipeRequestSent || e.Attrs["command"] != "proposals.decide" || seen[e.RequestID] {
+			if e.Kind != events.KindPipeRequestSent || e.Attrs.Get("command") != "proposals.decide" || seen[e.RequestID] {
 				continue
 			}
 			var p struct {
 				ID string `json:"id"`
 			}
-			if json.Unmarshal([]byte(e.Attrs["payload"]), &p) == nil && proposals[p.ID] {
+			if json.Unmarshal([]byte(e.Attrs.Get("payload")), &p) == nil && proposals[p.ID] {
 				seen[e.RequestID] = true
 				run, err := node.ByRequest(ctx, e.RequestID)
 				if err != nil {

@@ -14,7 +14,7 @@ import (
 func FuzzCheck(f *testing.F) {
 	e := events.Event{ID: events.NewID(), Time: time.Unix(1700000000, 0).UTC(), Kind: events.KindToolCompleted,
 		Boundary: events.BoundaryTool, Outcome: events.OK,
-		Attrs: map[string]string{events.AttrOriginUser: "alice", events.AttrOriginMachine: "m1"}}
+		Attrs: events.AttrsOf(map[string]string{events.AttrOriginUser: "alice", events.AttrOriginMachine: "m1"})}
 	f.Add("tb.log.alice.m1", events.Encode(&e))
 	f.Add("tb.log.bob.m1", events.Encode(&e))
 	f.Add("tb.log.alice", events.Encode(&e))
@@ -30,7 +30,7 @@ func FuzzCheck(f *testing.F) {
 		if verr := events.Validate(&got); verr != nil {
 			t.Fatalf("accepted an invalid event: %v", verr)
 		}
-		if want := "tb.log." + got.Attrs[events.AttrOriginUser] + "." + got.Attrs[events.AttrOriginMachine]; subject != want || strings.Count(subject, ".") != 3 {
+		if want := "tb.log." + got.Attrs.Get(events.AttrOriginUser) + "." + got.Attrs.Get(events.AttrOriginMachine); subject != want || strings.Count(subject, ".") != 3 {
 			t.Fatalf("accepted origin %q on subject %q", want, subject)
 		}
 	})

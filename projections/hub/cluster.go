@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -84,7 +83,7 @@ type link struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	subject string
-	origin  map[string]string // the origin attributes stamped on every event
+	origin  events.Attrs // the origin attributes stamped on every event
 	log     *slog.Logger
 
 	// denied is the last permissions violation the server reported: a
@@ -103,7 +102,7 @@ type link struct {
 func dial(ctx context.Context, cfg *Cluster, data DataDir, name string, log *slog.Logger) (*link, error) {
 	user, machine := cfg.origin()
 	l := &link{cfg: cfg, subject: "tb.log." + user + "." + machine, log: log, advanced: make(chan struct{}),
-		origin: map[string]string{events.AttrOriginUser: user, events.AttrOriginMachine: machine, events.AttrOriginData: string(data)}}
+		origin: events.A(events.AttrOriginUser, user, events.AttrOriginMachine, machine, events.AttrOriginData, string(data))}
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
@@ -217,9 +216,10 @@ func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error)
 		}
 		e := evs[i]
 		e.Seq, e.Prev, e.Hash = 0, events.Hash{}, events.Hash{}
-		e.Attrs = make(map[string]string, len(evs[i].Attrs)+len(l.origin))
-		maps.Copy(e.Attrs, evs[i].Attrs)
-		maps.Copy(e.Attrs, l.origin) // whatever the sender claimed, this hub says where it came from
+		e.Attrs = evs[i].Attrs.Clone()
+		for k, v := range l.origin.All() {
+			e.Attrs.Set(k, v) // whatever the sender claimed, this hub says where it came from
+		}
 		msgs[i] = nats.NewMsg(l.subject)
 		msgs[i].Header.Set(jetstream.MsgIDHeader, e.ID.String())
 		msgs[i].Data = events.Encode(&e)
@@ -435,7 +435,7 @@ func (l *link) collectOnce(st *store.Store, stop <-chan struct{}, refused func(e
 			if err != nil {
 				l.log.Warn("collector: refused a stream message", "stream", name, "seq", seq, "subject", m.Subject(), "code", code, "err", err)
 				refusals = append(refusals, events.Event{Kind: events.KindStreamRefused, Outcome: events.Denied, Code: code,
-					Attrs: map[string]string{"stream": name, "streamSeq": fmt.Sprint(seq), "subject": m.Subject(), "error": err.Error()}})
+					Attrs: events.AttrsOf(map[string]string{"stream": name, "streamSeq": fmt.Sprint(seq), "subject": m.Subject(), "error": err.Error()})})
 				continue
 			}
 			evs = append(evs, e)
@@ -468,7 +468,7 @@ func check(subject string, data []byte) (events.Event, events.Code, error) {
 	if len(parts) != 4 || parts[0] != "tb" || parts[1] != "log" {
 		return e, events.CodeOriginMismatch, fmt.Errorf("subject %q is not tb.log.<user>.<machine>", subject)
 	}
-	if u, m := e.Attrs[events.AttrOriginUser], e.Attrs[events.AttrOriginMachine]; u != parts[2] || m != parts[3] {
+	if u, m := e.Attrs.Get(events.AttrOriginUser), e.Attrs.Get(events.AttrOriginMachine); u != parts[2] || m != parts[3] {
 		return e, events.CodeOriginMismatch, fmt.Errorf("event %s claims origin %s on %s but was published on %s", e.ID, u, m, subject)
 	}
 	return e, "", nil

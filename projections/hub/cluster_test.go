@@ -108,7 +108,7 @@ func TestClusterCollectorsAgreeThroughALeaderKill(t *testing.T) {
 				for j := range 12 {
 					evs = append(evs, events.Event{ID: events.NewID(), Time: time.Now().UTC(), Kind: events.KindToolCompleted,
 						Boundary: events.BoundaryTool, RequestID: req, Outcome: events.OK,
-						Attrs: map[string]string{"w": fmt.Sprint(w), "i": fmt.Sprint(i), "j": fmt.Sprint(j)}})
+						Attrs: events.AttrsOf(map[string]string{"w": fmt.Sprint(w), "i": fmt.Sprint(i), "j": fmt.Sprint(j)})})
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				_, err := n.Append(ctx, evs)
@@ -244,7 +244,7 @@ func TestClusterOriginIsEnforced(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	claim := ev()
-	claim.Attrs = map[string]string{events.AttrOriginUser: "alice", events.AttrOriginMachine: "m-alice"}
+	claim.Attrs = events.AttrsOf(map[string]string{events.AttrOriginUser: "alice", events.AttrOriginMachine: "m-alice"})
 	if _, err := js.Publish(context.Background(), "tb.log.bob.m-bob", events.Encode(&claim)); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestClusterOriginIsEnforced(t *testing.T) {
 			found := false
 			st.Scan(1, func(_ uint64, rec []byte) (bool, error) {
 				e, _ := events.Decode(rec)
-				if e.Kind == events.KindStreamRefused && e.Code == events.CodeOriginMismatch && strings.Contains(e.Attrs["error"], claim.ID.String()) {
+				if e.Kind == events.KindStreamRefused && e.Code == events.CodeOriginMismatch && strings.Contains(e.Attrs.Get("error"), claim.ID.String()) {
 					found = true
 				}
 				return !found, nil

@@ -34,7 +34,7 @@ func newDir(t *testing.T) DataDir { return DataDir(filepath.Join(t.TempDir(), "d
 func evt(req events.ID, i int) events.Event {
 	return events.Event{
 		ID: events.NewID(), Time: time.Now().UTC(), Kind: events.KindToolCompleted, Boundary: events.BoundaryTool,
-		RequestID: req, Outcome: events.OK, Attrs: map[string]string{"i": fmt.Sprint(i)},
+		RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"i": fmt.Sprint(i)}),
 	}
 }
 
@@ -71,7 +71,7 @@ func TestSecondNodeAttachesAndAppendsThroughTheHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := a.ByRequest(context.Background(), req)
-	if err != nil || len(got) != 2 || got[0].Seq != seqs[0] || got[1].Attrs["i"] != "2" {
+	if err != nil || len(got) != 2 || got[0].Seq != seqs[0] || got[1].Attrs.Get("i") != "2" {
 		t.Fatalf("hub sees %+v, %v", got, err)
 	}
 	got, err = b.ByRequest(context.Background(), req)

@@ -155,7 +155,7 @@ func closer(evs []events.Event, i int, closers []string) int {
 }
 
 func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.SpanStub {
-	method, tool := req.Attrs["method"], req.Attrs["tool"]
+	method, tool := req.Attrs.Get("method"), req.Attrs.Get("tool")
 	name := method
 	if tool != "" {
 		name += " " + tool
@@ -175,13 +175,13 @@ func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.Sp
 			attribute.String("tracebridge.request.id", req.RequestID.String()),
 		},
 	}
-	if id := req.Attrs["jsonrpcId"]; id != "" {
+	if id := req.Attrs.Get("jsonrpcId"); id != "" {
 		s.Attributes = append(s.Attributes, semconv.JSONRPCRequestIDKey.String(id))
 	}
 	if !req.SessionID.IsZero() {
 		s.Attributes = append(s.Attributes, semconv.McpSessionIDKey.String(req.SessionID.String()))
 	}
-	if v := req.Attrs["protocolVersion"]; v != "" {
+	if v := req.Attrs.Get("protocolVersion"); v != "" {
 		s.Attributes = append(s.Attributes, semconv.McpProtocolVersionKey.String(v))
 	}
 	if method == "tools/call" {
@@ -195,18 +195,18 @@ func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.Sp
 			if e.Code != "" {
 				s.Status = sdktrace.Status{Code: codes.Error, Description: string(e.Code)}
 				s.Attributes = append(s.Attributes, semconv.ErrorTypeKey.String(string(e.Code)))
-				if rc := e.Attrs["rpcCode"]; rc != "" {
+				if rc := e.Attrs.Get("rpcCode"); rc != "" {
 					s.Attributes = append(s.Attributes, semconv.RPCResponseStatusCodeKey.String(rc))
 				}
 			}
 			if opts.Content {
-				if p := e.Attrs["params"]; p != "" {
+				if p := e.Attrs.Get("params"); p != "" {
 					s.Attributes = append(s.Attributes, attribute.String("gen_ai.tool.call.arguments", p))
 				}
 			}
 		case events.KindExecutorAudit:
-			if opts.Content && e.Attrs["envelope"] != "" {
-				s.Attributes = append(s.Attributes, attribute.String("gen_ai.tool.call.result", resultOf(e.Attrs["envelope"])))
+			if opts.Content && e.Attrs.Get("envelope") != "" {
+				s.Attributes = append(s.Attributes, attribute.String("gen_ai.tool.call.result", resultOf(e.Attrs.Get("envelope"))))
 			}
 		}
 	}
@@ -238,7 +238,7 @@ func attrs(e *events.Event) []attribute.KeyValue {
 	if e.Code != "" {
 		out = append(out, attribute.String("tracebridge.code", string(e.Code)))
 	}
-	for k, v := range e.Attrs {
+	for k, v := range e.Attrs.All() {
 		if k == "envelope" || k == "params" || k == "answer" || k == "request" || k == "result" || k == "descriptor" {
 			continue // content: only with Options.Content, on the server span
 		}

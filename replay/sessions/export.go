@@ -53,7 +53,7 @@ func Export(in ExportInput) (*Session, error) {
 		// The configuration the bridge recorded when the session started.
 		for i := range in.Notifications {
 			if e := &in.Notifications[i]; e.Kind == events.KindMCPSessionStarted {
-				s.Header.Config = e.Attrs["config"]
+				s.Header.Config = e.Attrs.Get("config")
 			}
 		}
 		if strings.Contains(s.Header.Config, "[REDACTED") || strings.Contains(s.Header.Config, "[TRUNCATED") {
@@ -62,8 +62,8 @@ func Export(in ExportInput) (*Session, error) {
 	}
 	for _, it := range items {
 		if it.note != nil {
-			st := Step{Step: StepNotify, Method: it.note.Attrs["method"]}
-			if p := it.note.Attrs["params"]; p != "" {
+			st := Step{Step: StepNotify, Method: it.note.Attrs.Get("method")}
+			if p := it.note.Attrs.Get("params"); p != "" {
 				if !json.Valid([]byte(p)) {
 					return nil, fmt.Errorf("seq %d: the notification's params were cut or redacted into invalid JSON; it cannot be re-sent", it.note.Seq)
 				}
@@ -121,15 +121,15 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			if lead != nil {
 				continue
 			}
-			lead = &Step{Step: StepClient, Method: e.Attrs["method"], RequestID: e.RequestID}
-			if e.Attrs["method"] == "initialize" {
-				s.Header.Client, s.Header.ProtocolVersion = e.Attrs["client"], e.Attrs["protocolVersion"]
+			lead = &Step{Step: StepClient, Method: e.Attrs.Get("method"), RequestID: e.RequestID}
+			if e.Attrs.Get("method") == "initialize" {
+				s.Header.Client, s.Header.ProtocolVersion = e.Attrs.Get("client"), e.Attrs.Get("protocolVersion")
 			}
 		case events.KindMCPResponseSent:
 			if lead == nil || lead.Step != StepClient || lead.Params != nil {
 				continue
 			}
-			if p := e.Attrs["params"]; p != "" {
+			if p := e.Attrs.Get("params"); p != "" {
 				if !json.Valid([]byte(p)) || strings.Contains(p, "[TRUNCATED") {
 					return nil, fmt.Errorf("request %s (seq %d): its params were cut in the log (over 4 KiB) and cannot be re-sent", e.RequestID, e.Seq)
 				}
@@ -138,22 +138,22 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			answered = true
 		case events.KindPipeRequestSent:
 			if lead == nil { // an operator's request: no MCP in front of it
-				lead = &Step{Step: StepOperator, Command: e.Attrs["command"], Payload: json.RawMessage(e.Attrs["payload"])}
+				lead = &Step{Step: StepOperator, Command: e.Attrs.Get("command"), Payload: json.RawMessage(e.Attrs.Get("payload"))}
 				if !json.Valid(lead.Payload) {
 					return nil, fmt.Errorf("operator request %s (seq %d): its payload was cut in the log and cannot be re-sent", e.RequestID, e.Seq)
 				}
 			}
 		case events.KindApprovalDecided:
-			switch by := e.Attrs["by"]; by {
+			switch by := e.Attrs.Get("by"); by {
 			case "config", "timeout", "bridge", "client":
 				// decided by the bridge itself: the re-drive decides again
 			default:
 				if lead != nil {
-					lead.Decisions = append(lead.Decisions, Decision{Decision: e.Attrs[events.AttrDecision], By: by, Reason: e.Attrs[events.AttrReason]})
+					lead.Decisions = append(lead.Decisions, Decision{Decision: e.Attrs.Get(events.AttrDecision), By: by, Reason: e.Attrs.Get(events.AttrReason)})
 				}
 			}
 		case events.KindToolCompleted:
-			res, desc := e.Attrs["result"], e.Attrs["descriptor"]
+			res, desc := e.Attrs.Get("result"), e.Attrs.Get("descriptor")
 			if res == "" {
 				continue // not a recorded tool
 			}
@@ -163,21 +163,21 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			if s.Header.Tools == nil {
 				s.Header.Tools = map[string]json.RawMessage{}
 			}
-			s.Header.Tools[e.Attrs["tool"]] = json.RawMessage(desc)
-			hosts = append(hosts, Step{Step: StepTool, Command: e.Attrs["tool"], Result: json.RawMessage(res)})
+			s.Header.Tools[e.Attrs.Get("tool")] = json.RawMessage(desc)
+			hosts = append(hosts, Step{Step: StepTool, Command: e.Attrs.Get("tool"), Result: json.RawMessage(res)})
 		case events.KindUpstreamResponse:
-			req, ans := e.Attrs["request"], e.Attrs["answer"]
+			req, ans := e.Attrs.Get("request"), e.Attrs.Get("answer")
 			if !json.Valid([]byte(req)) || !json.Valid([]byte(ans)) || strings.Contains(ans, "[TRUNCATED") {
 				return nil, fmt.Errorf("request %s (seq %d): the upstream's answer was cut in the log (over 4 KiB) or is missing, so it cannot be replayed", e.RequestID, e.Seq)
 			}
-			hosts = append(hosts, Step{Step: StepUpstream, Server: e.Attrs["server"], Command: e.Attrs["upstreamTool"],
+			hosts = append(hosts, Step{Step: StepUpstream, Server: e.Attrs.Get("server"), Command: e.Attrs.Get("upstreamTool"),
 				Params: json.RawMessage(req), Result: json.RawMessage(ans)})
 		case events.KindPipeResponseReceived:
 			var a pipe.Answer
-			if err := json.Unmarshal([]byte(e.Attrs["answer"]), &a); err != nil {
+			if err := json.Unmarshal([]byte(e.Attrs.Get("answer")), &a); err != nil {
 				return nil, fmt.Errorf("request %s (seq %d): the host's answer was cut in the log (over 4 KiB) or is missing: %v", e.RequestID, e.Seq, err)
 			}
-			hosts = append(hosts, Step{Step: StepHost, Command: e.Attrs["command"], Answer: &a})
+			hosts = append(hosts, Step{Step: StepHost, Command: e.Attrs.Get("command"), Answer: &a})
 			s.Header.Host = true
 		}
 	}

@@ -122,10 +122,10 @@ func scrubbed(run replay.Run, scrub func(string) string) replay.Run {
 	evs := make([]events.Event, len(run.Events))
 	for i, e := range run.Events {
 		attrs := make(map[string]string, len(e.Attrs))
-		for k, v := range e.Attrs {
+		for k, v := range e.Attrs.All() {
 			attrs[k] = scrub(v)
 		}
-		e.Attrs = attrs
+		e.Attrs = events.AttrsOf(attrs)
 		evs[i] = e
 	}
 	run.Events = evs
@@ -146,12 +146,12 @@ func metadataOf(run replay.Run, opts TriadOptions) Metadata {
 		}
 		switch e.Kind {
 		case events.KindMCPResponseSent:
-			md.Input = cut(opts.Scrub(e.Attrs["params"]), 512)
+			md.Input = cut(opts.Scrub(e.Attrs.Get("params")), 512)
 		case events.KindExecutorAudit:
 			var env struct {
 				Result string `json:"result"`
 			}
-			if json.Unmarshal([]byte(e.Attrs["envelope"]), &env) == nil && env.Result != "" {
+			if json.Unmarshal([]byte(e.Attrs.Get("envelope")), &env) == nil && env.Result != "" {
 				md.Result = cut(opts.Scrub(env.Result), 512)
 			}
 		}
@@ -200,12 +200,12 @@ func timeline(run replay.Run, opts TriadOptions) string {
 			fmt.Fprintf(&b, " code=%s", e.Code)
 		}
 		keys := make([]string, 0, len(e.Attrs))
-		for k := range e.Attrs {
+		for k := range e.Attrs.All() {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, " %s=%q", k, cut(opts.Scrub(e.Attrs[k]), 120))
+			fmt.Fprintf(&b, " %s=%q", k, cut(opts.Scrub(e.Attrs.Get(k)), 120))
 		}
 		b.WriteString("\n")
 	}
