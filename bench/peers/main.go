@@ -193,7 +193,7 @@ func request(ids *events.IDSource, req, sess events.ID, n int, at time.Time) []e
 		info, _ := events.Lookup(kind)
 		evs[i] = events.Event{ID: ids.New(), Time: at.Add(time.Duration(i) * time.Microsecond), Kind: kind,
 			Boundary: info.Boundary, From: info.From, To: info.To, RequestID: req, SessionID: sess, Outcome: events.OK,
-			DurationMs: 0.1, Attrs: map[string]string{"tool": "get_selection", "args": `{"pattern":"foo.*bar","max":50}`}}
+			DurationMs: 0.1, Attrs: events.A("tool", "get_selection", "args", `{"pattern":"foo.*bar","max":50}`)}
 	}
 	return evs
 }
