@@ -153,19 +153,30 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	return nil
 }
 
-// tamperedCopy copies the data dir's store and flips one byte inside the
-// stored record of e, as a disk error or an editor would.
+// tamperedCopy copies the data dir's store and flips one byte inside every
+// stored copy of e's record, as an editor would. Every copy, not the first
+// found: the request index holds a covering copy whose place in the file
+// depends on page layout, and verify reads the log first, so it names the
+// edited record whichever copy comes first in the file.
 func tamperedCopy(data string, e *events.Event) (string, error) {
 	b, err := os.ReadFile(hub.DataDir(data).Store())
 	if err != nil {
 		return "", err
 	}
 	rec := events.Encode(e)
-	i := bytes.Index(b, rec)
-	if i < 0 {
+	found := false
+	for off := 0; ; {
+		i := bytes.Index(b[off:], rec)
+		if i < 0 {
+			break
+		}
+		found = true
+		b[off+i+len(rec)/3] ^= 0x20
+		off += i + len(rec)
+	}
+	if !found {
 		return "", errors.New("record not found in the store file")
 	}
-	b[i+len(rec)/3] ^= 0x20
 	path := filepath.Join(data, "tampered-copy.db")
 	return path, os.WriteFile(path, b, 0o600)
 }
