@@ -116,6 +116,7 @@ const (
 	KindUpstreamConnected    = "upstream.connected" // the MCP handshake completed
 	KindUpstreamUnavailable  = "upstream.unavailable"
 	KindUpstreamRequestSent  = "upstream.request.sent"
+	KindUpstreamRefused      = "upstream.request.refused" // not sent: the tool as listed on the carrying session is not the pinned one
 	KindUpstreamResponse     = "upstream.response.received"
 	KindUpstreamNotification = "upstream.notification.received"
 	KindUpstreamCancelled    = "upstream.cancelled"
@@ -196,6 +197,7 @@ func init() {
 	kind(KindUpstreamConnected, BoundaryUpstream, Upstream, Bridge, true)
 	kind(KindUpstreamUnavailable, BoundaryUpstream, Upstream, Tool, true)
 	kind(KindUpstreamRequestSent, BoundaryUpstream, Tool, Upstream, false)
+	kind(KindUpstreamRefused, BoundaryUpstream, Tool, Upstream, true)
 	kind(KindUpstreamResponse, BoundaryUpstream, Upstream, Tool, true)
 	kind(KindUpstreamNotification, BoundaryUpstream, Upstream, Tool, true)
 	kind(KindUpstreamCancelled, BoundaryUpstream, Tool, Upstream, true)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"net"
 	"net/http"
@@ -115,9 +114,13 @@ func (s *Server) hostOf(host string) int {
 // exchange trades a valid launch token for a session cookie and sends the
 // browser to the same page without the token.
 func (s *Server) exchange(w http.ResponseWriter, r *http.Request, token string) {
-	if r.Method != http.MethodGet || subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) != 1 {
+	err := errLaunchNotGET
+	if r.Method == http.MethodGet {
+		err = s.takeLaunch(token, s.opts.Now())
+	}
+	if err != nil {
 		s.reject(w, r, http.StatusUnauthorized, events.CodeUnauthenticated,
-			"this token is not the one the running UI printed: run `tracebridge ui` for the current URL")
+			err.Error()+": a launch link signs in once, within "+LaunchTTL.String()+"; run `tracebridge ui` for a fresh one")
 		return
 	}
 	sid := hex.EncodeToString(randomBytes(24))

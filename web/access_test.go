@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/events"
@@ -46,7 +48,7 @@ func TestForeignHostRefused(t *testing.T) {
 		f.srv.name + ":1" + port,                // this name, another port
 		f.srv.name,                              // no port
 	} {
-		for _, path := range []string{"/runs", "/assets/app.js", "/events", "/?token=" + f.srv.token} {
+		for _, path := range []string{"/runs", "/assets/app.js", "/events", "/?token=" + MintLaunchToken(f.srv.launchKey, time.Now())} {
 			before := len(f.rejections())
 			req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
 			req.Host = h
@@ -98,7 +100,7 @@ func TestForeignHostRefused(t *testing.T) {
 	// none (a cookie for 127.0.0.1 reaches every port): they send the
 	// browser to the UI's own name, the launch token included.
 	for _, h := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port} {
-		for _, path := range []string{"/runs", "/?token=" + f.srv.token} {
+		for _, path := range []string{"/runs", "/?token=" + MintLaunchToken(f.srv.launchKey, time.Now())} {
 			req, _ := http.NewRequest(http.MethodGet, f.url+path, nil)
 			req.Host = h
 			for _, ck := range c.Jar.Cookies(u) {
@@ -139,7 +141,7 @@ func TestTokenRequired(t *testing.T) {
 	f := newFixture(t)
 	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, path := range []string{"/runs", "/runs/rows", "/approvals", "/events", "/assets/app.js", "/assets/vendor/mermaid/mermaid.min.js",
-		"/?token=", "/?token=wrong", "/?token=" + f.srv.token[:len(f.srv.token)-1] + "x", "/workspace?file=src/a.go"} {
+		"/?token=", "/?token=wrong", "/?token=" + forged(MintLaunchToken(f.srv.launchKey, time.Now())), "/?token=" + MintLaunchToken([]byte("another key"), time.Now()), "/workspace?file=src/a.go"} {
 		before := len(f.rejections())
 		resp, err := anon.Get(f.url + path)
 		if err != nil {
@@ -155,7 +157,7 @@ func TestTokenRequired(t *testing.T) {
 	}
 	// A forged cookie is not a session.
 	req, _ := http.NewRequest(http.MethodGet, f.url+"/runs", nil)
-	req.AddCookie(&http.Cookie{Name: cookieName, Value: f.srv.token})
+	req.AddCookie(&http.Cookie{Name: cookieName, Value: hex.EncodeToString(f.srv.launchKey)})
 	resp, _ := anon.Do(req)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
@@ -396,5 +398,57 @@ func TestRejectionFloodIsAggregated(t *testing.T) {
 	}
 	if last := rs[len(rs)-1]; last.Attrs.Get("count") != fmt.Sprint(4000-rejectPerCode) {
 		t.Errorf("the aggregate: count %q, want %d", last.Attrs.Get("count"), 4000-rejectPerCode)
+	}
+}
+
+// forged is token with its last hex digit changed.
+func forged(token string) string {
+	last := "0"
+	if token[len(token)-1] == '0' {
+		last = "1"
+	}
+	return token[:len(token)-1] + last
+}
+
+// U1: a launch token signs in once, and never after it expired; each
+// refusal is recorded Unauthenticated. Another user who reads a used URL
+// (a browser's argv) gets nothing.
+func TestLaunchTokenSingleUseAndExpiring(t *testing.T) {
+	f := newFixture(t)
+	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(token string) int {
+		t.Helper()
+		resp, err := anon.Get(f.url + "/?token=" + token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	url := f.srv.URL()
+	token := url[strings.Index(url, "token=")+len("token="):]
+	if code := get(token); code != http.StatusSeeOther {
+		t.Fatalf("first exchange: %d, want 303", code)
+	}
+	before := len(f.rejections())
+	if code := get(token); code != http.StatusUnauthorized {
+		t.Fatalf("the same launch token again: %d, want 401", code)
+	}
+	if code := lastCode(t, f, before); code != events.CodeUnauthenticated {
+		t.Fatalf("reuse recorded %s", code)
+	}
+	if rs := f.rejections(); !strings.Contains(rs[len(rs)-1].Attrs.Get("error")+rs[len(rs)-1].Attrs.Get("reason"), "already used") {
+		t.Errorf("the refusal does not say the link was used: %v", rs[len(rs)-1].Attrs)
+	}
+	old := MintLaunchToken(f.srv.launchKey, time.Now().Add(-LaunchTTL-time.Second))
+	before = len(f.rejections())
+	if code := get(old); code != http.StatusUnauthorized {
+		t.Fatalf("an expired launch token: %d, want 401", code)
+	}
+	if code := lastCode(t, f, before); code != events.CodeUnauthenticated {
+		t.Fatalf("expiry recorded %s", code)
+	}
+	if f.srv.URL() == url {
+		t.Fatal("URL() gave the same launch link twice")
 	}
 }

@@ -69,22 +69,24 @@ type Options struct {
 	Version string
 	Logger  *slog.Logger
 	Now     func() time.Time
-	// Token is the launch token; empty: a fresh random one.
-	Token string
+	// LaunchKey signs launch tokens (MintLaunchToken); empty: a fresh
+	// random one. Whoever holds it can mint a way in: keep it 0600.
+	LaunchKey []byte
 	// Operator names who decides in recorded decisions ("operator:alice").
 	Operator string
 }
 
 // Server is the operator UI.
 type Server struct {
-	opts  Options
-	port  string
-	name  string // the host name the UI answers to
-	token string
-	key   []byte // signs CSRF tokens
+	opts      Options
+	port      string
+	name      string // the host name the UI answers to
+	launchKey []byte // signs launch tokens
+	key       []byte // signs CSRF tokens
 
 	mu       sync.Mutex
 	sessions map[string]bool
+	spent    map[string]time.Time // launch nonces taken, until their expiry
 
 	feed    *feed
 	rejects *rejectLog
@@ -115,9 +117,9 @@ func New(opts Options) (*Server, error) {
 	if !strings.HasSuffix(name, ".localhost") || strings.ContainsAny(name, ":/[]@ ") {
 		return nil, fmt.Errorf("ui name %q: want a name under .localhost", opts.Name)
 	}
-	s := &Server{opts: opts, port: port, name: name, token: opts.Token, key: randomBytes(32), sessions: map[string]bool{}}
-	if s.token == "" {
-		s.token = hex.EncodeToString(randomBytes(24))
+	s := &Server{opts: opts, port: port, name: name, launchKey: opts.LaunchKey, key: randomBytes(32), sessions: map[string]bool{}, spent: map[string]time.Time{}}
+	if len(s.launchKey) == 0 {
+		s.launchKey = randomBytes(32)
 	}
 	s.feed = newFeed(opts.Log, opts.Logger)
 	s.rejects = newRejectLog(opts.Now, opts.Rec.Emit)
@@ -132,11 +134,12 @@ func randomBytes(n int) []byte {
 	return b
 }
 
-// URL is the address to open: it carries the launch token, which the first
-// request exchanges for a session cookie.
-func (s *Server) URL() string {
-	return s.Origin() + "/?token=" + s.token
-}
+// URL is an address to open: it carries a fresh launch token, which one
+// request may exchange for a session cookie within LaunchTTL.
+func (s *Server) URL() string { return LaunchURL(s.Origin(), s.launchKey, s.opts.Now()) }
+
+// LaunchKey is the key launch tokens are minted with (for run/ui.json).
+func (s *Server) LaunchKey() []byte { return s.launchKey }
 
 // Origin is the UI's own origin, http://NAME:PORT.
 func (s *Server) Origin() string { return "http://" + net.JoinHostPort(s.name, s.port) }

@@ -47,6 +47,10 @@ type Server struct {
 	// default (side-effecting tools: always; read-only: never). The first
 	// matching pattern in sorted order wins.
 	Approval map[string]string `toml:"approval"`
+	// InheritEnv names variables of the bridge's environment a command
+	// server receives beyond BaseEnv (say NODE_OPTIONS or HTTPS_PROXY).
+	// Nothing else is inherited; secrets go in Env as references.
+	InheritEnv []string `toml:"inherit_env"`
 }
 
 // serverNameRE is what a server may be called: its name prefixes its tools'
@@ -214,6 +218,7 @@ func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 		}
 		check("env", s.Env)
 		check("headers", s.Headers)
+		c.validateInheritEnv(key, s, bad)
 	}
 }
 

@@ -73,6 +73,8 @@ func TestServerProblemsNameTheLine(t *testing.T) {
 		"pattern":        {"[servers.a]\ncommand = \"x\"\ndeny = [\"[\"]\n", `tb.toml:3: servers.a.deny: "[" is not a valid pattern`},
 		"headers on cmd": {"[servers.a]\ncommand = \"x\"\nheaders = { A = \"b\" }\n", "tb.toml:3: servers.a.headers: headers are for url servers"},
 		"env type":       {"[servers.a]\ncommand = \"x\"\nenv = \"A=b\"\n", "tb.toml:3: servers.a.env: a TOML string is written here, but the key wants a table of strings"},
+		"inherit glob":   {"[servers.a]\ncommand = \"x\"\ninherit_env = [\"AWS_*\"]\n", `tb.toml:3: servers.a.inherit_env: "AWS_*" is not a variable name`},
+		"inherit secret": {"[secrets.S]\nenv = \"S_TOKEN\"\n[servers.a]\ncommand = \"x\"\ninherit_env = [\"S_TOKEN\"]\n", "tb.toml:5: servers.a.inherit_env: S_TOKEN backs a secret this server does not reference"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse("tb.toml", []byte(tc.file))
@@ -81,5 +83,36 @@ func TestServerProblemsNameTheLine(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// An upstream inherits the base variables, its inherit_env and nothing
+// else: never a variable backing a secret it does not reference, even when
+// the base list or its inherit_env names it (G1).
+func TestChildEnvIsMinimal(t *testing.T) {
+	c, err := Parse("tb.toml", []byte(`
+[secrets.GH]
+env = "TB_GITHUB_TOKEN"
+[secrets.WEIRD]
+env = "HOME"
+[servers.github]
+command = "x"
+env = { TOKEN = "${secret:GH}" }
+[servers.weather]
+command = "x"
+inherit_env = ["NODE_OPTIONS"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PATH": "/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "NODE_OPTIONS": "--x",
+		"TB_GITHUB_TOKEN": "ghp_canary", "AWS_SECRET_ACCESS_KEY": "aws", "TRACEBRIDGE_DATA": "/d"}
+	getenv := func(k string) string { return env[k] }
+	got := strings.Join(c.ChildEnv("weather", getenv), " ")
+	if got != "PATH=/bin LANG=C.UTF-8 NODE_OPTIONS=--x" {
+		t.Fatalf("weather's environment: %s", got)
+	}
+	if got := strings.Join(c.ChildEnv("github", getenv), " "); got != "PATH=/bin LANG=C.UTF-8" {
+		t.Fatalf("github's environment (its secret comes through its own env, resolved): %s", got)
 	}
 }

@@ -52,6 +52,17 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s has %d calls in flight and none ended before this call's deadline", s.name, maxInFlight)
 	}
 	rec := &callRec{req: c.RequestID, op: c.OperationID, tool: tool}
+	// The pin holds at the moment of writing, on the session that carries
+	// the call: after any restart and refresh, after an approval wait.
+	release, err := s.writeGate(ctx, cs, tool)
+	if err != nil {
+		e := events.AsErr(err, events.CodeToolChanged)
+		s.emit(events.KindUpstreamRefused, c.RequestID, c.OperationID, events.OutcomeOf(e.Code), e.Code, zeroTime,
+			map[string]string{projections.AttrUpTool: tool, "error": e.Msg})
+		return nil, e
+	}
+	rec.written = release
+	defer release()
 	args := json.RawMessage("{}")
 	if len(c.Args) > 0 && string(c.Args) != "null" {
 		args = c.Args

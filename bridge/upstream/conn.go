@@ -49,6 +49,9 @@ type callRec struct {
 	req, op events.ID
 	tool    string
 	rpcID   string
+	// written, when set, is called once the request is written (it
+	// releases the server's write gate).
+	written func()
 }
 
 func (c *evidenceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -57,6 +60,9 @@ func (c *evidenceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			rec.rpcID = fmt.Sprint(r.ID.Raw())
 			c.s.emit(events.KindUpstreamRequestSent, rec.req, rec.op, events.OK, "", zeroTime, map[string]string{
 				"method": r.Method, "rpcId": rec.rpcID, projections.AttrUpTool: rec.tool})
+			if rec.written != nil {
+				defer rec.written()
+			}
 		}
 	}
 	return c.Connection.Write(ctx, msg)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 // Describe returns the canonical JSON of what a tool's pin covers — its
@@ -33,4 +34,18 @@ func canonical(v any) any {
 		return nil
 	}
 	return out
+}
+
+// pinnedTool is the tool p pins, read back from its canonical descriptor;
+// false when that descriptor is not whole (cut as a long attribute) or
+// does not hash to the pin.
+func pinnedTool(p projections.Pin) (*sdk.Tool, bool) {
+	var t sdk.Tool
+	if json.Unmarshal([]byte(p.Descriptor), &t) != nil {
+		return nil, false
+	}
+	if _, hash := Describe(&t); hash != p.Hash {
+		return nil, false
+	}
+	return &t, true
 }

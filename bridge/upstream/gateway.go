@@ -47,6 +47,10 @@ type Options struct {
 	// Dial, when set, connects to a server instead of starting its command
 	// or dialing its URL (a session re-drive answers from the recording).
 	Dial func(ctx context.Context, server string) (sdk.Transport, error)
+	// Getenv reads the bridge's environment for what a stdio upstream
+	// inherits (config.BaseEnv and its inherit_env). Nil: nothing is
+	// inherited; the upstream gets only its own env.
+	Getenv func(string) string
 	// MaxFrame caps one frame from an upstream. Zero: 8 MiB.
 	MaxFrame int
 	Version  string
@@ -72,6 +76,9 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
 	}
 	g := &Gateway{opts: opts, servers: map[string]*Server{}}
 	if opts.Config != nil {
@@ -154,6 +161,11 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		return fmt.Errorf("read the pins: %w", err)
 	}
 	next := map[string]*toolState{}
+	// What clients are shown: a tool as pinned. A changed descriptor's text
+	// never reaches a client before an operator accepts it (its calls are
+	// refused meanwhile); a pinned descriptor that cannot be read back whole
+	// leaves the tool unlisted.
+	shown := map[string]*toolState{}
 	for _, t := range listed {
 		if t == nil || !s.cfg.Exposes(t.Name) {
 			continue
@@ -164,9 +176,17 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: ToolName(s.name, t.Name),
 			projections.AttrHash: hash, projections.AttrDescriptor: desc}
 		p, known := pins[t.Name]
+		shown[t.Name] = st
+		if known && p.Hash != hash {
+			delete(shown, t.Name)
+			if pt, ok := pinnedTool(p); ok {
+				shown[t.Name] = &toolState{tool: pt, hash: p.Hash}
+			}
+		}
 		switch {
 		case !known || (p.Hash == hash && p.State == projections.PinRemoved):
 			s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
+			shown[t.Name] = st
 		case p.Hash == hash || p.Pending == hash:
 			// as pinned, or a change already announced
 		default:
@@ -191,8 +211,8 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 	}
 	s.tools = next
 	var tools []*executor.Tool
-	for _, name := range sortedToolNames(next) {
-		if t := s.executorTool(next[name]); t != nil {
+	for _, name := range sortedToolNames(shown) {
+		if t := s.executorTool(shown[name]); t != nil {
 			tools = append(tools, t)
 		}
 	}
@@ -243,11 +263,18 @@ func (g *Gateway) pins(ctx context.Context, server string) (map[string]projectio
 // within this bound.
 const admittedFor = 2 * time.Second
 
-// admit refuses a tool whose listed descriptor is not the pinned one.
+// admit refuses a tool whose listed descriptor is not the pinned one: the
+// executor's catalog step, before policy and approval. The check that
+// holds is writeGate's, when the request is written.
 func (s *Server) admit(ctx context.Context, tool string) error {
 	s.mu.Lock()
 	st := s.tools[tool]
 	s.mu.Unlock()
+	return s.checkPin(ctx, st, tool)
+}
+
+// checkPin refuses st (tool as last listed) unless its hash is the pin's.
+func (s *Server) checkPin(ctx context.Context, st *toolState, tool string) error {
 	if st == nil {
 		return events.Errorf(events.CodeUnknownTool, "server %s no longer lists tool %s", s.name, tool)
 	}
@@ -268,6 +295,26 @@ func (s *Server) admit(ctx context.Context, tool string) error {
 	}
 	st.admitted.Store(s.g.opts.Now().Add(admittedFor))
 	return nil
+}
+
+// writeGate admits a call of tool on session cs at the moment it is
+// written: cs is the server's live session, and the tool as cs last
+// listed it is the pinned one. On success s.mu stays held, so no refresh
+// (a restart's or a list_changed's) can change the listing before the
+// request is on the wire; the returned release unlocks it, once, and the
+// connection's Write calls it right after writing.
+func (s *Server) writeGate(ctx context.Context, cs *sdk.ClientSession, tool string) (release func(), err error) {
+	s.mu.Lock()
+	if s.sess != cs {
+		s.mu.Unlock()
+		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s's session ended before the call was sent", s.name)
+	}
+	if err := s.checkPin(ctx, s.tools[tool], tool); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(s.mu.Unlock) }, nil
 }
 
 func short(h string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,7 +182,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 			inner = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame, MaxRetries: -1}
 		}
 	default:
-		env := os.Environ()
+		env := s.g.opts.Config.ChildEnv(s.name, s.g.opts.Getenv)
 		for _, k := range sortedKeys(s.cfg.Env) {
 			env = append(env, k+"="+expand(s.cfg.Env[k]))
 		}

@@ -53,11 +53,58 @@ func runFaultUpstream() {
 		tp, _ := req.Params.Meta["traceparent"].(string)
 		return "ok " + a.Text + " env=" + os.Getenv("TB_FAULT_SECRET") + " traceparent=" + tp, nil
 	})
-	if !strings.Contains(desc, "HIDE-WRITE") { // a test removes the tool between two starts
-		add("write", "changes something", false, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+	writeDesc := func() string {
+		if f := os.Getenv("TB_FAULT_WRITE_DESC"); f != "" {
+			if b, err := os.ReadFile(f); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+		}
+		return "changes something"
+	}
+	addWrite := func() {
+		add("write", writeDesc(), false, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
 			return "written " + a.Text, nil
 		})
 	}
+	if !strings.Contains(desc, "HIDE-WRITE") { // a test removes the tool between two starts
+		addWrite()
+	}
+	// TB_FAULT_WATCH=1: a changed TB_FAULT_WRITE_DESC re-adds write with
+	// the new description at run time (the SDK says tools/list_changed).
+	if os.Getenv("TB_FAULT_WATCH") == "1" {
+		go func() {
+			last := writeDesc()
+			for range time.Tick(50 * time.Millisecond) {
+				if d := writeDesc(); d != last {
+					last = d
+					addWrite()
+				}
+			}
+		}()
+	}
+	add("env", "answers its environment", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		return strings.Join(os.Environ(), "\n"), nil
+	})
+	add("exit", "answers, then exits", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		time.AfterFunc(50*time.Millisecond, func() { os.Exit(0) })
+		return "exiting", nil
+	})
+	add("stderrline", "writes one 70 KB stderr line", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		fmt.Fprintln(os.Stderr, strings.Repeat("L", 70000))
+		return "wrote a long line", nil
+	})
+	add("stderrflood", "writes 2000 stderr lines", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		for i := range 2000 {
+			fmt.Fprintf(os.Stderr, "flood %d %s\n", i, strings.Repeat("E", 100))
+		}
+		return "flooded", nil
+	})
+	add("logflood", "sends 2000 log messages", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
+		for i := range 2000 {
+			req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "flood", Data: fmt.Sprintf("m%d %s", i, strings.Repeat("x", 200))})
+		}
+		return "logged", nil
+	})
 	add("crash", "exits mid-call", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
 		fmt.Fprintln(os.Stderr, "fault upstream: crashing on purpose")
 		os.Exit(3)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -24,12 +25,23 @@ func uiFlag(fs *flag.FlagSet) *string {
 	return fs.String("ui", web.DefaultAddr, "serve the operator UI on `ADDR` (127.0.0.1 only; a taken default port falls back to a free one), or off")
 }
 
-// uiInfo is run/ui.json: how `tracebridge ui` finds the running UI. It holds
-// the launch token, so it is readable by the user only, like the bus token.
+// uiInfo is run/ui.json: how `tracebridge ui` finds the running UI and
+// mints a fresh launch link for it. It holds the key launch tokens are
+// signed with, so it is readable by the user only, like the bus token.
 type uiInfo struct {
-	URL  string `json:"url"`
-	Addr string `json:"addr"`
-	PID  int    `json:"pid"`
+	Origin string `json:"origin"`
+	Key    string `json:"launchKey"`
+	Addr   string `json:"addr"`
+	PID    int    `json:"pid"`
+}
+
+// launchURL mints a fresh, single-use launch link from info.
+func (info uiInfo) launchURL(now time.Time) (string, error) {
+	key, err := hex.DecodeString(info.Key)
+	if err != nil || len(key) == 0 || info.Origin == "" {
+		return "", errors.New("it does not name the UI's origin and launch key; restart `tracebridge up` or `tracebridge serve`")
+	}
+	return web.LaunchURL(info.Origin, key, now), nil
 }
 
 func uiInfoPath(dir hub.DataDir) string { return filepath.Join(string(dir), "run", "ui.json") }
@@ -61,7 +73,7 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 		l.Close()
 		return "", nil, err
 	}
-	info := uiInfo{URL: srv.URL(), Addr: l.Addr().String(), PID: os.Getpid()}
+	info := uiInfo{Origin: srv.Origin(), Key: hex.EncodeToString(srv.LaunchKey()), Addr: l.Addr().String(), PID: os.Getpid()}
 	b, _ := json.Marshal(info)
 	if err := os.MkdirAll(filepath.Dir(uiInfoPath(dir)), 0o700); err != nil {
 		l.Close()
@@ -71,8 +83,9 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 		l.Close()
 		return "", nil, err
 	}
-	fmt.Fprintf(m.Stderr, "tracebridge UI: %s\n", srv.URL())
-	return srv.URL(), func(ctx context.Context) error {
+	url := srv.URL()
+	fmt.Fprintf(m.Stderr, "tracebridge UI: %s (signs in once, within %s; `tracebridge ui` prints a fresh link)\n", url, web.LaunchTTL)
+	return url, func(ctx context.Context) error {
 		defer func() {
 			client.Close()
 			if cur, err := readUIInfo(dir); err == nil && cur.PID == info.PID {
@@ -100,7 +113,7 @@ func readUIInfo(dir hub.DataDir) (uiInfo, error) {
 
 func runUI(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("ui")
-	if err := m.parse(fs, "ui [--data DIR]\n\nPrints the URL of the operator UI the running `tracebridge up` or\n`tracebridge serve` of the data dir serves, with its launch token: open it in\na browser on this machine. The token is exchanged for a session cookie and\nleaves the address bar.", args); err != nil {
+	if err := m.parse(fs, "ui [--data DIR]\n\nPrints a fresh URL of the operator UI the running `tracebridge up` or\n`tracebridge serve` of the data dir serves, with a launch token: open it in\na browser on this machine. The token signs in once, within 5 minutes: it is\nexchanged for a session cookie and leaves the address bar.", args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -122,6 +135,10 @@ func runUI(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("the UI recorded in %s (pid %d, %s) does not answer; it may have crashed: start `tracebridge up` or `tracebridge serve` again", uiInfoPath(dir), info.PID, info.Addr)
 	}
 	conn.Close()
-	fmt.Fprintln(m.Stdout, info.URL)
+	url, err := info.launchURL(m.Now())
+	if err != nil {
+		return fmt.Errorf("%s: %w", uiInfoPath(dir), err)
+	}
+	fmt.Fprintln(m.Stdout, url)
 	return nil
 }

@@ -54,10 +54,24 @@ func TestDemoKeepServesTheUI(t *testing.T) {
 	if r := get(root + "/reviews"); !strings.Contains(r, `href="/workspace?file=svc%2Fprice.go#L4"`) {
 		t.Errorf("no review with its reference on /reviews")
 	}
-	// `tracebridge ui` prints the same URL.
+	// The printed URL was a one-time credential: used, it signs no one
+	// else in (U1). `tracebridge ui` mints a fresh one for the same UI.
+	other := &http.Client{Timeout: 10 * time.Second, Transport: localhostTransport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := other.Get(url); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the used launch URL again: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	out, err := exec.Command(tbBin, "--data", data, "ui").Output()
-	if err != nil || strings.TrimSpace(string(out)) != url {
-		t.Errorf("tracebridge ui: %q %v, want %q", out, err, url)
+	fresh := strings.TrimSpace(string(out))
+	if err != nil || fresh == url || !strings.HasPrefix(fresh, root+"/?token=") {
+		t.Errorf("tracebridge ui: %q %v, want a fresh link to %s", out, err, root)
+	}
+	if resp, err := other.Get(fresh); err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the fresh launch URL: %v %v, want 303", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	p.cmd.Process.Signal(syscall.SIGINT)
 	if code := p.wait(t, 20*time.Second); code != 0 {
