@@ -178,7 +178,7 @@ func csrfOf(r *http.Request) string {
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, status int, code events.Code, msg string) {
 	q := sha256.Sum256([]byte(r.URL.RawQuery + "\x00" + r.PostForm.Encode() + "\x00" + r.Header.Get("X-CSRF-Token")))
 	key := strings.Join([]string{r.Method, r.Host, r.URL.Path, r.Header.Get("Origin"), r.Header.Get("Cookie"), hex.EncodeToString(q[:8])}, " ")
-	s.rejects.record(code, key, map[string]string{"method": r.Method, "path": r.URL.Path, "host": r.Host,
+	s.rejects.Record(code, key, map[string]string{"method": r.Method, "path": r.URL.Path, "host": r.Host,
 		"origin": r.Header.Get("Origin"), "remote": r.RemoteAddr, "status": http.StatusText(status), "error": msg})
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/loopback"
 )
 
 // lastRejection waits for nothing: rejections are emitted before the
@@ -388,16 +389,16 @@ func TestRejectionFloodIsAggregated(t *testing.T) {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
 	}
-	f.srv.rejects.flush()
+	f.srv.rejects.Flush()
 	rs := f.rejections()[before:]
-	if len(rs) != rejectPerCode+1 {
-		t.Fatalf("%d ui.request.rejected events for 4000 refusals; want %d", len(rs), rejectPerCode+1)
+	if len(rs) != loopback.PerCode+1 {
+		t.Fatalf("%d ui.request.rejected events for 4000 refusals; want %d", len(rs), loopback.PerCode+1)
 	}
-	if rs[0].Code != events.CodeUnauthenticated || !strings.HasPrefix(rs[0].Attrs.Get("path"), "/0000xxx") || len(rs[0].Attrs.Get("path")) > maxAttrLen+32 {
+	if rs[0].Code != events.CodeUnauthenticated || !strings.HasPrefix(rs[0].Attrs.Get("path"), "/0000xxx") || len(rs[0].Attrs.Get("path")) > 256+32 {
 		t.Errorf("the first refusal: %s %.100q (%d bytes)", rs[0].Code, rs[0].Attrs.Get("path"), len(rs[0].Attrs.Get("path")))
 	}
-	if last := rs[len(rs)-1]; last.Attrs.Get("count") != fmt.Sprint(4000-rejectPerCode) {
-		t.Errorf("the aggregate: count %q, want %d", last.Attrs.Get("count"), 4000-rejectPerCode)
+	if last := rs[len(rs)-1]; last.Attrs.Get("count") != fmt.Sprint(4000-loopback.PerCode) {
+		t.Errorf("the aggregate: count %q, want %d", last.Attrs.Get("count"), 4000-loopback.PerCode)
 	}
 }
 

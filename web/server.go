@@ -25,6 +25,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/loopback"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -89,7 +90,7 @@ type Server struct {
 	spent    map[string]time.Time // launch nonces taken, until their expiry
 
 	feed    *feed
-	rejects *rejectLog
+	rejects *loopback.Refusals
 }
 
 // New returns a server for opts.
@@ -122,7 +123,7 @@ func New(opts Options) (*Server, error) {
 		s.launchKey = randomBytes(32)
 	}
 	s.feed = newFeed(opts.Log, opts.Logger)
-	s.rejects = newRejectLog(opts.Now, opts.Rec.Emit)
+	s.rejects = loopback.NewRefusals(events.KindUIRejected, opts.Now, opts.Rec.Emit)
 	return s, nil
 }
 
@@ -163,26 +164,22 @@ func Listen(addr string) (net.Listener, error) {
 
 // Serve answers on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	// Only this user's processes connect (another user holding a launch
+	// URL or a cookie gets nothing); idle connections are closed.
+	l = loopback.SameUser(l, s.rejects.ForeignPeer, func() {
+		s.opts.Logger.Warn("this system cannot tell which user a loopback connection comes from: the launch token and session cookie are the only checks")
+	})
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go s.feed.run(ctx)
 	s.opts.Rec.Emit(events.Event{Kind: events.KindUIStarted, Outcome: events.OK,
 		Attrs: events.AttrsOf(map[string]string{"addr": s.opts.Addr})})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
-	defer s.rejects.flush() // what was counted is recorded before the UI stops
-	go func() {
-		t := time.NewTicker(rejectWindow)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.rejects.flush()
-			}
-		}
-	}()
+	rctx, stopRejects := context.WithCancel(ctx)
+	rejectsDone := make(chan struct{})
+	go func() { s.rejects.Run(rctx); close(rejectsDone) }()
+	defer func() { stopRejects(); <-rejectsDone }() // what was counted is recorded before the UI stops
 	select {
 	case err := <-errc:
 		return err

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/loopback"
 )
 
 // HTTPOptions configures HTTPHandler. Token and Port are required.
@@ -34,6 +35,10 @@ type HTTPOptions struct {
 	MaxSessions int
 	// IdleTimeout closes a session no request used for this long. Zero: 30m.
 	IdleTimeout time.Duration
+	// Refusals aggregates the refusals (shared with the listener's, which
+	// records other users' connections). Nil: the handler's own, flushed
+	// until ctx ends.
+	Refusals *loopback.Refusals
 }
 
 // HTTPHandler serves the bridge over Streamable HTTP at /mcp. Each session
@@ -54,7 +59,11 @@ func (s *Server) HTTPHandler(ctx context.Context, opts HTTPOptions) http.Handler
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 30 * time.Minute
 	}
-	return &front{s: s, ctx: ctx, opts: opts, sessions: map[string]*httpSession{}, rejects: map[events.Code]int{}}
+	if opts.Refusals == nil {
+		opts.Refusals = loopback.NewRefusals(events.KindMCPHTTPRejected, nil, s.opts.Emitter.Emit)
+		go opts.Refusals.Run(ctx)
+	}
+	return &front{s: s, ctx: ctx, opts: opts, sessions: map[string]*httpSession{}}
 }
 
 type front struct {
@@ -64,8 +73,6 @@ type front struct {
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
-	rejects  map[events.Code]int // this minute's refusals per code
-	minute   int64
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -185,30 +192,16 @@ func (f *front) ownOrigin(o string) bool {
 	return ok && f.loopbackHostPort(rest)
 }
 
-// maxRejectsPerMinute is how many refusals of one code a minute records;
-// the rest are counted into the next one recorded.
-const maxRejectsPerMinute = 20
-
-// reject answers a refused request and records it (aggregated: a flood of
-// refusals cannot grow the log without bound).
+// reject answers a refused request, closing its connection, and records
+// it (aggregated: a flood of refusals cannot grow the log without bound,
+// and what is not recorded one by one is counted).
 func (f *front) reject(w http.ResponseWriter, r *http.Request, code events.Code, status int, msg string) {
-	f.mu.Lock()
-	if m := time.Now().Unix() / 60; m != f.minute {
-		f.minute, f.rejects = m, map[events.Code]int{}
-	}
-	f.rejects[code]++
-	n := f.rejects[code]
-	f.mu.Unlock()
-	if n <= maxRejectsPerMinute {
-		attrs := map[string]string{"method": r.Method, "path": cut(r.URL.Path, 256), "host": cut(r.Host, 256), "origin": cut(r.Header.Get("Origin"), 256), "error": msg}
-		if n == maxRejectsPerMinute {
-			attrs["note"] = "more refusals of this code this minute are not recorded one by one"
-		}
-		f.s.opts.Emitter.Emit(events.Event{Kind: events.KindMCPHTTPRejected, Outcome: events.OutcomeOf(code), Code: code, Attrs: events.AttrsOf(attrs)})
-	}
+	f.opts.Refusals.Record(code, r.Method+" "+r.URL.Path+" "+r.Host+" "+r.Header.Get("Origin"), map[string]string{
+		"method": r.Method, "path": r.URL.Path, "host": r.Host, "origin": r.Header.Get("Origin"), "error": msg})
 	if code == events.CodeUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tracebridge"`)
 	}
+	w.Header().Set("Connection", "close")
 	http.Error(w, string(code)+": "+msg, status)
 }
 

@@ -173,3 +173,50 @@ func countCode(t *testing.T, data, kind string, code events.Code) int {
 	}
 	return n
 }
+
+// H13 and H8: another local user holding the real bearer token (captured on
+// a squatted port) gets nothing from the real bridge — the connection is
+// closed before it is read, recorded ForeignPeer with the uid — while the
+// user's own client with the same token is served; a refused request closes
+// its connection. Needs root for setpriv, as CI runs.
+func TestHTTPFrontDoorShutsOtherUsersOut(t *testing.T) {
+	long(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a client under another uid (CI runs as root)")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	url, token, _, _ := startHTTPBridge(t, data)
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	curl := func(asOther bool, auth string) (string, error) {
+		args := []string{"-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: application/json",
+			"-H", "Accept: application/json, text/event-stream", "-d", init, url}
+		if auth != "" {
+			args = append(args, "-H", "Authorization: Bearer "+auth)
+		}
+		cmd := exec.Command("curl", args...)
+		if asOther {
+			cmd = exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "curl"}, args...)...)
+		}
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	if code, err := curl(true, token); code == "200" {
+		t.Fatalf("uid 65534 with the stolen token: HTTP %s %v", code, err)
+	}
+	if code, err := curl(false, token); code != "200" {
+		t.Fatalf("the user's own client: HTTP %s %v", code, err)
+	}
+	eventually(t, 5*time.Second, "the refusal is recorded", func() bool {
+		return countCode(t, data, events.KindMCPHTTPRejected, events.CodeForeignPeer) > 0
+	})
+	// A refused request (no token) ends its connection: nothing idle is
+	// left for someone to pile up.
+	resp, err := http.Post(url, "application/json", strings.NewReader(init))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
+		t.Fatalf("a refused request: %d, Connection: close %v", resp.StatusCode, resp.Close)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/loopback"
 	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
@@ -80,7 +81,17 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
-		hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port}), ReadHeaderTimeout: 10 * time.Second}
+		// Refusals, the front door's and the listener's, are counted in
+		// one place. Another user's connection is closed before a byte of
+		// it is read: a token that user captured (a squatted port) gets
+		// nothing. An idle connection is closed within seconds.
+		refusals := loopback.NewRefusals(events.KindMCPHTTPRejected, m.Now, em.Emit)
+		g.addContext(ctx, "refusals", func(ctx context.Context) error { refusals.Run(ctx); return nil })
+		l = loopback.SameUser(l, refusals.ForeignPeer, func() {
+			logger.Warn("this system cannot tell which user a loopback connection comes from: the bearer token is the only check")
+		})
+		hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals}),
+			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 15 * time.Second}
 		logger.Info("serving MCP over HTTP", "url", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), "token", "`tracebridge token` prints it")
 		fmt.Fprintf(m.Stderr, "tracebridge: MCP at http://127.0.0.1:%d/mcp (Authorization: Bearer $(tracebridge token))\n", port)
 		g.add("http", func() error {

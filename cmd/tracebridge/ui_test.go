@@ -68,6 +68,19 @@ func TestDemoKeepServesTheUI(t *testing.T) {
 	if err != nil || fresh == url || !strings.HasPrefix(fresh, root+"/?token=") {
 		t.Errorf("tracebridge ui: %q %v, want a fresh link to %s", out, err, root)
 	}
+	// Another local user who reads the fresh URL (a browser's argv) gets
+	// nothing: the UI lets only this user's processes connect; the link
+	// is not even spent.
+	if os.Getuid() == 0 {
+		hostPort := strings.TrimPrefix(root, "http://")
+		port := hostPort[strings.LastIndex(hostPort, ":")+1:]
+		host := strings.TrimSuffix(hostPort, ":"+port)
+		code, _ := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "curl", "-s", "-m", "5", "-o", "/dev/null",
+			"-w", "%{http_code}", "--resolve", host+":"+port+":127.0.0.1", fresh).Output()
+		if string(code) != "000" {
+			t.Errorf("uid 65534 opening a fresh launch URL: HTTP %s, want no answer", code)
+		}
+	}
 	if resp, err := other.Get(fresh); err != nil || resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("the fresh launch URL: %v %v, want 303", resp, err)
 	} else {
