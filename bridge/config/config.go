@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -262,6 +263,11 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	for _, g := range c.Policy.Grant {
 		if g == "" || strings.ContainsAny(g, " \t") {
 			bad("policy.grant", "capability %q is empty or has spaces", g)
+		}
+	}
+	for _, d := range c.Policy.Deny {
+		if _, err := path.Match(d, ""); err != nil || d == "" {
+			bad("policy.deny", "%q is not a tool id or a valid pattern (use * and ?, as in \"github__delete_*\")", d)
 		}
 	}
 	for _, id := range sortedKeys(c.Tools) {

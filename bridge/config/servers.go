@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,7 +38,9 @@ type Server struct {
 	Allow []string `toml:"allow"`
 	Deny  []string `toml:"deny"`
 	// Capability is what calls of the server's tools need. Default
-	// "upstream.NAME", granted by configuring the server.
+	// "upstream.NAME", granted by configuring the server; another one is a
+	// requirement that [policy] grant must list (it never grants anything
+	// itself, and may not name a built-in capability).
 	Capability string `toml:"capability"`
 	// ReadOnly lists patterns of tools to treat as read-only whatever
 	// their annotations say; every other tool whose annotations do not
@@ -131,14 +134,20 @@ func matchAny(pats []string, name string) bool {
 	return false
 }
 
-// ServerCapabilities are the capabilities configured servers grant.
+// ServerCapabilities are the capabilities configuring servers grants:
+// upstream.NAME for each. A server's custom capability is not among them:
+// granting is [policy] grant's job alone, so no server entry can hand its
+// tools (or anyone else's) process.run.
 func (c *Config) ServerCapabilities() []string {
 	var out []string
 	for _, name := range sortedKeys(c.Servers) {
-		out = append(out, c.Servers[name].CapabilityOf(name))
+		out = append(out, "upstream."+name)
 	}
 	return out
 }
+
+// builtinCapabilities are those of the built-in tools.
+var builtinCapabilities = []string{CapTextSearch, CapTraceRead, CapWorkspaceRead, CapWorkspaceWrite, CapProcessRun}
 
 func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 	for _, name := range sortedKeys(c.Servers) {
@@ -204,8 +213,13 @@ func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 				bad(key+".approval", "%q = %q: want always or never", p, v)
 			}
 		}
-		if s.Capability != "" && strings.ContainsAny(s.Capability, " \t") {
+		switch {
+		case s.Capability != "" && strings.ContainsAny(s.Capability, " \t"):
 			bad(key+".capability", "capability %q has spaces", s.Capability)
+		case slices.Contains(builtinCapabilities, s.Capability):
+			bad(key+".capability", "%q is a built-in capability: a server's tools need their own (the default upstream.%s, or a name of yours that [policy] grant lists)", s.Capability, name)
+		case strings.HasPrefix(s.Capability, "upstream.") && s.Capability != "upstream."+name:
+			bad(key+".capability", "%q is another server's capability", s.Capability)
 		}
 		check := func(field string, vals map[string]string) {
 			for _, k := range sortedKeys(vals) {

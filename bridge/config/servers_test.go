@@ -73,6 +73,9 @@ func TestServerProblemsNameTheLine(t *testing.T) {
 		"pattern":        {"[servers.a]\ncommand = \"x\"\ndeny = [\"[\"]\n", `tb.toml:3: servers.a.deny: "[" is not a valid pattern`},
 		"headers on cmd": {"[servers.a]\ncommand = \"x\"\nheaders = { A = \"b\" }\n", "tb.toml:3: servers.a.headers: headers are for url servers"},
 		"env type":       {"[servers.a]\ncommand = \"x\"\nenv = \"A=b\"\n", "tb.toml:3: servers.a.env: a TOML string is written here, but the key wants a table of strings"},
+		"builtin cap":    {"[servers.a]\ncommand = \"x\"\ncapability = \"process.run\"\n", `tb.toml:3: servers.a.capability: "process.run" is a built-in capability`},
+		"other's cap":    {"[servers.a]\ncommand = \"x\"\ncapability = \"upstream.b\"\n", `tb.toml:3: servers.a.capability: "upstream.b" is another server's capability`},
+		"deny pattern":   {"[policy]\ndeny = [\"[\"]\n", `tb.toml:2: policy.deny: "[" is not a tool id or a valid pattern`},
 		"inherit glob":   {"[servers.a]\ncommand = \"x\"\ninherit_env = [\"AWS_*\"]\n", `tb.toml:3: servers.a.inherit_env: "AWS_*" is not a variable name`},
 		"inherit secret": {"[secrets.S]\nenv = \"S_TOKEN\"\n[servers.a]\ncommand = \"x\"\ninherit_env = [\"S_TOKEN\"]\n", "tb.toml:5: servers.a.inherit_env: S_TOKEN backs a secret this server does not reference"},
 	} {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -20,21 +21,20 @@ type decision struct {
 // broken file (broken != nil) denies everything.
 type policy struct {
 	grants map[string]bool
-	deny   map[string]bool
+	deny   []string // tool ids or path.Match patterns of them
 	broken error
 }
 
 func newPolicy(c *config.Config, broken error) *policy {
-	p := &policy{grants: map[string]bool{}, deny: map[string]bool{}, broken: broken}
+	p := &policy{grants: map[string]bool{}, broken: broken}
 	if c != nil {
 		for _, g := range c.Policy.Grant {
 			p.grants[g] = true
 		}
-		for _, d := range c.Policy.Deny {
-			p.deny[d] = true
-		}
-		// Configuring an upstream server grants the capability its tools
-		// need (upstream.NAME unless it names another).
+		p.deny = c.Policy.Deny
+		// Configuring an upstream server grants upstream.NAME, the
+		// capability its tools need by default (a custom one must be in
+		// policy.grant).
 		for _, g := range c.ServerCapabilities() {
 			p.grants[g] = true
 		}
@@ -46,8 +46,10 @@ func (p *policy) decide(d *Descriptor) decision {
 	if p.broken != nil {
 		return decision{Reason: "the configuration is broken, so every tool is denied until it is fixed: " + p.broken.Error()}
 	}
-	if p.deny[d.ID] {
-		return decision{Reason: fmt.Sprintf("tool %s is listed in policy.deny", d.ID)}
+	for _, pat := range p.deny {
+		if ok, _ := path.Match(pat, d.ID); ok {
+			return decision{Reason: fmt.Sprintf("tool %s matches %q in policy.deny", d.ID, pat)}
+		}
 	}
 	var granted, missing []string
 	for _, c := range d.Capabilities {

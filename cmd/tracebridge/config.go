@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	pathpkg "path"
 	"slices"
 	"strings"
 
@@ -133,9 +134,17 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 		_, configured := c.Servers[server]
 		return ok && configured
 	}
+	// A deny entry (an id or a pattern) must be able to match: a tool this
+	// bridge serves, or a configured server's prefix.
 	for _, d := range c.Policy.Deny {
-		if !ids[d] && !upstreamTool(d) {
-			problems = append(problems, fmt.Sprintf("%s: policy.deny: %q is not a tool this bridge serves (see tools/list, or the discovery dirs)", path, d))
+		matches := upstreamTool(d)
+		for id := range ids {
+			if ok, _ := pathpkg.Match(d, id); ok {
+				matches = true
+			}
+		}
+		if !matches {
+			problems = append(problems, fmt.Sprintf("%s: policy.deny: %q matches no tool this bridge serves (see tools/list, the discovery dirs, or name a configured server's tools as SERVER__tool)", path, d))
 		}
 	}
 	for _, id := range sortedKeys(c.Tools) {

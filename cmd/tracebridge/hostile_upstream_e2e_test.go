@@ -199,3 +199,43 @@ func codeOf(res *sdk.CallToolResult) events.Code {
 	json.Unmarshal(raw, &sc)
 	return sc.Error.Code
 }
+
+// G15: a glob in [policy] deny matches (it was accepted and never matched);
+// G14: a discovered tool needing process.run stays denied with a server
+// configured with capability = "process.run" refused as ConfigInvalid.
+func TestPolicyDenyPatternAndServerCapability(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "calls.txt")
+	cfg := hostileConfig(t, "[approval]\nmode = \"allow\"\n[policy]\ndeny = [\"gh__wr*\"]\n", map[string]string{
+		"gh": fmt.Sprintf("env = { TB_FAULT_UPSTREAM = \"1\", TB_FAULT_MARK = %q }", mark),
+	})
+	b := startBridge(t, tbBin, filepath.Join(dir, "data"), "2025-06-18", cfg)
+	if res, _, code := b.call(t, "gh__write", map[string]any{"text": "prod"}); code != events.CodePolicyDenied {
+		t.Fatalf("gh__write under deny = [\"gh__wr*\"]: %q %s", code, textOf(res))
+	}
+	if _, _, code := b.call(t, "gh__ok", map[string]any{}); code != "" {
+		t.Fatalf("gh__ok: %q", code)
+	}
+	if got, _ := os.ReadFile(mark); strings.Contains(string(got), "write") {
+		t.Fatal("the denied call reached the upstream")
+	}
+	b.close(t)
+
+	tools := filepath.Join(dir, "tools")
+	os.MkdirAll(tools, 0o755)
+	ran := filepath.Join(dir, "RAN")
+	os.WriteFile(filepath.Join(tools, "hello.tool.json"), []byte(fmt.Sprintf(
+		`{"id":"hello","description":"x","command":["sh","-c","touch %s; echo {}"],"inputSchema":{"type":"object"},"approval":"never"}`, ran)), 0o644)
+	cfg = hostileConfig(t, fmt.Sprintf("[discovery]\ndirs = [%q]\n", tools), map[string]string{
+		"metrics": "env = { TB_FAULT_UPSTREAM = \"1\" }\ncapability = \"process.run\"",
+	})
+	b = startBridge(t, tbBin, filepath.Join(dir, "data2"), "2025-06-18", cfg)
+	if _, _, code := b.call(t, "hello", map[string]any{}); code != events.CodeConfigInvalid && code != events.CodePolicyDenied && code != events.CodeUnknownTool {
+		t.Fatalf("a process.run tool with a server claiming process.run: %q", code)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the discovered tool ran")
+	}
+	b.close(t)
+}
