@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,10 +173,21 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 		}
 		inner = t
 	case s.cfg.URL != "":
-		hc := &http.Client{Transport: &headerTransport{headers: map[string]string{}}}
-		for k, v := range s.cfg.Headers {
-			hc.Transport.(*headerTransport).headers[k] = expand(v)
+		u, err := url.Parse(s.cfg.URL)
+		if err != nil {
+			return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: url: %v", s.name, err)
 		}
+		ht := &headerTransport{origin: origin(u), headers: map[string]string{}}
+		for k, v := range s.cfg.Headers {
+			ht.headers[k] = expand(v)
+		}
+		hc := &http.Client{Transport: ht, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+			if origin(r.URL) != ht.origin {
+				return fmt.Errorf("server %s redirected to %s, another origin than %s: refused (its configured headers go to %s only)",
+					s.name, origin(r.URL), ht.origin, ht.origin)
+			}
+			return nil
+		}}
 		if s.cfg.Transport == "sse" {
 			inner = &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
 		} else {
@@ -287,18 +299,32 @@ func (s *Server) close() {
 	}
 }
 
-// headerTransport adds the configured headers (secrets expanded) to every
-// request to an HTTP upstream.
+// headerTransport adds the configured headers (secrets expanded) to the
+// requests to an HTTP upstream's own origin (scheme, host and port), and
+// to no other: the client refuses a redirect elsewhere, and this is the
+// second lock on that door.
 type headerTransport struct {
+	origin  string
 	headers map[string]string
 }
 
 func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.headers {
-		r.Header.Set(k, v)
+	if origin(r.URL) == h.origin {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// origin is u's scheme://host:port, the port spelled out.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,4 +242,66 @@ func TestPolicyDenyPatternAndServerCapability(t *testing.T) {
 		t.Fatal("the discovered tool ran")
 	}
 	b.close(t)
+}
+
+// redirector answers every request with a 307 to target's same path;
+// collector records the headers of what reaches it.
+func redirector(t *testing.T, target string) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		http.Redirect(w, r, target+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func collector(t *testing.T) (*httptest.Server, func() string) {
+	var mu sync.Mutex
+	var seen strings.Builder
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		fmt.Fprintln(&seen, r.Method, r.URL.Path, r.Header)
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(s.Close)
+	return s, func() string { mu.Lock(); defer mu.Unlock(); return seen.String() }
+}
+
+// G21 and O2: the configured headers of a URL upstream and the [otlp]
+// headers never follow a redirect to another origin (another port here).
+func TestHeadersNeverFollowARedirectElsewhere(t *testing.T) {
+	long(t)
+	const upKey, otKey = "zqUpstreamKey42", "zqOtlpKey31337"
+	other, seen := collector(t)
+	up := redirector(t, other.URL)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeConfig(t, fmt.Sprintf("[secrets.UP]\nenv = \"UP_KEY\"\n[servers.remote]\nurl = %q\ntimeout = \"3s\"\nheaders = { Authorization = \"Bearer ${secret:UP}\" }\n", up.URL+"/mcp"))
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg, "UP_KEY="+upKey)
+	toolNames(t, b.session)
+	b.close(t)
+	if strings.Contains(seen(), upKey) {
+		t.Fatalf("the upstream's Authorization reached another origin:\n%s", seen())
+	}
+	if n := countCode(t, data, events.KindUpstreamUnavailable, events.CodeUpstreamUnavailable); n == 0 {
+		t.Fatal("the refused redirect is not recorded as UpstreamUnavailable")
+	}
+
+	ot := redirector(t, other.URL)
+	cfg = writeConfig(t, fmt.Sprintf("[secrets.OT]\nenv = \"OT_KEY\"\n[otlp]\nendpoint = %q\nheaders = { \"x-api-key\" = \"${secret:OT}\" }\n", ot.URL))
+	// A redirect is an export failure, retried until interrupted (the
+	// checkpoint stays): stop the backfill after its first attempts.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tbBin, "--data", data, "export", "otlp", "--since", "1")
+	cmd.Env = append(os.Environ(), cfg, "OT_KEY="+otKey)
+	out, _ := cmd.CombinedOutput()
+	if strings.Contains(seen(), otKey) || strings.Contains(seen(), "/v1/") {
+		t.Fatalf("the OTLP export followed the redirect:\n%s\nexport said:\n%s", seen(), out)
+	}
+	if !strings.Contains(string(out), "otlp export failed") || !strings.Contains(string(out), "307") {
+		t.Fatalf("the refused redirect is not reported as an export failure:\n%s", out)
+	}
 }

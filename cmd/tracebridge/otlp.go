@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,6 +41,14 @@ func (m *Main) otlpHeaders(c *config.Config) map[string]string {
 	return headers
 }
 
+// otlpHTTPClient is the HTTP exporters' client: it never follows a
+// redirect, so the [otlp] headers (API keys) and the traces go only to the
+// configured endpoint; a redirect is an export failure, logged and retried.
+var otlpHTTPClient = &http.Client{
+	Transport:     http.DefaultTransport,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
 // spanExporter is the official OTLP exporter [otlp] asks for.
 func (m *Main) spanExporter(ctx context.Context, c *config.Config) (sdktrace.SpanExporter, error) {
 	headers := m.otlpHeaders(c)
@@ -52,7 +61,7 @@ func (m *Main) spanExporter(ctx context.Context, c *config.Config) (sdktrace.Spa
 		return otlptracegrpc.New(ctx, opts...)
 	}
 	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/traces"),
-		otlptracehttp.WithHeaders(headers), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+		otlptracehttp.WithHeaders(headers), otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}), otlptracehttp.WithHTTPClient(otlpHTTPClient))
 }
 
 // metricExporter is the OTLP metric exporter beside spanExporter.
@@ -68,7 +77,8 @@ func (m *Main) metricExporter(ctx context.Context, c *config.Config) (sdkmetric.
 		return otlpmetricgrpc.New(ctx, opts...)
 	}
 	return otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/metrics"),
-		otlpmetrichttp.WithHeaders(headers), otlpmetrichttp.WithTemporalitySelector(delta), otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
+		otlpmetrichttp.WithHeaders(headers), otlpmetrichttp.WithTemporalitySelector(delta), otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}),
+		otlpmetrichttp.WithHTTPClient(otlpHTTPClient))
 }
 
 // newExporter is the one way an OTLP exporter of the log is built.
@@ -95,7 +105,7 @@ func (m *Main) newExporter(ctx context.Context, c *config.Config, dir hub.DataDi
 			logs, err = otlploggrpc.New(ctx, opts...)
 		} else {
 			logs, err = otlploghttp.New(ctx, otlploghttp.WithEndpointURL(strings.TrimSuffix(c.OTLP.Endpoint, "/")+"/v1/logs"),
-				otlploghttp.WithHeaders(headers), otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}))
+				otlploghttp.WithHeaders(headers), otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}), otlploghttp.WithHTTPClient(otlpHTTPClient))
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("[otlp] logs: %w", err)
