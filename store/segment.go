@@ -47,10 +47,15 @@ type Manifest struct {
 // ReadManifest reads dir's manifest (none yet: an empty one).
 func ReadManifest(dir string) (Manifest, error) {
 	m := Manifest{Version: 1}
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	f, err := openRegular(filepath.Join(dir, ManifestFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return m, nil
 	}
+	if err != nil {
+		return m, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
 	if err != nil {
 		return m, err
 	}
@@ -210,59 +215,79 @@ func removeUnlisted(dir string, m Manifest) {
 
 // ReadSegment calls fn with each record of a segment file, in order.
 func ReadSegment(path string, fn func(rec []byte) error) error {
-	f, err := os.Open(path)
+	_, err := readSegment(path, fn)
+	return err
+}
+
+// readSegment is ReadSegment that also returns the SHA-256 of the file's
+// bytes as read (all of them, past the gzip stream too). The file must be
+// a regular one: a FIFO or a device named like a segment is an error, never
+// a wait.
+func readSegment(path string, fn func(rec []byte) error) (sum string, err error) {
+	f, err := openRegular(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
+	h := sha256.New()
+	raw := bufio.NewReader(io.TeeReader(f, h))
+	// Whatever stops the read, the file is hashed to its end: a segment
+	// whose bytes were changed is said to be so, first.
+	defer func() {
+		if _, derr := io.Copy(io.Discard, raw); derr != nil && err == nil {
+			err = derr
+		}
+		sum = hex.EncodeToString(h.Sum(nil))
+	}()
+	zr, err := gzip.NewReader(raw)
 	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return "", fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	br := bufio.NewReader(zr)
 	for {
 		n, err := binary.ReadUvarint(br)
 		if errors.Is(err, io.EOF) {
-			return nil
+			return "", nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", filepath.Base(path), err)
+			return "", fmt.Errorf("%s: %w", filepath.Base(path), err)
 		}
 		if n > events.MaxBatchBytes {
-			return fmt.Errorf("%s: a record of %d bytes", filepath.Base(path), n)
+			return "", fmt.Errorf("%s: a record of %d bytes", filepath.Base(path), n)
 		}
 		rec := make([]byte, n)
 		if _, err := io.ReadFull(br, rec); err != nil {
-			return fmt.Errorf("%s: %w", filepath.Base(path), err)
+			return "", fmt.Errorf("%s: %w", filepath.Base(path), err)
 		}
 		if err := fn(rec); err != nil {
-			return err
+			return "", err
 		}
 	}
 }
 
 // ArchivedRequest returns the events of request id found in the archive in
-// dir, in seq order (a scan of every segment).
-func ArchivedRequest(dir string, id events.ID) ([]events.Event, error) {
-	m, err := ReadManifest(dir)
+// dir, in seq order. Nothing is returned from an archive that does not
+// verify — a segment's SHA-256, its records' chain, its checkpoint's
+// signature by trusted (the data dir's key; nil: the key the checkpoint
+// names): the error is verify's message, and no tampered event is ever
+// presented as the run.
+func ArchivedRequest(dir string, id events.ID, trusted ed25519.PublicKey) ([]events.Event, error) {
+	var out []events.Event
+	r, _, err := walkArchive(dir, trusted, func(rec []byte) error {
+		e, err := events.Decode(rec)
+		if err != nil {
+			return err
+		}
+		if e.RequestID == id {
+			out = append(out, e)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out []events.Event
-	for _, seg := range m.Segments {
-		err := ReadSegment(filepath.Join(dir, filepath.Base(seg.File)), func(rec []byte) error {
-			e, err := events.Decode(rec)
-			if err != nil {
-				return err
-			}
-			if e.RequestID == id {
-				out = append(out, e)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	if !r.OK() {
+		return nil, fmt.Errorf("the archive in %s does not verify, so nothing of it is shown: %s", dir, r)
 	}
 	return out, nil
 }

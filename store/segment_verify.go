@@ -2,12 +2,8 @@ package store
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -40,68 +36,14 @@ func (r ArchiveReport) String() string {
 // where the archive ends (or still holds the archive's last events, as a
 // crash between writing a segment and dropping its events leaves it).
 func (s *Store) VerifyArchive(dir string, trusted ed25519.PublicKey) (ArchiveReport, error) {
-	var r ArchiveReport
-	m, err := ReadManifest(dir)
-	if err != nil {
+	r, prev, err := walkArchive(dir, trusted, nil)
+	if err != nil || !r.OK() {
 		return r, err
 	}
 	bad := func(seq uint64, format string, args ...any) (ArchiveReport, error) {
 		r.FirstBad, r.Problem = seq, fmt.Sprintf(format, args...)
 		return r, nil
 	}
-	var prev events.Hash
-	next := uint64(1)
-	for _, seg := range m.Segments {
-		r.Segments++
-		if seg.First != next || seg.Prev != prev {
-			return bad(next, "segment %s starts at seq %d after %d: a segment is missing or out of order", seg.File, seg.First, next-1)
-		}
-		path := filepath.Join(dir, filepath.Base(seg.File))
-		if sum, err := fileSHA256(path); err != nil {
-			return bad(seg.First, "segment %s: %v", seg.File, err)
-		} else if sum != seg.SHA256 {
-			return bad(seg.First, "segment %s does not have the SHA-256 the manifest names: it was changed", seg.File)
-		}
-		var broken string
-		err := ReadSegment(path, func(rec []byte) error {
-			body, p, own, err := events.SplitRecord(rec)
-			switch {
-			case err != nil:
-				broken = err.Error()
-			case len(body) < 2:
-				broken = "a record without a body"
-			default:
-				if seq, n := binary.Uvarint(body[1:]); n <= 0 || seq != next {
-					broken = fmt.Sprintf("record says seq %d where %d belongs", seq, next)
-				} else if p != prev {
-					broken = "prev hash does not match the record before"
-				} else if events.ChainHash(p, body) != own {
-					broken = "hash does not match the record's bytes"
-				}
-			}
-			if broken != "" {
-				return ErrStop
-			}
-			prev = own
-			next++
-			r.Events++
-			return nil
-		})
-		if broken != "" {
-			return bad(next, "segment %s: %s", seg.File, broken)
-		}
-		if err != nil {
-			return bad(next, "segment %s: %v", seg.File, err)
-		}
-		if next-1 != seg.Last || prev != seg.Hash {
-			return bad(next, "segment %s ends at seq %d, the manifest says %d", seg.File, next-1, seg.Last)
-		}
-		cp := seg.Checkpoint
-		if err := cp.CheckSignature(trusted); err != nil || cp.Seq != seg.Last || cp.Hash != seg.Hash {
-			return bad(seg.Last, "segment %s: its checkpoint does not sign its last record (%v)", seg.File, err)
-		}
-	}
-	r.Last = next - 1
 	anchor, err := s.Anchor()
 	if err != nil {
 		return r, err
@@ -123,15 +65,83 @@ func (s *Store) VerifyArchive(dir string, trusted ed25519.PublicKey) (ArchiveRep
 	return r, nil
 }
 
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+// walkArchive checks the archive in dir segment by segment — the segments
+// run from seq 1 without gaps, each file has the SHA-256 the manifest
+// names (hashed as it is read, so what is checked is what was read), every
+// record's bytes match its hash and follow the one before (across segments
+// too), each segment's checkpoint is signed by trusted (nil: the key it
+// names) at its last record — and calls fn, when set, with each record of
+// a segment once that segment verified. A problem is the report's; an
+// error is one the walk could not go past. It returns the last hash.
+func walkArchive(dir string, trusted ed25519.PublicKey, fn func(rec []byte) error) (ArchiveReport, events.Hash, error) {
+	var r ArchiveReport
+	var prev events.Hash
+	m, err := ReadManifest(dir)
 	if err != nil {
-		return "", err
+		return r, prev, err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	bad := func(seq uint64, format string, args ...any) (ArchiveReport, events.Hash, error) {
+		r.FirstBad, r.Problem = seq, fmt.Sprintf(format, args...)
+		return r, prev, nil
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	next := uint64(1)
+	for _, seg := range m.Segments {
+		r.Segments++
+		if seg.First != next || seg.Prev != prev {
+			return bad(next, "segment %s starts at seq %d after %d: a segment is missing or out of order", seg.File, seg.First, next-1)
+		}
+		var broken string
+		var recs [][]byte // the segment's records, handed to fn once it verified
+		sum, err := readSegment(filepath.Join(dir, filepath.Base(seg.File)), func(rec []byte) error {
+			body, p, own, err := events.SplitRecord(rec)
+			switch {
+			case err != nil:
+				broken = err.Error()
+			case len(body) < 2:
+				broken = "a record without a body"
+			default:
+				if seq, n := binary.Uvarint(body[1:]); n <= 0 || seq != next {
+					broken = fmt.Sprintf("record says seq %d where %d belongs", seq, next)
+				} else if p != prev {
+					broken = "prev hash does not match the record before"
+				} else if events.ChainHash(p, body) != own {
+					broken = "hash does not match the record's bytes"
+				}
+			}
+			if broken != "" {
+				return ErrStop
+			}
+			if fn != nil {
+				recs = append(recs, rec)
+			}
+			prev = own
+			next++
+			r.Events++
+			return nil
+		})
+		switch {
+		case sum == "": // not read at all: missing, or not a regular file
+			return bad(seg.First, "segment %s: %v", seg.File, err)
+		case sum != seg.SHA256:
+			return bad(seg.First, "segment %s does not have the SHA-256 the manifest names: it was changed", seg.File)
+		case broken != "":
+			return bad(next, "segment %s: %s", seg.File, broken)
+		case err != nil:
+			return bad(next, "segment %s: %v", seg.File, err)
+		}
+		if next-1 != seg.Last || prev != seg.Hash {
+			return bad(next, "segment %s ends at seq %d, the manifest says %d", seg.File, next-1, seg.Last)
+		}
+		cp := seg.Checkpoint
+		if err := cp.CheckSignature(trusted); err != nil || cp.Seq != seg.Last || cp.Hash != seg.Hash {
+			return bad(seg.Last, "segment %s: its checkpoint does not sign its last record (%v)", seg.File, err)
+		}
+		for _, rec := range recs {
+			if err := fn(rec); err != nil {
+				return r, prev, err
+			}
+		}
+	}
+	r.Last = next - 1
+	return r, prev, nil
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -192,5 +196,43 @@ func TestRollbackAcrossAnArchiveIsCaught(t *testing.T) {
 	out, err := run("verify", "--checkpoint", cp, "--archive", archive)
 	if err == nil || !strings.Contains(out, "rolled back") {
 		t.Fatalf("a rolled-back store verified: %v\n%s", err, out)
+	}
+}
+
+// A4: `replay ID --archive DIR` shows nothing of an archive that does not
+// verify: a segment edited (and re-compressed) fails the replay, exit 1,
+// with verify's message, and the forged text is never printed.
+func TestReplayFromATamperedArchiveFails(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	if out, err := exec.Command(tbBin, "--data", data, "loadgen", "--requests", "50").CombinedOutput(); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	out, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "1", "--from", "10", "--json").Output()
+	var first struct{ RequestID string }
+	json.Unmarshal(bytes.SplitN(out, []byte("\n"), 2)[0], &first)
+	archive := filepath.Join(t.TempDir(), "archive")
+	if out, err := exec.Command(tbBin, "--data", data, "archive", "--before", "400", "--out", archive).CombinedOutput(); err != nil {
+		t.Fatalf("archive: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(tbBin, "--data", data, "replay", first.RequestID, "--archive", archive).CombinedOutput(); err != nil {
+		t.Fatalf("replay of a genuine archive: %v\n%s", err, out)
+	}
+	segs, _ := filepath.Glob(filepath.Join(archive, "*.tbseg"))
+	b, _ := os.ReadFile(segs[0])
+	zr, _ := gzip.NewReader(bytes.NewReader(b))
+	raw, _ := io.ReadAll(zr)
+	forged := bytes.ReplaceAll(raw, []byte(first.RequestID[:10]), []byte("FORGEDBYAT"))
+	if bytes.Equal(forged, raw) {
+		forged = bytes.Replace(raw, []byte("loadgen"), []byte("FORGEDB"), 1)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(forged)
+	zw.Close()
+	os.WriteFile(segs[0], buf.Bytes(), 0o600)
+	out, err := exec.Command(tbBin, "--data", data, "replay", first.RequestID, "--archive", archive).CombinedOutput()
+	if err == nil || bytes.Contains(out, []byte("FORGED")) || !bytes.Contains(out, []byte("SHA-256")) {
+		t.Fatalf("replay of a tampered archive: %v\n%s", err, out)
 	}
 }

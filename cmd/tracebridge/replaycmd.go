@@ -45,7 +45,17 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if len(evs) == 0 && *archive != "" {
-		if evs, err = store.ArchivedRequest(*archive, req); err != nil {
+		// The archive is verified before anything of it is shown: its
+		// segments' hashes, chain and signatures by this data dir's key.
+		dir, err := m.dataDir()
+		if err != nil {
+			return err
+		}
+		trusted, err := dir.PublicKey()
+		if err != nil {
+			return err
+		}
+		if evs, err = store.ArchivedRequest(*archive, req, trusted); err != nil {
 			return err
 		}
 	}

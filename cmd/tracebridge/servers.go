@@ -81,10 +81,15 @@ func runServers(_ context.Context, m *Main, args []string) error {
 		if path == "" {
 			return errors.New("no config file to write to: pass --config FILE")
 		}
-		if err := appendServers(path, toml); err != nil {
+		wrote, err := appendServers(path, toml)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(m.Stdout, "wrote %d servers to %s (check it: tracebridge config check --config %s)\n", len(servers), path, path)
+		via := ""
+		if wrote != path {
+			via = " (the file " + path + " links to)"
+		}
+		fmt.Fprintf(m.Stdout, "wrote %d servers to %s%s (check it: tracebridge config check --config %s)\n", len(servers), wrote, via, path)
 	} else {
 		fmt.Fprintf(m.Stdout, "# tracebridge.toml: the servers of %s, behind tracebridge\n%s", src, toml)
 	}
@@ -297,24 +302,28 @@ func tomlTable(m map[string]string, f func(k, v string) string) string {
 
 // appendServers adds the imported sections to the config at path (created
 // 0600 when missing), refusing names it already has and checking that the
-// result still parses.
-func appendServers(path, sections string) error {
+// result still parses. A symlinked config is written where it points (the
+// link stays a link); it returns the file written.
+func appendServers(path, sections string) (string, error) {
 	imported, err := config.Parse("the imported sections", []byte(sections))
 	if err != nil {
-		return err
+		return "", err
+	}
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
 	}
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+		return "", err
 	}
 	if len(old) > 0 {
 		c, err := config.Parse(path, old)
 		if err != nil {
-			return fmt.Errorf("the config file is broken already; fix it first:\n%w", err)
+			return "", fmt.Errorf("the config file is broken already; fix it first:\n%w", err)
 		}
 		for name := range c.Servers {
 			if _, dup := imported.Servers[name]; dup {
-				return fmt.Errorf("%s already has [servers.%s]: remove it first, or import without --write and merge by hand", path, name)
+				return "", fmt.Errorf("%s already has [servers.%s]: remove it first, or import without --write and merge by hand", path, name)
 			}
 		}
 	}
@@ -323,10 +332,10 @@ func appendServers(path, sections string) error {
 		next = append(append(bytes.TrimRight(old, "\n"), '\n', '\n'), sections...)
 	}
 	if _, err := config.Parse(path, next); err != nil {
-		return fmt.Errorf("the imported sections do not fit %s (nothing written):\n%w", path, err)
+		return "", fmt.Errorf("the imported sections do not fit %s (nothing written):\n%w", path, err)
 	}
 	if err := events.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+		return "", err
 	}
-	return events.WriteFileAtomic(path, next, 0o600)
+	return path, events.WriteFileAtomic(path, next, 0o600)
 }

@@ -154,3 +154,28 @@ func FuzzParseClientConfig(f *testing.F) {
 		}
 	})
 }
+
+// I5: --write through a symlinked tracebridge.toml writes the file it
+// points to, and the link stays a link.
+func TestServersImportWritesThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real", "tb.toml"), filepath.Join(dir, "cfg", "tb.toml")
+	os.MkdirAll(filepath.Dir(real), 0o700)
+	os.MkdirAll(filepath.Dir(link), 0o700)
+	os.WriteFile(real, []byte("[policy]\ngrant = [\"text.search\"]\n"), 0o600)
+	if err := os.Symlink("../real/tb.toml", link); err != nil {
+		t.Fatal(err)
+	}
+	client := filepath.Join(dir, "c.json")
+	os.WriteFile(client, []byte(`{"mcpServers":{"fs":{"command":"npx","args":["x"]}}}`), 0o600)
+	out, err := exec.Command(tbBin, "servers", "import", client, "--write", "--config", link).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "wrote 1 servers to "+real) {
+		t.Fatalf("import --write: %v\n%s", err, out)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the config is no longer a symlink: %v %v", fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(real); !strings.Contains(string(b), "[servers.fs]") || !strings.Contains(string(b), "grant") {
+		t.Fatalf("the linked file:\n%s", b)
+	}
+}
