@@ -72,18 +72,7 @@ func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events
 	stderrDone.Add(1)
 	go func() {
 		defer stderrDone.Done()
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 0, 4096), 64<<10)
-		for sc.Scan() {
-			line := red.Value("stderr", sc.Text())
-			log.Info("upstream stderr", "line", line)
-			p.mu.Lock()
-			p.lines = append(p.lines, oneLine(line, 300))
-			if len(p.lines) > tailLines {
-				p.lines = p.lines[len(p.lines)-tailLines:]
-			}
-			p.mu.Unlock()
-		}
+		p.readStderr(stderr, log, red)
 	}()
 	go func() {
 		stderrDone.Wait() // every stderr line is read before Wait closes the pipe
@@ -95,6 +84,78 @@ func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// What of an upstream's stderr reaches the bridge's log: lines cut at
+// maxStderrLine bytes (the rest counted), at most stderrBudget lines a
+// minute (the rest counted and said once the minute is over). The pipe is
+// read to its end whatever comes through it, so the upstream never blocks
+// on a full stderr.
+const (
+	maxStderrLine = 4 << 10
+	stderrBudget  = 600
+)
+
+func (p *process) readStderr(r io.Reader, log *slog.Logger, red *events.Redactor) {
+	br := bufio.NewReaderSize(r, maxStderrLine)
+	var window time.Time
+	logged, dropped := 0, 0
+	for {
+		line, cut, err := readLine(br, maxStderrLine)
+		if len(line) > 0 || cut > 0 || err == nil {
+			text := red.Value("stderr", string(line))
+			if cut > 0 {
+				text += fmt.Sprintf(" …[line cut: %d more bytes]", cut)
+			}
+			if now := time.Now(); now.Sub(window) >= time.Minute {
+				if dropped > 0 {
+					log.Warn("upstream stderr lines not logged (over the budget)", "lines", dropped, "budget", stderrBudget, "per", "minute")
+				}
+				window, logged, dropped = now, 0, 0
+			}
+			if logged < stderrBudget {
+				logged++
+				log.Info("upstream stderr", "line", text)
+			} else {
+				dropped++
+			}
+			p.mu.Lock()
+			p.lines = append(p.lines, oneLine(text, 300))
+			if len(p.lines) > tailLines {
+				p.lines = p.lines[len(p.lines)-tailLines:]
+			}
+			p.mu.Unlock()
+		}
+		if err != nil {
+			if dropped > 0 {
+				log.Warn("upstream stderr lines not logged (over the budget)", "lines", dropped, "budget", stderrBudget, "per", "minute")
+			}
+			return
+		}
+	}
+}
+
+// readLine reads one line (without its newline) of at most max bytes from
+// br, discarding and counting the rest of a longer one.
+func readLine(br *bufio.Reader, max int) (line []byte, cut int, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if room := max - len(line); room > 0 {
+			line = append(line, frag[:min(len(frag), room)]...)
+			cut += len(frag) - min(len(frag), room)
+		} else {
+			cut += len(frag)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+		} else if cut > 0 && len(frag) > 0 && frag[len(frag)-1] == '\n' {
+			cut--
+		}
+		return line, cut, err
+	}
+}
 
 // tail is the last stderr lines, joined with " | ".
 func (p *process) tail() string {
@@ -151,15 +212,16 @@ func (p *process) exitText() string {
 func (p *process) markStopping() { p.stopFlag.Store(true) }
 
 // stop closes stdin (a well-behaved server exits), then kills the process
-// if it has not exited within 2s.
+// if it has not exited within 2s; either way what is left of its process
+// group (children it started) is killed.
 func (p *process) stop() {
 	p.markStopping()
 	p.stdin.Close()
 	select {
 	case <-p.done:
-		return
 	case <-time.After(2 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
 	}
-	p.cmd.Process.Kill()
-	<-p.done
+	killGroup(p.pid())
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -98,6 +99,13 @@ func runFaultUpstream() {
 			fmt.Fprintf(os.Stderr, "flood %d %s\n", i, strings.Repeat("E", 100))
 		}
 		return "flooded", nil
+	})
+	add("spawn", "starts a child that stays in its process group, its pid written to the file text names", true, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+		c := exec.Command("sleep", "300")
+		if err := c.Start(); err != nil {
+			return "", err
+		}
+		return "spawned", os.WriteFile(a.Text, []byte(fmt.Sprint(c.Process.Pid)), 0o600)
 	})
 	add("logflood", "sends 2000 log messages", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
 		for i := range 2000 {

@@ -305,3 +305,40 @@ func TestHeadersNeverFollowARedirectElsewhere(t *testing.T) {
 		t.Fatalf("the refused redirect is not reported as an export failure:\n%s", out)
 	}
 }
+
+// G6, G5d, G11: an upstream that writes one 70 KB stderr line and then
+// floods stderr keeps answering (its stderr is drained whatever it holds),
+// the bridge's log holds a bounded share of the flood, and a child the
+// upstream started in its process group ends with the bridge.
+func TestUpstreamStderrAndChildren(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	cfg := hostileConfig(t, "", map[string]string{"s": "env = { TB_FAULT_UPSTREAM = \"1\" }\ntimeout = \"5s\""})
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg)
+	for _, tool := range []string{"s__ok", "s__stderrline", "s__stderrflood", "s__stderrflood", "s__stderrflood", "s__ok", "s__ok"} {
+		if res, _, code := b.call(t, tool, map[string]any{}); code != "" {
+			t.Fatalf("%s after a long stderr line: %q %s", tool, code, textOf(res))
+		}
+	}
+	pidFile := filepath.Join(dir, "child.pid")
+	if _, _, code := b.call(t, "s__spawn", map[string]any{"text": pidFile}); code != "" {
+		t.Fatal(code)
+	}
+	pid, _ := os.ReadFile(pidFile)
+	b.close(t)
+	eventually(t, 10*time.Second, "the upstream's child ends with the bridge", func() bool {
+		st, err := os.ReadFile("/proc/" + string(pid) + "/stat")
+		return err != nil || strings.Contains(string(st), ") Z ") // gone, or a zombie waiting for init
+	})
+	logs, _ := filepath.Glob(filepath.Join(data, "logs", "*.log"))
+	var total int64
+	for _, l := range logs {
+		if fi, err := os.Stat(l); err == nil {
+			total += fi.Size()
+		}
+	}
+	if total > 1<<20 {
+		t.Fatalf("6000 stderr lines grew the bridge's logs to %d bytes", total)
+	}
+}

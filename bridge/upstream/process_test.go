@@ -1,0 +1,54 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// G6: a stderr line longer than any buffer is cut and counted, and the
+// lines after it are read; G5d: past the budget, lines are counted, not
+// logged.
+func TestStderrIsReadToTheEnd(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("first\n")
+	in.WriteString(strings.Repeat("L", 70000) + "\n")
+	for range 2000 {
+		in.WriteString("flood " + strings.Repeat("E", 100) + "\n")
+	}
+	in.WriteString("last words")
+	var logged bytes.Buffer
+	p := &process{}
+	red := events.NewRedactor(make([]byte, 32))
+	p.readStderr(strings.NewReader(in.String()), slog.New(slog.NewTextHandler(&logged, nil)), red)
+	out := logged.String()
+	if !strings.Contains(out, "first") || !strings.Contains(out, "line cut: 65904 more bytes") {
+		t.Fatalf("the long line is not cut and counted:\n%.600s", out)
+	}
+	if n := strings.Count(out, "msg=\"upstream stderr\""); n != stderrBudget {
+		t.Fatalf("%d lines logged, want the budget %d", n, stderrBudget)
+	}
+	if !strings.Contains(out, "lines=1403") {
+		t.Fatalf("the lines over the budget are not counted:\n%s", out[len(out)-400:])
+	}
+	if !strings.Contains(p.tail(), "last words") {
+		t.Fatalf("the tail misses the last line: %s", p.tail())
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	br := bufio.NewReaderSize(strings.NewReader("abc\n"+strings.Repeat("x", 40)+"\n\nz"), 16)
+	for _, want := range []struct {
+		line string
+		cut  int
+	}{{"abc", 0}, {strings.Repeat("x", 10), 30}, {"", 0}, {"z", 0}} {
+		line, cut, _ := readLine(br, 10)
+		if string(line) != want.line || cut != want.cut {
+			t.Fatalf("readLine: %q cut %d, want %q cut %d", line, cut, want.line, want.cut)
+		}
+	}
+}
