@@ -59,4 +59,3 @@ func TestSameUserShutsOtherUsersOut(t *testing.T) {
 		t.Fatalf("this user: %v %q", err, out)
 	}
 }
-
