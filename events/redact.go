@@ -40,8 +40,21 @@ type Redactor struct {
 	mu       sync.RWMutex
 	secrets  map[string]bool
 	replacer *strings.Replacer
+	folds    []fold       // the secrets' case-folded spellings, longest first
 	shared   *SecretCache // nil: this process's secrets only
 }
+
+// fold is a secret's spelling matched whatever its case: the whole value,
+// and each long run of letters and digits in it (what a tokenizer such as
+// bm25's makes of it), ASCII-lowercased.
+type fold struct {
+	lower string
+	mark  string
+}
+
+// minFoldRun is the shortest run of letters and digits of a secret that is
+// redacted on its own: shorter ones would redact common words.
+const minFoldRun = 8
 
 // Share makes r register, before it redacts, every secret another process
 // of the data dir put in c, and put every secret it registers there.
@@ -181,7 +194,122 @@ func (r *Redactor) register(secret string, share bool) error {
 		args = append(args, p.old, p.new)
 	}
 	r.replacer = strings.NewReplacer(args...)
+	var folds []fold // a new slice: readers may hold the old one
+	seenFold := map[string]bool{}
+	for sec := range r.secrets {
+		mark := r.mark("secret", sec)
+		for _, f := range foldedForms(sec) {
+			if !seenFold[f] {
+				seenFold[f] = true
+				folds = append(folds, fold{f, mark})
+			}
+		}
+	}
+	r.folds = folds
+	slices.SortFunc(r.folds, func(a, b fold) int {
+		if c := cmp.Compare(len(b.lower), len(a.lower)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.lower, b.lower)
+	})
 	return nil
+}
+
+// foldedForms are the spellings of s matched case-insensitively: s, and
+// its runs of letters and digits of minFoldRun or more when s has others.
+func foldedForms(s string) []string {
+	out := []string{asciiLower(s)}
+	runs := strings.FieldsFunc(s, func(c rune) bool { return !isAlnum(c) })
+	if len(runs) > 1 || (len(runs) == 1 && runs[0] != s) {
+		for _, r := range runs {
+			if len(r) >= minFoldRun {
+				out = append(out, asciiLower(r))
+			}
+		}
+	}
+	return out
+}
+
+func isAlnum(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c > 127 }
+
+// asciiLower lowercases ASCII letters only: byte offsets stay those of s.
+// A string without capitals is returned as it is (no copy).
+func asciiLower(s string) string {
+	i := strings.IndexFunc(s, func(c rune) bool { return c >= 'A' && c <= 'Z' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// scrubFolded replaces every case variant of a registered secret (and of
+// its long alphanumeric runs) in v, longest first.
+func scrubFolded(v string, folds []fold) string {
+	lv := asciiLower(v)
+	type span struct {
+		start, end int
+		mark       string
+	}
+	var spans []span
+	taken := func(a, b int) bool {
+		for _, s := range spans {
+			if a < s.end && s.start < b {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range folds {
+		for from := 0; ; {
+			i := strings.Index(lv[from:], f.lower)
+			if i < 0 {
+				break
+			}
+			a, b := from+i, from+i+len(f.lower)
+			if !taken(a, b) {
+				spans = append(spans, span{a, b, f.mark})
+			}
+			from = b
+		}
+	}
+	if len(spans) == 0 {
+		return v
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	var sb strings.Builder
+	at := 0
+	for _, s := range spans {
+		sb.WriteString(v[at:s.start])
+		sb.WriteString(s.mark)
+		at = s.end
+	}
+	sb.WriteString(v[at:])
+	return sb.String()
+}
+
+// Covers reports whether term is, whatever its case, a registered secret
+// or a part of one (of MinSecretLen bytes or more): a tool that echoes
+// terms of its input (bm25's matchedTerms) leaves such a term out.
+func (r *Redactor) Covers(term string) bool {
+	if len(term) < MinSecretLen {
+		return false
+	}
+	r.pull()
+	lt := asciiLower(term)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for s := range r.secrets {
+		if strings.Contains(asciiLower(s), lt) {
+			return true
+		}
+	}
+	return false
 }
 
 // encodedForms lists the spellings of s that Register redacts.
@@ -329,10 +457,13 @@ func (r *Redactor) Scrub(v string) string {
 
 func (r *Redactor) scrub(v string) string {
 	r.mu.RLock()
-	rep := r.replacer
+	rep, folds := r.replacer, r.folds
 	r.mu.RUnlock()
 	if rep != nil {
 		v = rep.Replace(v)
+	}
+	if len(folds) > 0 {
+		v = scrubFolded(v, folds)
 	}
 	for _, f := range secretFormats {
 		if hinted(v, f.hints) && f.re.MatchString(v) {

@@ -93,7 +93,7 @@ func TestGoldenFrames(t *testing.T) {
 	client := pipe.NewClient(pipe.ClientOptions{Path: sock, Recorder: em, Logger: quiet})
 	defer client.Close()
 
-	cat, err := executor.NewCatalog(append(append([]*executor.Tool{tools.Regex(), tools.BM25()}, tools.Workspace(client)...), tools.Trace(node)...)...)
+	cat, err := executor.NewCatalog(append(append([]*executor.Tool{tools.Regex(), tools.BM25(nil)}, tools.Workspace(client)...), tools.Trace(node)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/tracebridge/tracebridge/events"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -44,14 +45,28 @@ type BM25Result struct {
 }
 
 // BM25 is the bm25_text_search tool.
-func BM25() *executor.Tool {
+//
+// secret, when set, says whether a term is a registered secret or part of
+// one: such a term is left out of matchedTerms (the client sent it, but the
+// answer is recorded, and the log must not hold it in any spelling).
+func BM25(secret func(term string) bool) *executor.Tool {
+	run := BM25Rank
+	if secret != nil {
+		run = func(ctx context.Context, a BM25Args) (BM25Result, error) {
+			res, err := BM25Rank(ctx, a)
+			for i := range res.Results {
+				res.Results[i].MatchedTerms = slices.DeleteFunc(res.Results[i].MatchedTerms, secret)
+			}
+			return res, err
+		}
+	}
 	return &executor.Tool{
 		Descriptor: executor.Descriptor{
 			ID: "bm25_text_search", Category: "search", Source: "builtin", Capabilities: []string{config.CapTextSearch},
 			Description: "Rank given entries against a query with Okapi BM25 (k1, b adjustable). The corpus is only the entries of this request. Returns scores and matched terms, best first.",
 		},
 		InputSchema: executor.SchemaFor[BM25Args](),
-		Run:         typedRun(BM25Rank),
+		Run:         typedRun(run),
 	}
 }
 

@@ -31,7 +31,8 @@ import (
 //   - (c) the value double-JSON-escaped.
 func TestSecretCanaryAcrossProcesses(t *testing.T) {
 	canary := fmt.Sprintf(`cnry"\%016x`, rand.Uint64())
-	t.Logf("canary %q", canary)
+	mixed := fmt.Sprintf("ZqCanaryMixedCase%016xEFGH", rand.Uint64()) // SEC1: recorded in no case
+	t.Logf("canary %q, mixed %q", canary, mixed)
 	base := t.TempDir()
 	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
 	os.MkdirAll(ws, 0o755)
@@ -39,8 +40,8 @@ func TestSecretCanaryAcrossProcesses(t *testing.T) {
 	up := start(t, tbBin, data, "up", "--root", ws, "--ui", "127.0.0.1:0") // no TB_CANARY: it cannot resolve the secret
 	url := uiURL(t, data)
 	b := startBridge(t, tbBin, data, "2025-06-18",
-		writeConfig(t, "[approval]\nmode = \"allow\"\n[policy]\ngrant = [\"text.search\", \"workspace.read\", \"workspace.write\"]\n[secrets.API]\nenv = \"TB_CANARY\"\n[tools.regex_text_search]\nsecrets = [\"API\"]\n"),
-		"TB_CANARY="+canary)
+		writeConfig(t, "[approval]\nmode = \"allow\"\n[policy]\ngrant = [\"text.search\", \"workspace.read\", \"workspace.write\"]\n[secrets.API]\nenv = \"TB_CANARY\"\n[secrets.MIX]\nenv = \"TB_MIXED\"\n[tools.regex_text_search]\nsecrets = [\"API\"]\n"),
+		"TB_CANARY="+canary, "TB_MIXED="+mixed)
 
 	once, _ := json.Marshal(canary)
 	twice, _ := json.Marshal(string(once))
@@ -48,6 +49,13 @@ func TestSecretCanaryAcrossProcesses(t *testing.T) {
 	b.call(t, "bm25_text_search", map[string]any{"query": canary, "entries": []any{map[string]string{"id": "x", "text": "y"}}})
 	// (c) double-JSON-escaped inside an argument.
 	b.call(t, "bm25_text_search", map[string]any{"query": string(twice), "entries": []any{map[string]string{"id": "x", "text": "y"}}})
+	// SEC1: bm25 lowercases what it matches; the client's mixed-case
+	// secret and its case variants reach neither the answer nor the log.
+	bm, _, _ := b.call(t, "bm25_text_search", map[string]any{"query": mixed + " " + strings.ToUpper(mixed), "entries": []any{
+		map[string]string{"id": "x", "text": "the key is " + strings.ToLower(mixed)}}})
+	if strings.Contains(strings.ToLower(textOf(bm)), strings.ToLower(mixed)) {
+		t.Errorf("bm25 echoes the secret: %s", textOf(bm))
+	}
 	// (b) the host: a review, a proposal applied by the operator CLI.
 	if _, _, code := b.call(t, "present_review", map[string]any{"content": "# Review\n\nkey " + canary + " and " + string(twice), "mode": "replace"}); code != "" {
 		t.Fatalf("present_review: %s", code)
@@ -95,7 +103,8 @@ func TestSecretCanaryAcrossProcesses(t *testing.T) {
 	})
 	needles := []string{canary, string(once[1 : len(once)-1]), string(twice[1 : len(twice)-1]),
 		hex.EncodeToString([]byte(canary)), base64.StdEncoding.EncodeToString([]byte(canary))[:12],
-		html.EscapeString(canary), template.HTMLEscapeString(canary)}
+		html.EscapeString(canary), template.HTMLEscapeString(canary),
+		mixed, strings.ToLower(mixed), strings.ToUpper(mixed)}
 	for where, hay := range haystacks {
 		for _, n := range needles {
 			if strings.Contains(hay, n) {
@@ -141,7 +150,15 @@ func TestSecretCanaryAcrossProcesses(t *testing.T) {
 			all[m[1]] = true
 		}
 	}
-	if len(all) != 1 || len(byKind["mcp.response.sent"]) == 0 || len(byKind["review.presented"]) == 0 {
+	// Two secrets (the canary, the mixed-case one): two fingerprints, and
+	// the host (which saw only the canary) used the bridge's for it.
+	host := byKind["review.presented"]
+	if len(all) != 2 || len(host) != 1 || len(byKind["mcp.response.sent"]) == 0 {
 		t.Errorf("one secret should have one fingerprint in the bridge's and the host's events: %v", byKind)
+	}
+	for fp := range host {
+		if !byKind["mcp.response.sent"][fp] {
+			t.Errorf("the host's fingerprint %s of the canary is not the bridge's: %v", fp, byKind)
+		}
 	}
 }

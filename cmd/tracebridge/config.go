@@ -180,7 +180,7 @@ func (m *Main) knownTools(c *config.Config) (ids, caps map[string]bool) {
 	for _, cap := range []string{config.CapTextSearch, config.CapTraceRead, config.CapWorkspaceRead, config.CapWorkspaceWrite, config.CapProcessRun} {
 		caps[cap] = true
 	}
-	all := append([]*executor.Tool{tools.Regex(), tools.BM25()}, tools.Workspace(nil)...)
+	all := append([]*executor.Tool{tools.Regex(), tools.BM25(nil)}, tools.Workspace(nil)...)
 	all = append(append(all, tools.Trace(nil)...), testTools()...)
 	if len(c.Discovery.Dirs) > 0 {
 		found, _ := tools.Discover(expandHome(c.Discovery.Dirs, m.Getenv("HOME")))

@@ -171,7 +171,7 @@ func runToken(_ context.Context, m *Main, args []string) error {
 // workspace tools forwarded to the host over the pipe), the test
 // tools of a tb_testtools build, and discovered ones when configured.
 func (m *Main) catalog(cfg *config.Config, em *events.Emitter, host tools.HostCaller, log tools.TraceLog, extra ...*executor.Tool) (*executor.Catalog, error) {
-	all := append([]*executor.Tool{tools.Regex(), tools.BM25()}, tools.Workspace(host)...)
+	all := append([]*executor.Tool{tools.Regex(), tools.BM25(em.Redactor().Covers)}, tools.Workspace(host)...)
 	all = append(all, extra...)
 	all = append(all, tools.Trace(log)...)
 	all = append(all, testTools()...)
