@@ -230,7 +230,9 @@ func foldedForms(s string) []string {
 	return out
 }
 
-func isAlnum(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c > 127 }
+func isAlnum(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c > 127
+}
 
 // asciiLower lowercases ASCII letters only: byte offsets stay those of s.
 // A string without capitals is returned as it is (no copy).
