@@ -52,6 +52,10 @@ func (s *Server) acceptTool(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the tool changed again since the page showed it: reload and look again")
 		return
 	}
+	if _, whole := upstream.DescriptorDiff(*pin, s.opts.Descriptors); !whole {
+		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the new descriptor cannot be shown whole, so it cannot be accepted")
+		return
+	}
 	req := s.opts.Rec.NewID()
 	s.opts.Rec.Emit(upstream.Acceptance(req, *pin, s.opts.Operator+" (ui)", r.PostForm.Get("reason")))
 	if err := s.opts.Rec.Flush(r.Context(), req); err != nil {

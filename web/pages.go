@@ -379,8 +379,9 @@ type approvalsData struct {
 // changedTool is an upstream tool refused with ToolChanged until an
 // operator accepts its new descriptor, with the diff to look at.
 type changedTool struct {
-	Pin  projections.Pin
-	Diff string
+	Pin   projections.Pin
+	Diff  string
+	Whole bool // both descriptors are shown whole (else it cannot be accepted)
 }
 
 // recentDone is how many decided proposals the approvals page shows with
@@ -402,7 +403,8 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 	for _, row := range rows {
 		var pin projections.Pin
 		if json.Unmarshal(row, &pin) == nil && pin.Pending != "" {
-			d.Changed = append(d.Changed, changedTool{Pin: pin, Diff: upstream.DescriptorDiff(pin)})
+			diff, whole := upstream.DescriptorDiff(pin, s.opts.Descriptors)
+			d.Changed = append(d.Changed, changedTool{Pin: pin, Diff: diff, Whole: whole})
 		}
 	}
 	var list []*host.Proposal

@@ -73,6 +73,9 @@ type Options struct {
 	// LaunchKey signs launch tokens (MintLaunchToken); empty: a fresh
 	// random one. Whoever holds it can mint a way in: keep it 0600.
 	LaunchKey []byte
+	// Descriptors is where upstream descriptors are kept whole by hash
+	// (the data dir's descriptors/). Empty: only the recorded ones.
+	Descriptors string
 	// Operator names who decides in recorded decisions ("operator:alice").
 	Operator string
 }

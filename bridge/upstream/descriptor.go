@@ -36,12 +36,13 @@ func canonical(v any) any {
 	return out
 }
 
-// pinnedTool is the tool p pins, read back from its canonical descriptor;
-// false when that descriptor is not whole (cut as a long attribute) or
-// does not hash to the pin.
-func pinnedTool(p projections.Pin) (*sdk.Tool, bool) {
+// pinnedTool is the tool p pins, read back from its canonical descriptor
+// (kept whole in dir, or as recorded); false when that descriptor is not
+// whole or does not hash to the pin.
+func pinnedTool(p projections.Pin, dir string) (*sdk.Tool, bool) {
+	desc, ok := wholeDescriptor(dir, p.Hash, p.Descriptor)
 	var t sdk.Tool
-	if json.Unmarshal([]byte(p.Descriptor), &t) != nil {
+	if !ok || json.Unmarshal([]byte(desc), &t) != nil {
 		return nil, false
 	}
 	if _, hash := Describe(&t); hash != p.Hash {

@@ -47,6 +47,9 @@ type Options struct {
 	// Dial, when set, connects to a server instead of starting its command
 	// or dialing its URL (a session re-drive answers from the recording).
 	Dial func(ctx context.Context, server string) (sdk.Transport, error)
+	// Descriptors is the folder where each descriptor seen is kept whole,
+	// named by its hash (the data dir's descriptors/). Empty: none kept.
+	Descriptors string
 	// Getenv reads the bridge's environment for what a stdio upstream
 	// inherits (config.BaseEnv and its inherit_env). Nil: nothing is
 	// inherited; the upstream gets only its own env.
@@ -172,6 +175,11 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		}
 		desc, hash := Describe(t)
 		st := &toolState{tool: t, desc: desc, hash: hash}
+		if s.g.opts.Emitter.Redactor().Scrub(desc) == desc { // one holding a secret is not kept
+			if err := SaveDescriptor(s.g.opts.Descriptors, desc, hash); err != nil {
+				s.g.opts.Logger.Warn("a descriptor could not be kept whole", "server", s.name, "tool", t.Name, "err", err)
+			}
+		}
 		next[t.Name] = st
 		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: ToolName(s.name, t.Name),
 			projections.AttrHash: hash, projections.AttrDescriptor: desc}
@@ -179,7 +187,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		shown[t.Name] = st
 		if known && p.Hash != hash {
 			delete(shown, t.Name)
-			if pt, ok := pinnedTool(p); ok {
+			if pt, ok := pinnedTool(p, s.g.opts.Descriptors); ok {
 				shown[t.Name] = &toolState{tool: pt, hash: p.Hash}
 			}
 		}
@@ -187,8 +195,11 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		case !known || (p.Hash == hash && p.State == projections.PinRemoved):
 			s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
 			shown[t.Name] = st
-		case p.Hash == hash || p.Pending == hash:
-			// as pinned, or a change already announced
+		case p.Hash == hash || p.Pending != "":
+			// as pinned, or a change already announced: one pending change
+			// is recorded until it is accepted (a server whose descriptors
+			// change at every listing records one per tool, not one per
+			// listing); calls stay refused meanwhile
 		default:
 			pinAttrs["pinned"] = p.Hash
 			pinAttrs["error"] = fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name)

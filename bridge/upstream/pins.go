@@ -21,15 +21,26 @@ func Acceptance(req events.ID, p projections.Pin, by, reason string) events.Even
 
 // DescriptorDiff is a unified diff of p's pinned descriptor against its
 // changed one, one JSON key per line, so a changed description, schema or
-// annotation reads as such.
-func DescriptorDiff(p projections.Pin) string {
-	return host.UnifiedDiff(p.Name, indentJSON(p.Descriptor), indentJSON(p.PendingDescriptor))
+// annotation reads as such; long texts (a description) are split at their
+// line breaks. Both are read whole from dir (the descriptors kept by hash)
+// when the recorded ones were cut; whole says whether both are whole.
+func DescriptorDiff(p projections.Pin, dir string) (diff string, whole bool) {
+	old, okOld := wholeDescriptor(dir, p.Hash, p.Descriptor)
+	next, okNew := wholeDescriptor(dir, p.Pending, p.PendingDescriptor)
+	return host.UnifiedDiff(p.Name, indentJSON(old), indentJSON(next)), okOld && okNew
 }
 
+// indentJSON is s indented, one key per line; a string value with line
+// breaks (a long description) continues on lines of its own, each marked
+// "|", so a line added in the middle of it reads as one added line.
 func indentJSON(s string) string {
 	var b bytes.Buffer
 	if json.Indent(&b, []byte(s), "", "  ") != nil {
 		return s + "\n"
 	}
-	return strings.TrimRight(b.String(), "\n") + "\n"
+	var out strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		out.WriteString(strings.ReplaceAll(line, `\n`, "\n  | ") + "\n")
+	}
+	return out.String()
 }

@@ -91,7 +91,7 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 			},
 			//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 			Log:  func(ctx context.Context, lp *sdk.LoggingMessageParams) { srv.ForwardLog(ctx, lp) },
-			Dial: p.Dial, Getenv: m.Getenv, Version: p.Version, Now: p.Now, Logger: p.Logger})
+			Dial: p.Dial, Getenv: m.Getenv, Descriptors: descriptorsOf(p.Dir), Version: p.Version, Now: p.Now, Logger: p.Logger})
 		opts.BeforeList = gw.Ensure
 		opts.Passthrough = gw
 	}
@@ -102,4 +102,12 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 		closeAll = func() { gw.Close(); hostClient.Close() }
 	}
 	return srv, x, closeAll, nil
+}
+
+// descriptorsOf is where dir keeps descriptors whole ("" for none).
+func descriptorsOf(dir hub.DataDir) string {
+	if dir == "" {
+		return ""
+	}
+	return dir.Descriptors()
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -426,7 +427,20 @@ func TestGatewayPinning(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "fault__ok") {
 		t.Fatalf("tools list: %v\n%s", err, out)
 	}
-	out, err = exec.Command(tbBin, "--data", data, "tools", "accept", "fault__ok", "--reason", "reviewed").CombinedOutput()
+	out, err = exec.Command(tbBin, "--data", data, "tools", "diff", "fault__ok").CombinedOutput()
+	m := regexp.MustCompile(`tools accept fault__ok --hash ([0-9a-f]{12})`).FindStringSubmatch(string(out))
+	if err != nil || m == nil {
+		t.Fatalf("tools diff does not say how to accept what it shows: %v\n%s", err, out)
+	}
+	// G4a: accept is bound to the hash reviewed; without it, or with
+	// another, it refuses.
+	if out, err := exec.Command(tbBin, "--data", data, "tools", "accept", "fault__ok").CombinedOutput(); err == nil {
+		t.Fatalf("tools accept without --hash: %s", out)
+	}
+	if out, err := exec.Command(tbBin, "--data", data, "tools", "accept", "fault__ok", "--hash", "0123456789ab").CombinedOutput(); err == nil || !strings.Contains(string(out), "HashChanged") {
+		t.Fatalf("tools accept with another hash: %v %s", err, out)
+	}
+	out, err = exec.Command(tbBin, "--data", data, "tools", "accept", "fault__ok", "--hash", m[1], "--reason", "reviewed").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "accepted fault__ok") {
 		t.Fatalf("tools accept: %v\n%s", err, out)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tracebridge/tracebridge/bridge/upstream"
@@ -16,7 +17,7 @@ import (
 
 const toolsHelp = `tools list [--state pinned|changed|removed] [--json]
        tracebridge tools diff TOOL
-       tracebridge tools accept TOOL [--reason TEXT]
+       tracebridge tools accept TOOL --hash HASH [--reason TEXT]
 
 The tools of upstream MCP servers ([servers.NAME] in tracebridge.toml) are
 pinned: the first time the bridge sees a tool, the hash of its descriptor (name,
@@ -27,7 +28,9 @@ looks at the change and accepts it.
 
   list     every pinned tool: its catalog name, state and hash
   diff     what changed: the pinned descriptor against the new one
-  accept   pin the new descriptor (recorded as upstream.tool.accepted)
+  accept   pin the new descriptor you reviewed: --hash is the hash diff printed;
+           a descriptor that changed since is refused (HashChanged), and one
+           that cannot be shown whole cannot be accepted
 
 TOOL is the catalog name (server__tool) or server/tool.`
 
@@ -36,6 +39,7 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 	asJSON := fs.Bool("json", false, "list as JSON")
 	state := fs.String("state", "", "list only tools in this `STATE` (pinned, changed, removed)")
 	reason := fs.String("reason", "", "why (recorded with the acceptance)")
+	hash := fs.String("hash", "", "accept only this pending `HASH` (as `tools diff` printed it)")
 	if err := m.parse(fs, toolsHelp, args); err != nil {
 		return err
 	}
@@ -104,7 +108,17 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 			fmt.Fprintf(m.Stdout, "%s is as pinned (%s): nothing to accept\n", p.Name, short12(p.Hash))
 			return nil
 		}
-		fmt.Fprint(m.Stdout, upstream.DescriptorDiff(p))
+		dir, err := m.dataDir()
+		if err != nil {
+			return err
+		}
+		diff, whole := upstream.DescriptorDiff(p, dir.Descriptors())
+		fmt.Fprint(m.Stdout, diff)
+		if !whole {
+			fmt.Fprintf(m.Stdout, "\nnote: a descriptor above is cut (it is longer than the log keeps and was not kept whole): it cannot be accepted\n")
+			return nil
+		}
+		fmt.Fprintf(m.Stdout, "\nto pin the new descriptor: tracebridge tools accept %s --hash %s\n", p.Name, short12(p.Pending))
 		return nil
 	case "accept":
 		if len(rest) != 2 {
@@ -116,6 +130,21 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 		}
 		if p.Pending == "" {
 			return fmt.Errorf("%s: %s has no changed descriptor waiting (state %s)", events.CodeNotPending, p.Name, p.State)
+		}
+		// Bound to what the operator reviewed: the hash `tools diff`
+		// printed. A descriptor that changed again since is refused.
+		if len(*hash) < 12 {
+			return usageError{fmt.Sprintf("accept needs --hash, the hash `tracebridge tools diff %s` printed (12 digits or more): what you accept is what you reviewed", p.Name)}
+		}
+		if !strings.HasPrefix(p.Pending, strings.ToLower(*hash)) {
+			return fmt.Errorf("%s: %s changed again since the diff you reviewed (it now waits as %s): run `tracebridge tools diff %s` again", events.CodeHashChanged, p.Name, short12(p.Pending), p.Name)
+		}
+		dir, err := m.dataDir()
+		if err != nil {
+			return err
+		}
+		if _, whole := upstream.DescriptorDiff(p, dir.Descriptors()); !whole {
+			return fmt.Errorf("%s: the new descriptor of %s cannot be shown whole, so it cannot be accepted (remove the tool with [servers.NAME] deny, or ask the server's maintainer)", events.CodeHashChanged, p.Name)
 		}
 		node.Close()
 		// Writing needs the hub: this process becomes it when none runs.

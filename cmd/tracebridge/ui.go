@@ -68,7 +68,7 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 	}
 	client := pipe.NewClient(pipe.ClientOptions{Path: hostPath, Recorder: em, Logger: log, Timeout: 35 * time.Second})
 	srv, err := web.New(web.Options{Addr: l.Addr().String(), Log: node, Host: client, Rec: em, Version: Version,
-		Logger: log, Now: m.Now, Operator: operator})
+		Logger: log, Now: m.Now, Operator: operator, Descriptors: dir.Descriptors()})
 	if err != nil {
 		l.Close()
 		return "", nil, err

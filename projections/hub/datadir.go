@@ -26,6 +26,9 @@ func (d DataDir) SecretCache() string { return filepath.Join(string(d), "keys", 
 func (d DataDir) SigningKey() string  { return filepath.Join(string(d), "keys", "checkpoint.key") }
 func (d DataDir) LogDir() string      { return filepath.Join(string(d), "logs") }
 
+// Descriptors holds upstream tool descriptors whole, by hash.
+func (d DataDir) Descriptors() string { return filepath.Join(string(d), "descriptors") }
+
 // Ensure creates the data dir with mode 0700, and refuses one that others
 // can read or write.
 func (d DataDir) Ensure() error {
