@@ -202,8 +202,8 @@ func (s *Server) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		return
 	}
 	b, _ := json.Marshal(req.Params.Data)
-	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, map[string]string{
-		"method": "notifications/message", "level": string(req.Params.Level), "logger": req.Params.Logger, "data": string(b)})
+	s.notification(&s.logs, "notifications/message", map[string]string{
+		"level": string(req.Params.Level), "logger": req.Params.Logger, "data": string(b)})
 	if f := s.g.opts.Log; f != nil {
 		p := *req.Params
 		if p.Logger == "" {
@@ -216,10 +216,19 @@ func (s *Server) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 }
 
 // onToolListChanged lists the upstream's tools again; the catalog and the
-// clients follow (the MCP server tells them tools/list_changed).
+// clients follow (the MCP server tells them tools/list_changed). A flood
+// of notifications makes at most one listing per refreshEvery.
 func (s *Server) onToolListChanged(context.Context, *sdk.ToolListChangedRequest) {
-	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, map[string]string{"method": "notifications/tools/list_changed"})
+	s.notification(&s.listChanged, "notifications/tools/list_changed", map[string]string{})
+	if !s.refreshQueued.CompareAndSwap(false, true) {
+		return // the queued listing will see this change too
+	}
 	go func() { // the handler runs on the connection's reader: never block it
+		if wait := time.Until(time.Unix(0, s.lastRefresh.Load()).Add(refreshEvery)); wait > 0 {
+			time.Sleep(wait)
+		}
+		s.refreshQueued.Store(false)
+		s.lastRefresh.Store(time.Now().UnixNano())
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.sess == nil {

@@ -36,6 +36,10 @@ type Server struct {
 
 	sem      chan struct{} // bounds the calls in flight
 	progress sync.Map      // progress token → *progressSink
+
+	logs, listChanged budget      // what of its notifications is recorded
+	refreshQueued     atomic.Bool // a list_changed listing waits to run
+	lastRefresh       atomic.Int64
 }
 
 // toolState is one listed tool: its descriptor as the upstream sent it and
@@ -53,7 +57,8 @@ type toolState struct {
 const maxInFlight = 32
 
 func newServer(g *Gateway, name string, cfg config.Server) *Server {
-	return &Server{g: g, name: name, cfg: cfg, tools: map[string]*toolState{}, sem: make(chan struct{}, maxInFlight)}
+	return &Server{g: g, name: name, cfg: cfg, tools: map[string]*toolState{}, sem: make(chan struct{}, maxInFlight),
+		logs: budget{n: logBudget, window: time.Minute}, listChanged: budget{n: listChangedBudget, window: time.Minute}}
 }
 
 // emit records one upstream event for request req (zero: none).
@@ -281,8 +286,33 @@ func (s *Server) recordExit(p *process, req, op events.ID) {
 	s.emit(events.KindUpstreamExited, events.ID{}, events.ID{}, events.Unavailable, events.CodeUpstreamUnavailable, time.Time{}, attrs)
 }
 
+// notification records one notification of method from the upstream
+// within b's budget (attrs are its own), and the count of those past the
+// budget once their window is over.
+func (s *Server) notification(b *budget, method string, attrs map[string]string) {
+	ok, dropped := b.take(s.g.opts.Now())
+	if dropped > 0 {
+		s.dropped(method, dropped)
+	}
+	if ok {
+		attrs["method"] = method
+		s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, attrs)
+	}
+}
+
+// dropped records how many notifications of method were not recorded.
+func (s *Server) dropped(method string, n int) {
+	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, map[string]string{
+		"method": method, "dropped": fmt.Sprint(n), "note": "notifications past the server's budget per minute are counted, not recorded one by one"})
+}
+
 // close ends the session and stops the process.
 func (s *Server) close() {
+	for method, b := range map[string]*budget{"notifications/message": &s.logs, "notifications/tools/list_changed": &s.listChanged} {
+		if n := b.drain(); n > 0 {
+			s.dropped(method, n)
+		}
+	}
 	s.mu.Lock()
 	s.closed = true
 	cs, p := s.sess, s.proc

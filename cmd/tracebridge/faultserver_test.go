@@ -107,6 +107,13 @@ func runFaultUpstream() {
 		}
 		return "spawned", os.WriteFile(a.Text, []byte(fmt.Sprint(c.Process.Pid)), 0o600)
 	})
+	add("listflood", "changes a tool 100 times, one tools/list_changed each (the SDK folds changes within 10ms)", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		for i := range 100 {
+			add("churn", fmt.Sprintf("churn %d", i), true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) { return "churned", nil })
+			time.Sleep(15 * time.Millisecond)
+		}
+		return "flooded", nil
+	})
 	add("logflood", "sends 2000 log messages", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
 		for i := range 2000 {
 			req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "flood", Data: fmt.Sprintf("m%d %s", i, strings.Repeat("x", 200))})

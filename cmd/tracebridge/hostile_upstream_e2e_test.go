@@ -387,3 +387,54 @@ func TestLongDescriptorsReviewedWholeAndChangesRecordedOnce(t *testing.T) {
 		t.Fatalf("accept: %v\n%s", err, out)
 	}
 }
+
+// G5: 6000 log messages and 100 tools/list_changed from one upstream are
+// recorded within the server's budget per minute, the rest counted in a
+// summary event; the log grows by a bounded amount whatever is sent.
+func TestUpstreamFloodsAreBounded(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	cfg := hostileConfig(t, "", map[string]string{"fl": "env = { TB_FAULT_UPSTREAM = \"1\" }"})
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg)
+	for _, tool := range []string{"fl__logflood", "fl__logflood", "fl__logflood", "fl__listflood"} {
+		if _, _, code := b.call(t, tool, map[string]any{}); code != "" {
+			t.Fatalf("%s: %s", tool, code)
+		}
+	}
+	time.Sleep(2 * time.Second) // the notifications are handled after the calls answered
+	b.close(t)
+	out, err := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, dropped := map[string]int{}, map[string]int{}
+	changed := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var e events.Event
+		json.Unmarshal([]byte(line), &e)
+		switch e.Kind {
+		case events.KindUpstreamNotification:
+			m := e.Attrs.Get("method")
+			if d := e.Attrs.Get("dropped"); d != "" {
+				var n int
+				fmt.Sscan(d, &n)
+				dropped[m] += n
+			} else {
+				recorded[m]++
+			}
+		case events.KindUpstreamToolChanged:
+			changed++
+		}
+	}
+	logs, lists := "notifications/message", "notifications/tools/list_changed"
+	if recorded[logs] > 100 || recorded[logs]+dropped[logs] != 6000 {
+		t.Errorf("6000 log messages: %d recorded, %d counted as dropped", recorded[logs], dropped[logs])
+	}
+	if recorded[lists] > 20 || recorded[lists]+dropped[lists] < 80 {
+		t.Errorf("100 list_changed: %d recorded, %d counted as dropped", recorded[lists], dropped[lists])
+	}
+	if changed > 1 {
+		t.Errorf("one tool changing 100 times recorded %d changes", changed)
+	}
+}
