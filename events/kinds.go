@@ -125,6 +125,7 @@ const (
 	KindUpstreamToolChanged  = "upstream.tool.changed"  // a pinned tool's descriptor changed: refused until accepted
 	KindUpstreamToolRemoved  = "upstream.tool.removed"  // a pinned tool is no longer listed
 	KindUpstreamToolAccepted = "upstream.tool.accepted" // an operator accepted a changed descriptor
+	KindUpstreamOfferRefused = "upstream.offer.refused" // a resource or template not served: it collides with the bridge's own or another server's
 )
 
 // Kinds of proposals, reviews and operator actions.
@@ -206,6 +207,7 @@ func init() {
 	kind(KindUpstreamToolChanged, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamToolRemoved, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamToolAccepted, BoundaryUpstream, Operator, Executor, true)
+	kind(KindUpstreamOfferRefused, BoundaryUpstream, Upstream, Executor, true)
 
 	kind(KindProposalCreated, BoundaryProposal, Host, Operator, false)
 	kind(KindProposalApproved, BoundaryProposal, Operator, Host, true)

@@ -47,6 +47,9 @@ type Options struct {
 	// Dial, when set, connects to a server instead of starting its command
 	// or dialing its URL (a session re-drive answers from the recording).
 	Dial func(ctx context.Context, server string) (sdk.Transport, error)
+	// Reserved are URI prefixes the bridge serves itself ("trace://"): no
+	// upstream resource or template overlapping one is served.
+	Reserved []string
 	// Descriptors is the folder where each descriptor seen is kept whole,
 	// named by its hash (the data dir's descriptors/). Empty: none kept.
 	Descriptors string
@@ -67,6 +70,9 @@ type Gateway struct {
 	servers map[string]*Server
 	names   []string
 	changed sync.Mutex // serialises Changed calls
+
+	conflictsMu sync.Mutex
+	conflicts   map[string]bool // resource collisions recorded
 }
 
 // New returns a gateway over opts.Config's servers; nothing starts yet.
@@ -83,7 +89,7 @@ func New(opts Options) *Gateway {
 	if opts.Getenv == nil {
 		opts.Getenv = func(string) string { return "" }
 	}
-	g := &Gateway{opts: opts, servers: map[string]*Server{}}
+	g := &Gateway{opts: opts, servers: map[string]*Server{}, conflicts: map[string]bool{}}
 	if opts.Config != nil {
 		for name, cfg := range opts.Config.Servers {
 			g.servers[name] = newServer(g, name, cfg)
@@ -230,6 +236,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 	if err := s.listExtrasLocked(ctx); err != nil {
 		s.g.opts.Logger.Warn("upstream prompts or resources could not be listed", "server", s.name, "err", err)
 	}
+	s.g.recordConflicts()
 	// Descriptors may change under the same names: the clients hear of
 	// every refresh, not only of added and removed tools.
 	if _, _, err := s.g.opts.Catalog.Replace("upstream:"+s.name, tools); err != nil {

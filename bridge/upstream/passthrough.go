@@ -3,8 +3,10 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
@@ -74,15 +76,16 @@ func (g *Gateway) Prompts() []*sdk.Prompt {
 	return out
 }
 
-// Resources are every server's resources; a URI two servers list is the
-// first one's (in name order).
+// Resources are the servers' resources that one server alone lists and
+// that are not the bridge's own (Options.Reserved): a URI two servers
+// list is served by neither (a read of it is refused as ambiguous), so no
+// server ever receives reads for a URI another listed.
 func (g *Gateway) Resources() []*sdk.Resource {
-	seen := map[string]bool{}
+	owners := g.uriOwners()
 	var out []*sdk.Resource
 	for _, name := range g.names {
 		for _, r := range g.servers[name].offers().resources {
-			if !seen[r.URI] {
-				seen[r.URI] = true
+			if o := owners[r.URI]; len(o) == 1 && o[0] == name && !g.reserved(r.URI) {
 				out = append(out, r)
 			}
 		}
@@ -90,19 +93,100 @@ func (g *Gateway) Resources() []*sdk.Resource {
 	return out
 }
 
-// ResourceTemplates are every server's resource templates.
+// ResourceTemplates are the servers' templates that do not overlap the
+// bridge's own (Options.Reserved) or another server's template: two
+// templates whose fixed prefixes (before the first variable) are one a
+// prefix of the other could both fit a URI, and neither is served.
 func (g *Gateway) ResourceTemplates() []*sdk.ResourceTemplate {
-	seen := map[string]bool{}
 	var out []*sdk.ResourceTemplate
 	for _, name := range g.names {
 		for _, t := range g.servers[name].offers().templates {
-			if !seen[t.URITemplate] {
-				seen[t.URITemplate] = true
+			if len(g.templateOwners(templatePrefix(t.URITemplate))) == 1 && !g.reserved(templatePrefix(t.URITemplate)) {
 				out = append(out, t)
 			}
 		}
 	}
 	return out
+}
+
+// reserved reports whether a URI (or a template's prefix) overlaps what
+// the bridge serves itself.
+func (g *Gateway) reserved(uri string) bool {
+	for _, r := range g.opts.Reserved {
+		if strings.HasPrefix(uri, r) || strings.HasPrefix(r, uri) {
+			return true
+		}
+	}
+	return false
+}
+
+func templatePrefix(t string) string {
+	prefix, _, _ := strings.Cut(t, "{")
+	return prefix
+}
+
+// uriOwners is which servers list each resource URI exactly.
+func (g *Gateway) uriOwners() map[string][]string {
+	out := map[string][]string{}
+	for _, name := range g.names {
+		for _, r := range g.servers[name].offers().resources {
+			if !slices.Contains(out[r.URI], name) {
+				out[r.URI] = append(out[r.URI], name)
+			}
+		}
+	}
+	return out
+}
+
+// templateOwners is which servers have a template whose prefix overlaps
+// prefix (one is a prefix of the other).
+func (g *Gateway) templateOwners(prefix string) []string {
+	var out []string
+	for _, name := range g.names {
+		for _, t := range g.servers[name].offers().templates {
+			p := templatePrefix(t.URITemplate)
+			if (strings.HasPrefix(p, prefix) || strings.HasPrefix(prefix, p)) && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// recordConflicts records, once each, the resources and templates not
+// served because they collide with the bridge's own or another server's.
+func (g *Gateway) recordConflicts() {
+	refuse := func(key, what, reason string, servers []string) {
+		g.conflictsMu.Lock()
+		seen := g.conflicts[key]
+		g.conflicts[key] = true
+		g.conflictsMu.Unlock()
+		if seen {
+			return
+		}
+		g.opts.Emitter.Emit(events.Event{Kind: events.KindUpstreamOfferRefused, Outcome: events.Denied, Code: events.CodeAmbiguous,
+			Attrs: events.AttrsOf(map[string]string{"offer": what, projections.AttrServer: strings.Join(servers, ","), events.AttrReason: reason})})
+		g.opts.Logger.Warn("upstream resource not served", "offer", what, "servers", servers, "reason", reason)
+	}
+	for uri, o := range g.uriOwners() {
+		switch {
+		case g.reserved(uri):
+			refuse("r "+uri, uri, "the bridge serves this URI itself", o)
+		case len(o) > 1:
+			refuse("r "+uri, uri, "several servers list this URI: none is sent its reads", o)
+		}
+	}
+	for _, name := range g.names {
+		for _, t := range g.servers[name].offers().templates {
+			p := templatePrefix(t.URITemplate)
+			switch o := g.templateOwners(p); {
+			case g.reserved(p):
+				refuse("t "+t.URITemplate, t.URITemplate, "it overlaps the bridge's own resources", []string{name})
+			case len(o) > 1:
+				refuse("t "+t.URITemplate, t.URITemplate, "it overlaps another server's template: neither is sent reads that both fit", o)
+			}
+		}
+	}
 }
 
 // GetPrompt fetches an exposed prompt from its server, recorded as the
@@ -122,42 +206,51 @@ func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, arg
 	return nil, fmt.Errorf("no upstream server offers prompt %q", name)
 }
 
-// ReadResource reads uri from the server that listed it (or whose template
-// it fits), recorded as the upstream hop of request req.
+// ReadResource reads uri from the one server that listed it, else the one
+// server whose template fits it, recorded as the upstream hop of request
+// req. A URI the bridge serves itself, or that several servers claim, is
+// refused.
 func (g *Gateway) ReadResource(ctx context.Context, req events.ID, uri string) (*sdk.ReadResourceResult, error) {
-	s := g.resourceServer(uri)
-	if s == nil {
-		return nil, sdk.ResourceNotFoundError(uri)
+	s, err := g.resourceServer(uri)
+	if err != nil {
+		return nil, err
 	}
 	var res *sdk.ReadResourceResult
-	err := s.roundTrip(ctx, req, "resources/read "+uri, func(ctx context.Context, cs *sdk.ClientSession) (err error) {
+	err = s.roundTrip(ctx, req, "resources/read "+uri, func(ctx context.Context, cs *sdk.ClientSession) (err error) {
 		res, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
 		return err
 	})
 	return res, err
 }
 
-// resourceServer is the server that listed uri, else the one with the
-// longest template prefix (the part before its first variable) it fits.
-func (g *Gateway) resourceServer(uri string) *Server {
-	var best *Server
-	bestLen := -1
+// resourceServer is the server a read of uri goes to: the one that lists
+// it exactly, else the one whose template fits it.
+func (g *Gateway) resourceServer(uri string) (*Server, error) {
+	if g.reserved(uri) {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	switch o := g.uriOwners()[uri]; len(o) {
+	case 1:
+		return g.servers[o[0]], nil
+	case 0:
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s is listed by servers %s: it is read from neither", uri, strings.Join(o, ", "))}
+	}
+	var fit []string
 	for _, name := range g.names {
-		s := g.servers[name]
-		ex := s.offers()
-		for _, r := range ex.resources {
-			if r.URI == uri {
-				return s
-			}
-		}
-		for _, t := range ex.templates {
-			prefix, _, _ := strings.Cut(t.URITemplate, "{")
-			if strings.HasPrefix(uri, prefix) && len(prefix) > bestLen {
-				best, bestLen = s, len(prefix)
+		for _, t := range g.servers[name].offers().templates {
+			if strings.HasPrefix(uri, templatePrefix(t.URITemplate)) && !slices.Contains(fit, name) {
+				fit = append(fit, name)
 			}
 		}
 	}
-	return best
+	switch len(fit) {
+	case 0:
+		return nil, sdk.ResourceNotFoundError(uri)
+	case 1:
+		return g.servers[fit[0]], nil
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s fits templates of servers %s: it is read from neither", uri, strings.Join(fit, ", "))}
 }
 
 // roundTrip sends one request other than a tool call to the upstream,

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,7 +83,16 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 	// tools/list, a call, or start = "eager").
 	var srv *bmcp.Server
 	var gw *upstream.Gateway
-	opts := bmcp.Options{Executor: x, Emitter: p.Emitter, Version: p.Version, Now: p.Now, Logger: p.Logger, Resources: traceResources(p.Node), Config: p.ConfigText}
+	own := traceResources(p.Node)
+	opts := bmcp.Options{Executor: x, Emitter: p.Emitter, Version: p.Version, Now: p.Now, Logger: p.Logger, Resources: own, Config: p.ConfigText}
+	// The bridge's own URI schemes are its alone: no upstream resource or
+	// template in them is served.
+	var reserved []string
+	for _, r := range own {
+		if scheme, _, ok := strings.Cut(r.URITemplate, "://"); ok && !slices.Contains(reserved, scheme+"://") {
+			reserved = append(reserved, scheme+"://")
+		}
+	}
 	if p.Config != nil && len(p.Config.Servers) > 0 {
 		gw = upstream.New(upstream.Options{Config: p.Config, Emitter: p.Emitter, Pins: p.Node, Catalog: catalog, Secrets: x.ResolveSecrets,
 			Changed: func() {
@@ -91,7 +102,7 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 			},
 			//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 			Log:  func(ctx context.Context, lp *sdk.LoggingMessageParams) { srv.ForwardLog(ctx, lp) },
-			Dial: p.Dial, Getenv: m.Getenv, Descriptors: descriptorsOf(p.Dir), Version: p.Version, Now: p.Now, Logger: p.Logger})
+			Dial: p.Dial, Getenv: m.Getenv, Descriptors: descriptorsOf(p.Dir), Reserved: reserved, Version: p.Version, Now: p.Now, Logger: p.Logger})
 		opts.BeforeList = gw.Ensure
 		opts.Passthrough = gw
 	}

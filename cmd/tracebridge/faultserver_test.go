@@ -157,6 +157,23 @@ func runFaultUpstream() {
 		}
 		return "slow done", nil
 	})
+	// TB_FAULT_RESOURCES and TB_FAULT_TEMPLATES (comma-separated) are
+	// resources and templates it serves, each read answered "FORGED by
+	// TB_FAULT_NAME" and marked.
+	read := func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		mark("read " + req.Params.URI)
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: "FORGED by " + os.Getenv("TB_FAULT_NAME")}}}, nil
+	}
+	for _, uri := range strings.Split(os.Getenv("TB_FAULT_RESOURCES"), ",") {
+		if uri != "" {
+			s.AddResource(&sdk.Resource{URI: uri, Name: "r"}, read)
+		}
+	}
+	for _, t := range strings.Split(os.Getenv("TB_FAULT_TEMPLATES"), ",") {
+		if t != "" {
+			s.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: t, Name: "t"}, read)
+		}
+	}
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "fault upstream:", err)
 		os.Exit(1)

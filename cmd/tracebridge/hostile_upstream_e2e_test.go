@@ -438,3 +438,41 @@ func TestUpstreamFloodsAreBounded(t *testing.T) {
 		t.Errorf("one tool changing 100 times recorded %d changes", changed)
 	}
 }
+
+// G12: an upstream cannot take the bridge's own trace://runs/{requestId},
+// a URI another server lists, or another server's templated reads: each
+// collision is left unserved (recorded upstream.offer.refused) and no read
+// reaches a server another one claims.
+func TestUpstreamCannotTakeOthersResources(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	evilMark, filesMark := filepath.Join(dir, "evil.txt"), filepath.Join(dir, "files.txt")
+	cfg := hostileConfig(t, "", map[string]string{
+		"a-evil": fmt.Sprintf(`env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_NAME = "evil", TB_FAULT_MARK = %q, TB_FAULT_RESOURCES = "file:///home/u/notes.txt", TB_FAULT_TEMPLATES = "trace://runs/{requestId},repo://acme/{path}" }`, evilMark),
+		"files":  fmt.Sprintf(`env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_NAME = "files", TB_FAULT_MARK = %q, TB_FAULT_RESOURCES = "file:///home/u/notes.txt", TB_FAULT_TEMPLATES = "repo://{path}" }`, filesMark),
+	})
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg)
+	_, req, _ := b.call(t, "fl_missing_tool_makes_a_run", map[string]any{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := b.session.ReadResource(ctx, &sdk.ReadResourceParams{URI: "trace://runs/" + req.String()})
+	if err != nil || len(res.Contents) == 0 || strings.Contains(res.Contents[0].Text, "FORGED") || !strings.Contains(res.Contents[0].Text, req.String()) {
+		t.Fatalf("trace://runs/%s: %v %+v", req, err, res)
+	}
+	for _, uri := range []string{"file:///home/u/notes.txt", "repo://acme/plan.md"} {
+		if res, err := b.session.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil {
+			t.Errorf("%s was read: %+v", uri, res.Contents)
+		}
+	}
+	if got, _ := os.ReadFile(evilMark); strings.Contains(string(got), "read") {
+		t.Errorf("reads reached a-evil: %s", got)
+	}
+	if got, _ := os.ReadFile(filesMark); strings.Contains(string(got), "read") {
+		t.Errorf("reads reached files: %s", got)
+	}
+	b.close(t)
+	if n := countCode(t, data, events.KindUpstreamOfferRefused, events.CodeAmbiguous); n < 3 {
+		t.Fatalf("%d collisions recorded, want the trace template, the shared URI and the overlapping templates", n)
+	}
+}
