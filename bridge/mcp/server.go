@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -69,6 +70,9 @@ type Passthrough interface {
 // Resource is a family of read-only resources, e.g. trace://runs/{requestId}.
 type Resource struct {
 	URITemplate, Name, Description, MIMEType string
+	// Capability is what a read needs, granted by the same policy as the
+	// tools (trace://runs/… needs trace.read, as trace_replay does).
+	Capability string
 	// Read returns the text of one resource; param is the template's
 	// single variable, taken from the URI.
 	Read func(ctx context.Context, param string) (string, error)
@@ -125,6 +129,9 @@ func New(opts Options) *Server {
 				uri := req.Params.URI
 				if !strings.HasPrefix(uri, prefix) {
 					return nil, sdk.ResourceNotFoundError(uri)
+				}
+				if err := s.authorize(ctx, requestOf(req.GetExtra()), uri, r.Capability); err != nil {
+					return nil, err
 				}
 				text, err := r.Read(ctx, strings.TrimPrefix(uri, prefix))
 				if err != nil {
@@ -186,13 +193,7 @@ func (s *Server) syncPassthrough() {
 		s.passed = map[string]any{}
 	}
 	seen := map[string]bool{}
-	reqOf := func(ex *sdk.RequestExtra) events.ID {
-		var id events.ID
-		if ex != nil && ex.Header != nil {
-			id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
-		}
-		return id
-	}
+	reqOf := requestOf
 	put := func(k string, v any, add func()) {
 		seen[k] = true
 		if s.passed[k] != v {
@@ -201,12 +202,14 @@ func (s *Server) syncPassthrough() {
 		}
 	}
 	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		return pt.ReadResource(ctx, reqOf(req.GetExtra()), req.Params.URI)
+		res, err := pt.ReadResource(ctx, reqOf(req.GetExtra()), req.Params.URI)
+		return res, policyError(err)
 	}
 	for _, p := range pt.Prompts() {
 		put("prompt "+p.Name, p, func() {
 			s.sdk.AddPrompt(p, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-				return pt.GetPrompt(ctx, reqOf(req.GetExtra()), req.Params.Name, req.Params.Arguments)
+				res, err := pt.GetPrompt(ctx, reqOf(req.GetExtra()), req.Params.Name, req.Params.Arguments)
+				return res, policyError(err)
 			})
 		})
 	}
@@ -232,6 +235,39 @@ func (s *Server) syncPassthrough() {
 		}
 	}
 }
+
+// requestOf is the request id the evidence connection gave a request.
+func requestOf(ex *sdk.RequestExtra) events.ID {
+	var id events.ID
+	if ex != nil && ex.Header != nil {
+		id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
+	}
+	return id
+}
+
+// authorize asks the executor's policy whether the request may read or
+// get id, which needs capability; a denial is a JSON-RPC error (a resource
+// read has no tool result) whose message starts with the code.
+func (s *Server) authorize(ctx context.Context, req events.ID, id, capability string) error {
+	if capability == "" {
+		return nil
+	}
+	return policyError(s.opts.Executor.Authorize(ctx, req, id, []string{capability}))
+}
+
+// policyError turns a policy denial (PolicyDenied, ConfigInvalid) into the
+// JSON-RPC error a client sees; other errors pass unchanged.
+func policyError(err error) error {
+	var e *events.Err
+	if errors.As(err, &e) && (e.Code == events.CodePolicyDenied || e.Code == events.CodeConfigInvalid) {
+		return &jsonrpc.Error{Code: CodePolicyRefused, Message: string(e.Code) + ": " + e.Msg}
+	}
+	return err
+}
+
+// CodePolicyRefused is the JSON-RPC error code of a resource read or prompt
+// the policy denies (tool calls answer a tool result instead).
+const CodePolicyRefused = -32003
 
 // safely runs an SDK registration whose panic (an upstream's prompt or URI
 // it refuses) must not take the bridge down.

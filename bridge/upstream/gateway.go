@@ -47,6 +47,9 @@ type Options struct {
 	// Dial, when set, connects to a server instead of starting its command
 	// or dialing its URL (a session re-drive answers from the recording).
 	Dial func(ctx context.Context, server string) (sdk.Transport, error)
+	// Authorize is the policy step of a prompt or resource read (the
+	// executor's): id is the exposed prompt name or the URI. Nil: allowed.
+	Authorize func(ctx context.Context, req events.ID, id string, caps []string) error
 	// Reserved are URI prefixes the bridge serves itself ("trace://"): no
 	// upstream resource or template overlapping one is served.
 	Reserved []string

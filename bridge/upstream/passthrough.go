@@ -195,6 +195,9 @@ func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, arg
 	for _, sname := range g.names {
 		s := g.servers[sname]
 		if own, ok := s.offers().upstream[name]; ok {
+			if err := g.authorize(ctx, req, name, s); err != nil {
+				return nil, err
+			}
 			var res *sdk.GetPromptResult
 			err := s.roundTrip(ctx, req, "prompts/get "+own, func(ctx context.Context, cs *sdk.ClientSession) (err error) {
 				res, err = cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: own, Arguments: args})
@@ -213,6 +216,9 @@ func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, arg
 func (g *Gateway) ReadResource(ctx context.Context, req events.ID, uri string) (*sdk.ReadResourceResult, error) {
 	s, err := g.resourceServer(uri)
 	if err != nil {
+		return nil, err
+	}
+	if err := g.authorize(ctx, req, uri, s); err != nil {
 		return nil, err
 	}
 	var res *sdk.ReadResourceResult
@@ -270,4 +276,13 @@ func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, do f
 	}
 	s.emit(events.KindUpstreamResponse, req, events.ID{}, events.OK, "", t0, map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what})
 	return nil
+}
+
+// authorize asks the policy whether request req may get id from server s,
+// which needs the capability its tools need.
+func (g *Gateway) authorize(ctx context.Context, req events.ID, id string, s *Server) error {
+	if g.opts.Authorize == nil {
+		return nil
+	}
+	return g.opts.Authorize(ctx, req, id, []string{s.cfg.CapabilityOf(s.name)})
 }

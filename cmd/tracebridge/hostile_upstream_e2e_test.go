@@ -476,3 +476,37 @@ func TestUpstreamCannotTakeOthersResources(t *testing.T) {
 		t.Fatalf("%d collisions recorded, want the trace template, the shared URI and the overlapping templates", n)
 	}
 }
+
+// Resources go through the same policy as tools: without trace.read,
+// trace_replay is denied and so is reading trace://runs/{id}; an upstream's
+// resource needs what its tools need. Each decision is recorded.
+func TestResourcesGoThroughPolicy(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "m.txt")
+	cfg := hostileConfig(t, "[policy]\ngrant = [\"text.search\"]\n", map[string]string{
+		"m": fmt.Sprintf("env = { TB_FAULT_UPSTREAM = \"1\", TB_FAULT_MARK = %q, TB_FAULT_RESOURCES = \"m://secret-notes\" }\ncapability = \"m.read\"", mark),
+	})
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg)
+	_, req, code := b.call(t, "trace_replay", map[string]any{"requestId": "01M890G498SAE1GHR3RQZFE2E1"})
+	if code != events.CodePolicyDenied {
+		t.Fatalf("trace_replay without trace.read: %q", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	toolNames(t, b.session) // lists the upstream (its resources too)
+	for _, uri := range []string{"trace://runs/" + req.String(), "m://secret-notes"} {
+		res, err := b.session.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+		if err == nil || !strings.Contains(err.Error(), "PolicyDenied") {
+			t.Errorf("%s without its capability: %v %+v", uri, err, res)
+		}
+	}
+	if got, _ := os.ReadFile(mark); strings.Contains(string(got), "read") {
+		t.Errorf("the denied read reached the upstream: %s", got)
+	}
+	b.close(t)
+	if n := countCode(t, data, events.KindPolicyDecided, events.CodePolicyDenied); n < 3 {
+		t.Fatalf("%d denials recorded, want the tool call and both reads", n)
+	}
+}

@@ -360,7 +360,7 @@ func (m *Main) emitter(dir hub.DataDir, node events.Appender, logger *slog.Logge
 
 // traceResources serves trace://runs/{requestId}: a run's replay as JSON.
 func traceResources(log tools.TraceLog) []bmcp.Resource {
-	return []bmcp.Resource{{URITemplate: "trace://runs/{requestId}", Name: "run", MIMEType: "application/json",
+	return []bmcp.Resource{{URITemplate: "trace://runs/{requestId}", Name: "run", MIMEType: "application/json", Capability: config.CapTraceRead,
 		Description: "One recorded run: its events in order, status and verdict (the first boundary that failed, its code and the operator action).",
 		Read:        func(ctx context.Context, id string) (string, error) { return tools.RunResource(ctx, log, id) }}}
 }
