@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // Server is one upstream MCP server the gateway puts behind the executor:
@@ -249,10 +251,27 @@ func (s Server) ServerSecrets() []string {
 	return sortedKeys(seen)
 }
 
-// Describe names where the server is: its command line or URL.
+// Credentials are the values in the servers' URLs and argv that look like
+// credentials (what Describe redacts): the bridge registers them with the
+// redactor, so they are removed wherever they appear, the recorded
+// configuration text included.
+func (c *Config) Credentials() []string {
+	var out []string
+	for _, name := range sortedKeys(c.Servers) {
+		s := c.Servers[name]
+		out = append(out, events.URLCredentials(s.URL)...)
+		vals, _ := events.ArgCredentials(s.Args)
+		out = append(out, vals...)
+	}
+	return out
+}
+
+// Describe names where the server is — its command line or URL — as it
+// may be recorded: a credential-looking path segment, query values and the
+// values of secret-named flags (--api-key X) are redacted.
 func (s Server) Describe() string {
 	if s.URL != "" {
-		return s.URL
+		return events.SafeURL(s.URL)
 	}
-	return strings.TrimSpace(fmt.Sprint(s.Command, " ", strings.Join(s.Args, " ")))
+	return strings.TrimSpace(fmt.Sprint(s.Command, " ", strings.Join(events.SafeArgs(s.Args), " ")))
 }

@@ -70,7 +70,7 @@ func (x *Executor) Reload(cfg *config.Config, cfgErr error) {
 	if cfg == nil {
 		cfg = config.Default()
 	}
-	for _, v := range ConfiguredSecrets(cfg.Secrets, x.opts.Getenv, x.opts.ReadFile) {
+	for _, v := range append(ConfiguredSecrets(cfg.Secrets, x.opts.Getenv, x.opts.ReadFile), cfg.Credentials()...) {
 		x.opts.Emitter.Redactor().Register(v)
 	}
 	x.rule.Store(&rules{cfg: cfg, policy: newPolicy(cfg, cfgErr),

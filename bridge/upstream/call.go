@@ -162,7 +162,7 @@ func (s *Server) lost(err error) *events.Err {
 			return events.Errorf(events.CodeUpstreamUnavailable, "server %s (`%s`) %s during the call", s.name, s.cfg.Describe(), st)
 		}
 	}
-	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) lost the connection during the call: %s", s.name, s.cfg.Describe(), oneLine(s.g.redact(err.Error()), 300))
+	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) lost the connection during the call: %s", s.name, s.cfg.Describe(), oneLine(s.g.redact(s.safe(err.Error())), 300))
 }
 
 // textOf is a result's text content.

@@ -73,7 +73,7 @@ func (c *evidenceConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
 		c.mu.Lock()
 		if c.broken == "" && !c.closing {
-			c.broken = "broke the protocol: " + oneLine(c.s.g.redact(err.Error()), 300)
+			c.broken = "broke the protocol: " + oneLine(c.s.g.redact(c.s.safe(err.Error())), 300)
 		}
 		c.mu.Unlock()
 	}

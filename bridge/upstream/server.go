@@ -230,7 +230,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 	}
 	attrs := map[string]string{}
 	if s.cfg.URL != "" {
-		attrs["url"] = s.cfg.URL
+		attrs["url"] = events.SafeURL(s.cfg.URL)
 	}
 	if ir := cs.InitializeResult(); ir != nil {
 		attrs["protocol"] = ir.ProtocolVersion
@@ -267,7 +267,7 @@ func (s *Server) connectError(err error, ctx context.Context) error {
 	if ctx.Err() != nil {
 		return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) did not complete the MCP handshake within %s", s.name, s.cfg.Describe(), s.cfg.RequestTimeout())
 	}
-	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s): MCP handshake failed: %s", s.name, s.cfg.Describe(), s.g.redact(err.Error()))
+	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s): MCP handshake failed: %s", s.name, s.cfg.Describe(), s.g.redact(s.safe(err.Error())))
 }
 
 // recordExit records the process's end with its exit code and the last
@@ -377,4 +377,28 @@ func oneLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// safe is msg with the server's URL (which the SDK's errors quote) in its
+// recordable form.
+func (s *Server) safe(msg string) string {
+	if s.cfg.URL == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, s.cfg.URL, events.SafeURL(s.cfg.URL))
+	if u, err := url.Parse(s.cfg.URL); err == nil {
+		for _, seg := range strings.Split(u.Path, "/") {
+			if events.SafeURL("http://h/"+seg) != "http://h/"+seg {
+				msg = strings.ReplaceAll(msg, seg, "REDACTED")
+			}
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if v != "" {
+					msg = strings.ReplaceAll(msg, v, "REDACTED")
+				}
+			}
+		}
+	}
+	return msg
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/bridge/upstream"
+	"github.com/tracebridge/tracebridge/events"
 )
 
 const configHelp = `config check [FILE | --config FILE]
@@ -158,6 +159,17 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "ok: %s (approval %s, %d tool overrides, %d secrets, %d discovery dirs, %d upstream servers)\n",
 		path, c.Approval.Mode, len(c.Tools), len(c.Secrets), len(c.Discovery.Dirs), len(c.Servers))
+	// A URL or argv holding a credential: recorded redacted, but better
+	// moved where secrets go.
+	for _, name := range sortedKeys(c.Servers) {
+		sv := c.Servers[name]
+		if sv.URL != "" && events.SafeURL(sv.URL) != sv.URL {
+			fmt.Fprintf(m.Stdout, "warning: servers.%s.url has a query or a credential-looking path (recorded as %s): put a credential in headers with ${secret:NAME}\n", name, events.SafeURL(sv.URL))
+		}
+		if _, flags := events.ArgCredentials(sv.Args); len(flags) > 0 {
+			fmt.Fprintf(m.Stdout, "warning: servers.%s.args holds a secret-named flag's value (every local user sees argv): pass it in env with ${secret:NAME}\n", name)
+		}
+	}
 	// Secrets that cannot be resolved in this environment: not an error
 	// (the bridge's may differ), but the calls that need them would fail.
 	for _, name := range sortedKeys(c.Secrets) {

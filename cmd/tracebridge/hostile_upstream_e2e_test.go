@@ -510,3 +510,37 @@ func TestResourcesGoThroughPolicy(t *testing.T) {
 		t.Fatalf("%d denials recorded, want the tool call and both reads", n)
 	}
 }
+
+// G20: credentials inside an upstream's URL (path, query) and argv are
+// named by servers import and recorded nowhere raw: not in the log, not in
+// the bridge's log files.
+func TestURLAndArgCredentialsNeverRecorded(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	client := filepath.Join(dir, "client.json")
+	os.WriteFile(client, []byte(fmt.Sprintf(`{"mcpServers":{"zap":{"url":"http://127.0.0.1:%d/api/mcp/s/zqPathSecret42/mcp?api_key=zqQueryKey77"},"cli":{"command":%q,"args":["--api-key","zqArgKey55"],"env":{"TB_FAULT_UPSTREAM":"1"}}}}`, freePort(t), self)), 0o600)
+	cfgPath := filepath.Join(dir, "tb.toml")
+	out, err := exec.Command(tbBin, "servers", "import", client, "--write", "--config", cfgPath).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "zap: its URL holds what looks like a credential") || !strings.Contains(string(out), "cli: the value of argument --api-key") {
+		t.Fatalf("servers import names no credential: %v\n%s", err, out)
+	}
+	for _, k := range []string{"zqPathSecret42", "zqQueryKey77", "zqArgKey55"} {
+		if strings.Contains(string(out), k) {
+			t.Errorf("servers import printed %s", k)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", "TRACEBRIDGE_CONFIG="+cfgPath)
+	toolNames(t, b.session)
+	b.call(t, "cli__ok", map[string]any{})
+	b.close(t)
+	for _, k := range []string{"zqPathSecret42", "zqQueryKey77", "zqArgKey55"} {
+		if hits := canaryHits(t, data, k); len(hits) > 0 {
+			t.Errorf("%s recorded in %v", k, hits)
+		}
+		if strings.Contains(b.stderr.String(), k) {
+			t.Errorf("%s in the bridge's stderr", k)
+		}
+	}
+}

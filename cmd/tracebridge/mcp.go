@@ -351,7 +351,7 @@ func (m *Main) emitter(dir hub.DataDir, node events.Appender, logger *slog.Logge
 		return nil, err
 	}
 	if cfg, err := m.loadConfig(""); err == nil {
-		for _, v := range executor.ConfiguredSecrets(cfg.Secrets, m.Getenv, os.ReadFile) {
+		for _, v := range append(executor.ConfiguredSecrets(cfg.Secrets, m.Getenv, os.ReadFile), cfg.Credentials()...) {
 			red.Register(v)
 		}
 	}

@@ -248,6 +248,9 @@ func importServers(in map[string]clientServer) (toml string, clientEnv map[strin
 		}
 		fmt.Fprintf(&servers, "[servers.%s]\n", name)
 		if s.URL != "" || s.Type == "http" || s.Type == "sse" || s.Type == "streamable-http" {
+			if safe := events.SafeURL(s.URL); safe != s.URL {
+				notes = append(notes, fmt.Sprintf("server %s: its URL holds what looks like a credential (recorded as %s): if the server takes it in a header, move it to headers = { NAME = \"${secret:…}\" }", name, safe))
+			}
 			fmt.Fprintf(&servers, "url = %s\n", tomlString(s.URL))
 			if s.Type == "sse" {
 				servers.WriteString("transport = \"sse\"\n")
@@ -256,6 +259,9 @@ func importServers(in map[string]clientServer) (toml string, clientEnv map[strin
 				servers.WriteString("headers = " + tomlTable(s.Headers, func(k, v string) string { return ref("header", k, v) }) + "\n")
 			}
 		} else {
+			if _, flags := events.ArgCredentials(s.Args); len(flags) > 0 {
+				notes = append(notes, fmt.Sprintf("server %s: the value of argument %s looks like a credential: every local user sees argv (ps); it is recorded redacted, but pass it in env as a ${secret:…} if the server reads one", name, strings.Join(flags, ", ")))
+			}
 			fmt.Fprintf(&servers, "command = %s\n", tomlString(s.Command))
 			if len(s.Args) > 0 {
 				parts := make([]string, len(s.Args))
