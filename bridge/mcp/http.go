@@ -236,8 +236,25 @@ func (f *front) drop(id string) {
 func (f *front) open(keep bool) (*httpSession, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.sessions) >= f.opts.MaxSessions {
-		return nil, fmt.Errorf("%d sessions are open: close one (DELETE) or wait", len(f.sessions))
+	if keep && len(f.sessions) >= f.opts.MaxSessions {
+		// A new client always gets in: the least recently used session
+		// that has nothing in flight makes room (its client, if it comes
+		// back, gets 404 and initializes again). Only when every session
+		// is busy is the new one refused. The stateless path is not capped.
+		var lru *httpSession
+		for _, s := range f.sessions {
+			if s.busy() {
+				continue
+			}
+			if lru == nil || s.lastUsed().Before(lru.lastUsed()) {
+				lru = s
+			}
+		}
+		if lru == nil {
+			return nil, fmt.Errorf("%d sessions are open and every one has a request in flight: retry when one ends", len(f.sessions))
+		}
+		delete(f.sessions, lru.id)
+		go lru.close()
 	}
 	b := make([]byte, 16)
 	rand.Read(b)
@@ -292,6 +309,15 @@ type httpSession struct {
 
 func (h *httpSession) touch() { h.mu.Lock(); h.last = time.Now(); h.mu.Unlock() }
 
+func (h *httpSession) lastUsed() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.last }
+
+// busy reports whether a request is in flight or a GET stream is open.
+func (h *httpSession) busy() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.waiters) > 0 || h.get != nil
+}
+
 func (h *httpSession) idle() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -332,8 +358,8 @@ func (h *httpSession) demux(out io.Reader) {
 		var to chan []byte
 		switch {
 		case m.Method == "" && len(m.ID) > 0:
-			to = h.waiters[string(m.ID)]
-			delete(h.waiters, string(m.ID))
+			to = h.waiters[canonicalID(m.ID)]
+			delete(h.waiters, canonicalID(m.ID))
 		case m.Method == "notifications/progress":
 			to = h.progress[string(m.Params.ProgressToken)]
 		default:
@@ -364,13 +390,16 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 	if call {
 		resp = make(chan []byte, 1)
 		prog = make(chan []byte, 64)
+		// Keyed by the id as the SDK echoes it (-0 comes back 0, "\u0041"
+		// comes back "A"), and never kept past this POST.
+		key := canonicalID(id)
 		h.mu.Lock()
-		if _, dup := h.waiters[string(id)]; dup {
+		if _, dup := h.waiters[key]; dup {
 			h.mu.Unlock()
 			http.Error(w, "a request with this id is in flight", http.StatusConflict)
 			return
 		}
-		h.waiters[string(id)] = resp
+		h.waiters[key] = resp
 		if len(token) > 0 {
 			h.progress[string(token)] = prog
 		}
@@ -379,6 +408,9 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 			h.mu.Lock()
 			if len(token) > 0 {
 				delete(h.progress, string(token))
+			}
+			if h.waiters[key] == resp {
+				delete(h.waiters, key)
 			}
 			h.mu.Unlock()
 		}()
@@ -432,6 +464,27 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 			return
 		}
 	}
+}
+
+// canonicalID is a JSON-RPC id as the SDK echoes it: an integer in its
+// shortest decimal form, a string re-encoded by encoding/json.
+func canonicalID(id json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(id))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return string(id)
+	}
+	switch v := v.(type) {
+	case json.Number:
+		if n, err := strconv.ParseInt(v.String(), 10, 64); err == nil {
+			return strconv.FormatInt(n, 10)
+		}
+	case string:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	return string(id)
 }
 
 // serveGET streams the session's notifications (tools/list_changed, log

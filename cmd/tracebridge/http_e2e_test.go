@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -218,5 +219,62 @@ func TestHTTPFrontDoorShutsOtherUsersOut(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
 		t.Fatalf("a refused request: %d, Connection: close %v", resp.StatusCode, resp.Close)
+	}
+}
+
+// H10: sessions a client never closed cannot lock new clients out — the
+// least recently used idle one makes room; H12: an id the SDK echoes in
+// another spelling (-0, "\u0041") is still answered.
+func TestHTTPFrontDoorSessionsAndOddIDs(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	url, token, _, _ := startHTTPBridge(t, data)
+	post := func(sid, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatalf("POST %s: %v", body, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("POST %s: reading the answer: %v", body, err)
+		}
+		return resp, string(b)
+	}
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	var first string
+	for i := range 65 {
+		resp, body := post("", init)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("initialize %d (none ever closed): %d %s", i+1, resp.StatusCode, body)
+		}
+		if i == 0 {
+			first = resp.Header.Get("Mcp-Session-Id")
+		}
+	}
+	if resp, _ := post(first, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the least recently used session was not the one closed: %d", resp.StatusCode)
+	}
+	resp, _ := post("", init)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, id := range []string{`-0`, `"\u0041"`} {
+		resp, body := post(sid, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+			t.Fatalf("ping with id %s: %d %q", id, resp.StatusCode, body)
+		}
+	}
+	if resp, body := post(sid, `{"jsonrpc":"2.0","id":-0,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the same id again after its answer: %d %s", resp.StatusCode, body)
 	}
 }
