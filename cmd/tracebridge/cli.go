@@ -228,8 +228,21 @@ func (m *Main) parse(fs *flag.FlagSet, usage string, args []string) error {
 }
 
 // dataDir resolves the data dir: --data, $TRACEBRIDGE_DATA, then the user
-// state dir.
+// state dir; always absolute, so everything derived from it (the sockets
+// hosts register in run/hosts/) means the same from any working directory.
 func (m *Main) dataDir() (hub.DataDir, error) {
+	d, err := m.dataDirAsGiven()
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(string(d))
+	if err != nil {
+		return "", fmt.Errorf("data dir %s: %w", d, err)
+	}
+	return hub.DataDir(abs), nil
+}
+
+func (m *Main) dataDirAsGiven() (hub.DataDir, error) {
 	if m.data != "" {
 		return hub.DataDir(m.data), nil
 	}

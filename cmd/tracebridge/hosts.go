@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -169,17 +170,40 @@ func (r *hostRouter) choose(ctx context.Context, hosts []hostEntry) (string, err
 	case len(hosts) == 1:
 		return hosts[0].Socket, nil
 	}
-	wanted := append(rootPaths(executor.ClientRoots(ctx)), r.cwd)
-	best, bestLen := "", -1
-	for _, h := range hosts {
-		for _, w := range wanted {
+	// The client's declared roots choose; the working directory only for
+	// a client that declares none. Each root goes to the deepest host
+	// holding it; roots held by different hosts are refused, never routed
+	// to one of them silently.
+	roots := rootPaths(executor.ClientRoots(ctx))
+	wanted := roots
+	if len(wanted) == 0 {
+		wanted = []string{r.cwd}
+	}
+	var chosen []string
+	for _, w := range wanted {
+		best, bestLen := "", -1
+		for _, h := range hosts {
 			if within(h.Root, w) && len(h.Root) > bestLen {
 				best, bestLen = h.Socket, len(h.Root)
 			}
 		}
+		if best != "" && !slices.Contains(chosen, best) {
+			chosen = append(chosen, best)
+		}
 	}
-	if best != "" {
-		return best, nil
+	switch {
+	case len(chosen) == 1:
+		return chosen[0], nil
+	case len(chosen) > 1:
+		return "", events.Errorf(events.CodeAmbiguous, "the client's roots (%s) are held by %d workspace hosts: declare the roots of one workspace, or set TRACEBRIDGE_HOST to the socket of the one to use",
+			strings.Join(roots, ", "), len(chosen))
+	case len(roots) > 0:
+		var names []string
+		for _, h := range hosts {
+			names = append(names, h.Root)
+		}
+		return "", events.Errorf(events.CodePipeUnavailable, "no workspace host holds the client's roots (%s); hosts run for %s: start `tracebridge host --root DIR` for one of the roots, or set TRACEBRIDGE_HOST",
+			strings.Join(roots, ", "), strings.Join(names, ", "))
 	}
 	var names []string
 	for _, h := range hosts {

@@ -19,9 +19,16 @@ import (
 // startBridgeRoots is a bridge whose client declares roots (file:// URIs of
 // dirs), as an editor with a workspace open does.
 func startBridgeRoots(t *testing.T, data string, dirs []string, env ...string) *bridge {
+	return startBridgeRootsIn(t, "", data, dirs, env...)
+}
+
+// startBridgeRootsIn is startBridgeRoots with the bridge's working
+// directory cwd ("" for the test's).
+func startBridgeRootsIn(t *testing.T, cwd, data string, dirs []string, env ...string) *bridge {
 	t.Helper()
 	b := &bridge{stderr: &lockedBuffer{}, data: data}
 	cmd := exec.Command(tbBin, "--data", data, "mcp")
+	cmd.Dir = cwd
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
 	cmd.Stderr = b.stderr
 	client := sdk.NewClient(&sdk.Implementation{Name: "editor", Version: "1"}, nil)
@@ -104,4 +111,51 @@ func TestSeveralWorkspaces(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "runs already") {
 		t.Fatalf("a second host for one root: %v\n%s", err, out)
 	}
+}
+
+// W4: hosts started with a relative --data register absolute sockets, so
+// a bridge in any directory finds them; W3: a client's declared roots
+// choose its host even when the bridge runs in another host's (deeper)
+// root, and roots held by two hosts are refused as Ambiguous.
+func TestHostsRouteByRootsFromAnyDirectory(t *testing.T) {
+	long(t)
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "bbbbbbbbbbbbbbbb")
+	for _, d := range []string{a, b, filepath.Join(base, "sub")} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(a, "x.txt"), []byte("file in a\n"), 0o644)
+	os.WriteFile(filepath.Join(b, "x.txt"), []byte("file in b\n"), 0o644)
+	for _, root := range []string{a, b} {
+		cmd := exec.Command(tbBin, "--data", "data", "host", "--root", root) // relative --data
+		cmd.Dir = base
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	data := filepath.Join(base, "data")
+	eventually(t, 15*time.Second, "two hosts listed", func() bool { return len(liveHosts(hub.DataDir(data))) == 2 })
+	for _, h := range liveHosts(hub.DataDir(data)) {
+		if !filepath.IsAbs(h.Socket) {
+			t.Fatalf("a host registered the relative socket %s", h.Socket)
+		}
+	}
+	for _, root := range []string{a, b} {
+		focus := exec.Command(tbBin, "--data", "../data", "focus", "x.txt:1")
+		focus.Dir = root
+		if out, err := focus.CombinedOutput(); err != nil {
+			t.Fatalf("focus in %s: %v\n%s", root, err, out)
+		}
+	}
+	br := startBridgeRootsIn(t, b, data, []string{a})
+	if res, _, code := br.call(t, "get_active_document", map[string]any{}); code != "" || !strings.Contains(textOf(res), "file in a") {
+		t.Fatalf("roots = [a], cwd = b: %s %s", code, textOf(res))
+	}
+	br.close(t)
+	br = startBridgeRootsIn(t, filepath.Join(base, "sub"), data, []string{a, b})
+	if res, _, code := br.call(t, "get_active_document", map[string]any{}); code != events.CodeAmbiguous {
+		t.Fatalf("roots on two hosts: %s %s", code, textOf(res))
+	}
+	br.close(t)
 }
