@@ -5,6 +5,7 @@ package events
 const (
 	AttrApprovalID = "approvalId" // the operation id of the call waiting
 	AttrArgsHash   = "argsHash"   // SHA-256 of the canonical arguments
+	AttrPin        = "pin"        // an upstream tool's descriptor hash the call is admitted under
 	AttrDecision   = "decision"   // approve | deny
 	AttrDeadline   = "deadline"   // RFC 3339; no decision by then is a denial
 	AttrTool       = "tool"

@@ -14,6 +14,7 @@ type Approval struct {
 	Tool      string    `json:"tool"`
 	RequestID events.ID `json:"requestId"`
 	ArgsHash  string    `json:"argsHash"`
+	Pin       string    `json:"pin,omitempty"` // the upstream descriptor hash the call is bound to
 	Args      string    `json:"args"`
 	Deadline  time.Time `json:"deadline"`
 	Requested time.Time `json:"requested"`
@@ -48,7 +49,7 @@ func (approvals) Apply(kv KV, e *events.Event) error {
 	case events.KindApprovalRequested:
 		deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs.Get(events.AttrDeadline))
 		return saveState(kv, key, &Approval{ID: id, Tool: e.Attrs.Get(events.AttrTool), RequestID: e.RequestID,
-			ArgsHash: e.Attrs.Get(events.AttrArgsHash), Args: e.Attrs.Get("args"), Deadline: deadline, Requested: e.Time, State: ApprovalPending})
+			ArgsHash: e.Attrs.Get(events.AttrArgsHash), Pin: e.Attrs.Get(events.AttrPin), Args: e.Attrs.Get("args"), Deadline: deadline, Requested: e.Time, State: ApprovalPending})
 	case events.KindApprovalDecided:
 		a, ok, err := loadState[Approval](kv, key)
 		if err != nil || !ok || a.State == ApprovalDecided {

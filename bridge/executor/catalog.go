@@ -29,8 +29,11 @@ type Descriptor struct {
 	// never run unless their intent is durable in the log.
 	SideEffects bool `json:"sideEffects"`
 	// Approval is "always" or "never" (tracebridge.toml can override it).
-	Approval string   `json:"approval"`
-	Secrets  []string `json:"secrets,omitempty"`
+	Approval string `json:"approval"`
+	// Pin is the descriptor hash an upstream tool is admitted under: an
+	// approval names it (the call is refused ToolChanged if it changes).
+	Pin     string   `json:"pin,omitempty"`
+	Secrets []string `json:"secrets,omitempty"`
 	// Timeout bounds one run when [tools.<id>] timeout is not set. Zero:
 	// 30s.
 	Timeout time.Duration `json:"-"`

@@ -319,7 +319,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	deadline := t0.Add(c.r.cfg.ApprovalTimeout())
 	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, map[string]string{
 		AttrApprovalID: c.op.String(), AttrArgsHash: hash, AttrDeadline: deadline.UTC().Format(time.RFC3339Nano),
-		"args": summarize(c.x.redact("args", string(c.inv.Args)))})
+		events.AttrPin: c.tool.Pin, "args": summarize(c.x.redact("args", string(c.inv.Args)))})
 	if err := c.flush(ctx); err != nil {
 		decided(events.Denied, events.CodeLogUnavailable, Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)
 		return fail(events.CodeLogUnavailable, "the approval request could not be recorded in the event log")

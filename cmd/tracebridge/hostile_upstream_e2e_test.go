@@ -161,10 +161,13 @@ func TestUpstreamChangeDuringApproval(t *testing.T) {
 	var id string
 	eventually(t, 15*time.Second, "the call waits for approval", func() bool {
 		out, _ := exec.Command(tbBin, "--data", data, "approvals", "list", "--json").Output()
-		var pending []struct{ ID, Tool string }
+		var pending []struct{ ID, Tool, Pin string }
 		json.Unmarshal(out, &pending)
 		if len(pending) == 1 {
 			id = pending[0].ID
+			if len(pending[0].Pin) != 64 {
+				t.Errorf("the approval does not name the descriptor hash it is bound to: %s", out)
+			}
 		}
 		return id != ""
 	})
