@@ -16,6 +16,7 @@ type Pending struct {
 	Tool      string    `json:"tool"`
 	RequestID events.ID `json:"requestId"`
 	ArgsHash  string    `json:"argsHash"`
+	Pin       string    `json:"pin,omitempty"` // an upstream tool's descriptor hash the call is bound to
 	Args      string    `json:"args"`
 	Deadline  time.Time `json:"deadline"`
 }
@@ -42,7 +43,7 @@ func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Pending
 			return nil, err
 		}
 		if a.Deadline.After(now) {
-			out = append(out, Pending{ID: a.ID, Tool: a.Tool, RequestID: a.RequestID, ArgsHash: a.ArgsHash, Args: a.Args, Deadline: a.Deadline})
+			out = append(out, Pending{ID: a.ID, Tool: a.Tool, RequestID: a.RequestID, ArgsHash: a.ArgsHash, Pin: a.Pin, Args: a.Args, Deadline: a.Deadline})
 		}
 	}
 	return out, nil
