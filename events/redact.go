@@ -216,13 +216,16 @@ func (r *Redactor) register(secret string, share bool) error {
 }
 
 // foldedForms are the spellings of s matched case-insensitively: s, and
-// its runs of letters and digits of minFoldRun or more when s has others.
+// its runs of letters and digits of minFoldRun or more, mixing both, when
+// s has other characters.
 func foldedForms(s string) []string {
 	out := []string{asciiLower(s)}
 	runs := strings.FieldsFunc(s, func(c rune) bool { return !isAlnum(c) })
 	if len(runs) > 1 || (len(runs) == 1 && runs[0] != s) {
 		for _, r := range runs {
-			if len(r) >= minFoldRun {
+			// A run that is a word ("recording", "tracebridge") is not a
+			// secret of its own; one mixing letters and digits is.
+			if len(r) >= minFoldRun && strings.ContainsAny(r, "0123456789") && strings.ContainsFunc(r, func(c rune) bool { return c > '9' }) {
 				out = append(out, asciiLower(r))
 			}
 		}

@@ -379,6 +379,7 @@ func TestRejectionFloodIsAggregated(t *testing.T) {
 	f := newFixture(t)
 	before := len(f.rejections())
 	anon := &http.Client{}
+	start := time.Now()
 	for i := range 4000 {
 		resp, err := anon.Get(fmt.Sprintf("%s/%04d%s", f.url, i, strings.Repeat("x", 4096)))
 		if err != nil {
@@ -391,14 +392,28 @@ func TestRejectionFloodIsAggregated(t *testing.T) {
 	}
 	f.srv.rejects.Flush()
 	rs := f.rejections()[before:]
-	if len(rs) != loopback.PerCode+1 {
-		t.Fatalf("%d ui.request.rejected events for 4000 refusals; want %d", len(rs), loopback.PerCode+1)
+	// One window: PerCode recorded one by one and one aggregate. On a
+	// loaded machine the requests may span a second window (a minute):
+	// then twice that at most. Every refusal is accounted for either way.
+	windows := int(time.Since(start)/loopback.Window) + 1
+	if len(rs) > windows*(loopback.PerCode+1) || len(rs) < loopback.PerCode+1 {
+		t.Fatalf("%d ui.request.rejected events for 4000 refusals in %d window(s); want %d per window", len(rs), windows, loopback.PerCode+1)
 	}
 	if rs[0].Code != events.CodeUnauthenticated || !strings.HasPrefix(rs[0].Attrs.Get("path"), "/0000xxx") || len(rs[0].Attrs.Get("path")) > 256+32 {
 		t.Errorf("the first refusal: %s %.100q (%d bytes)", rs[0].Code, rs[0].Attrs.Get("path"), len(rs[0].Attrs.Get("path")))
 	}
-	if last := rs[len(rs)-1]; last.Attrs.Get("count") != fmt.Sprint(4000-loopback.PerCode) {
-		t.Errorf("the aggregate: count %q, want %d", last.Attrs.Get("count"), 4000-loopback.PerCode)
+	accounted := 0
+	for _, r := range rs {
+		if c := r.Attrs.Get("count"); c != "" {
+			var n int
+			fmt.Sscan(c, &n)
+			accounted += n
+		} else {
+			accounted++
+		}
+	}
+	if accounted != 4000 {
+		t.Errorf("the events account for %d refusals, want 4000", accounted)
 	}
 }
 

@@ -317,9 +317,12 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	// prompt: the request is durable before anyone is asked.
 	t0 := c.x.opts.Now()
 	deadline := t0.Add(c.r.cfg.ApprovalTimeout())
-	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, map[string]string{
-		AttrApprovalID: c.op.String(), AttrArgsHash: hash, AttrDeadline: deadline.UTC().Format(time.RFC3339Nano),
-		events.AttrPin: c.tool.Pin, "args": summarize(c.x.redact("args", string(c.inv.Args)))})
+	asked := map[string]string{AttrApprovalID: c.op.String(), AttrArgsHash: hash, AttrDeadline: deadline.UTC().Format(time.RFC3339Nano),
+		"args": summarize(c.x.redact("args", string(c.inv.Args)))}
+	if c.tool.Pin != "" {
+		asked[events.AttrPin] = c.tool.Pin
+	}
+	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, asked)
 	if err := c.flush(ctx); err != nil {
 		decided(events.Denied, events.CodeLogUnavailable, Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)
 		return fail(events.CodeLogUnavailable, "the approval request could not be recorded in the event log")

@@ -47,6 +47,9 @@ func (p *policy) decide(d *Descriptor) decision {
 		return decision{Reason: "the configuration is broken, so every tool is denied until it is fixed: " + p.broken.Error()}
 	}
 	for _, pat := range p.deny {
+		if pat == d.ID {
+			return decision{Reason: fmt.Sprintf("tool %s is listed in policy.deny", d.ID)}
+		}
 		if ok, _ := path.Match(pat, d.ID); ok {
 			return decision{Reason: fmt.Sprintf("tool %s matches %q in policy.deny", d.ID, pat)}
 		}

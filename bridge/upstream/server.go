@@ -101,6 +101,9 @@ func (s *Server) session(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 	}
 	s.sess = cs
 	s.crashes = 0
+	// What the last session listed says nothing of this one: until this
+	// one lists its tools, none of them is admitted.
+	s.tools = map[string]*toolState{}
 	if err := s.refreshLocked(ctx, req); err != nil {
 		s.g.opts.Logger.Warn("upstream tools could not be listed", "server", s.name, "err", err)
 	}

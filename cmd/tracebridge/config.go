@@ -32,7 +32,7 @@ The file:
 
   [policy]
   grant = ["text.search", "trace.read", "workspace.read"]   # the default grants
-  deny = ["some_tool"]   # tool ids always denied
+  deny = ["some_tool", "github__delete_*"]   # tool ids (or patterns) always denied
   read_only_without_log = true   # may read-only tools run when the log cannot be written?
 
   [tools.regex_text_search]
@@ -55,6 +55,9 @@ The file:
   command = "npx"        # a stdio server: command, args, cwd, env
   args = ["-y", "@modelcontextprotocol/server-github"]
   env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${secret:GITHUB}" }   # secret references
+  # inherit_env = ["HTTPS_PROXY"]   # more of the bridge's environment than the
+                         # base (PATH, HOME, USER, LANG, TMPDIR…); nothing else
+                         # is inherited, never another server's secret
   # url = "https://host/mcp"   # or a Streamable HTTP server: url, headers
   # headers = { Authorization = "Bearer ${secret:GITHUB}" }
   # transport = "sse"    # the older HTTP+SSE transport
@@ -65,8 +68,10 @@ The file:
   read_only = ["search_*"]   # read-only whatever the annotations say (tools
                          # without readOnlyHint are side-effecting: approval)
   approval = { "create_*" = "always", "get_*" = "never" }
-  # capability = "upstream.github"   # what its calls need (the default; granted
-                                     # by configuring the server)
+  # capability = "upstream.github"   # what its calls need (the default, granted
+                                     # by configuring the server; another name
+                                     # must be in policy.grant, a built-in one
+                                     # is refused)
 
   [otlp]                 # runs as OpenTelemetry traces, sent by the hub (serve, up)
   endpoint = "http://127.0.0.1:4318"   # OTLP/HTTP; grpc: host:port

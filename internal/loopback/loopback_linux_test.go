@@ -1,6 +1,7 @@
 package loopback
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -58,4 +59,62 @@ func TestSameUserShutsOtherUsersOut(t *testing.T) {
 	if out, err := exec.Command(curl, "-s", "-m", "5", "http://"+addr+"/").CombinedOutput(); err != nil || string(out) != "ok" {
 		t.Fatalf("this user: %v %q", err, out)
 	}
+}
+
+// Both lookups find the same owner: sock_diag's exact lookup and the
+// /proc/net/tcp scan it falls back to.
+func TestPeerUIDLookupsAgree(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp4", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	la, ra := s.LocalAddr().(*net.TCPAddr), s.RemoteAddr().(*net.TCPAddr)
+	d, derr := diagUID(ra, la)
+	p, perr := procUID(ra, la)
+	if derr != nil || perr != nil || d != os.Geteuid() || p != d {
+		t.Fatalf("sock_diag %d (%v), /proc %d (%v), want %d", d, derr, p, perr, os.Geteuid())
+	}
+	if _, err := diagUID(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, la); !errors.Is(err, errNoSocket) {
+		t.Fatalf("a socket that does not exist: %v", err)
+	}
+}
+
+// BenchmarkPeerUID: the cost an accepted connection pays, by sock_diag and
+// by the /proc/net/tcp scan (which grows with the machine's sockets).
+func BenchmarkPeerUID(b *testing.B) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	c, _ := net.Dial("tcp4", l.Addr().String())
+	defer c.Close()
+	s, _ := l.Accept()
+	defer s.Close()
+	la, ra := s.LocalAddr().(*net.TCPAddr), s.RemoteAddr().(*net.TCPAddr)
+	b.Run("sock_diag", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := diagUID(ra, la); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("proc", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := procUID(ra, la); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
