@@ -205,13 +205,6 @@ func (f *front) reject(w http.ResponseWriter, r *http.Request, code events.Code,
 	http.Error(w, string(code)+": "+msg, status)
 }
 
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
 func (f *front) session(id string) *httpSession {
 	if id == "" {
 		return nil

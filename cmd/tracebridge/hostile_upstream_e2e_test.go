@@ -194,21 +194,6 @@ func TestUpstreamChangeDuringApproval(t *testing.T) {
 	b.close(t)
 }
 
-// codeOf is a tool result's error code ("" on success).
-func codeOf(res *sdk.CallToolResult) events.Code {
-	if !res.IsError {
-		return ""
-	}
-	var sc struct {
-		Error struct {
-			Code events.Code `json:"code"`
-		} `json:"error"`
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(raw, &sc)
-	return sc.Error.Code
-}
-
 // G15: a glob in [policy] deny matches (it was accepted and never matched);
 // G14: a discovered tool needing process.run stays denied with a server
 // configured with capability = "process.run" refused as ConfigInvalid.

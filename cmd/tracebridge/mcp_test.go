@@ -61,21 +61,26 @@ func (b *bridge) call(t *testing.T, tool string, args any) (*sdk.CallToolResult,
 	if err != nil {
 		t.Fatalf("call %s: result _meta lacks %s: %v", tool, bmcp.MetaRequestID, res.Meta)
 	}
-	var code events.Code
-	if res.IsError {
-		var sc struct {
-			Error struct {
-				Code events.Code `json:"code"`
-			} `json:"error"`
-		}
-		raw, _ := json.Marshal(res.StructuredContent)
-		json.Unmarshal(raw, &sc)
-		code = sc.Error.Code
-		if code == "" {
-			code = "untyped:" + events.Code(textOf(res))
-		}
+	code := codeOf(res)
+	if res.IsError && code == "" {
+		code = "untyped:" + events.Code(textOf(res))
 	}
 	return res, id, code
+}
+
+// codeOf is a tool result's error code ("" on success).
+func codeOf(res *sdk.CallToolResult) events.Code {
+	if !res.IsError {
+		return ""
+	}
+	var sc struct {
+		Error struct {
+			Code events.Code `json:"code"`
+		} `json:"error"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(raw, &sc)
+	return sc.Error.Code
 }
 
 func textOf(res *sdk.CallToolResult) string {
