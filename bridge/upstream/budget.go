@@ -50,6 +50,7 @@ func (b *budget) drain() int {
 const (
 	logBudget         = 100 // notifications/message recorded (all are forwarded)
 	listChangedBudget = 20  // notifications/tools/list_changed recorded
+	pinBudget         = 500 // tools pinned or changed (tools past it are not served until pinned)
 	// refreshEvery is the shortest time between two listings a server's
 	// list_changed notifications cause; notifications in between are
 	// folded into the next listing.

@@ -184,11 +184,6 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		}
 		desc, hash := Describe(t)
 		st := &toolState{tool: t, desc: desc, hash: hash}
-		if s.g.opts.Emitter.Redactor().Scrub(desc) == desc { // one holding a secret is not kept
-			if err := SaveDescriptor(s.g.opts.Descriptors, desc, hash); err != nil {
-				s.g.opts.Logger.Warn("a descriptor could not be kept whole", "server", s.name, "tool", t.Name, "err", err)
-			}
-		}
 		next[t.Name] = st
 		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: ToolName(s.name, t.Name),
 			projections.AttrHash: hash, projections.AttrDescriptor: desc}
@@ -202,6 +197,11 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		}
 		switch {
 		case !known || (p.Hash == hash && p.State == projections.PinRemoved):
+			if !s.pinBudget() {
+				delete(shown, t.Name) // not pinned: not served until a later listing pins it
+				continue
+			}
+			s.keep(t.Name, desc, hash)
 			s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
 			shown[t.Name] = st
 		case p.Hash == hash || p.Pending != "":
@@ -209,7 +209,11 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 			// is recorded until it is accepted (a server whose descriptors
 			// change at every listing records one per tool, not one per
 			// listing); calls stay refused meanwhile
+		case !s.pinBudget():
+			// over the budget: calls are refused all the same (the hash
+			// is not the pin's); a later listing records the change
 		default:
+			s.keep(t.Name, desc, hash)
 			pinAttrs["pinned"] = p.Hash
 			pinAttrs["error"] = fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name)
 			s.emit(events.KindUpstreamToolChanged, req, events.ID{}, events.Denied, events.CodeToolChanged, zeroTime, pinAttrs)
@@ -251,6 +255,17 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		s.g.changed.Unlock()
 	}
 	return nil
+}
+
+// keep keeps a descriptor the log records whole in the descriptors folder
+// (not one holding a registered secret: the file would hold it).
+func (s *Server) keep(tool, desc, hash string) {
+	if s.g.opts.Emitter.Redactor().Scrub(desc) != desc {
+		return
+	}
+	if err := SaveDescriptor(s.g.opts.Descriptors, desc, hash); err != nil {
+		s.g.opts.Logger.Warn("a descriptor could not be kept whole", "server", s.name, "tool", tool, "err", err)
+	}
 }
 
 func sortedToolNames(m map[string]*toolState) []string {

@@ -38,6 +38,7 @@ type Server struct {
 	progress sync.Map      // progress token → *progressSink
 
 	logs, listChanged budget      // what of its notifications is recorded
+	pins              budget      // first sights and changes of its tools recorded
 	refreshQueued     atomic.Bool // a list_changed listing waits to run
 	lastRefresh       atomic.Int64
 }
@@ -58,7 +59,8 @@ const maxInFlight = 32
 
 func newServer(g *Gateway, name string, cfg config.Server) *Server {
 	return &Server{g: g, name: name, cfg: cfg, tools: map[string]*toolState{}, sem: make(chan struct{}, maxInFlight),
-		logs: budget{n: logBudget, window: time.Minute}, listChanged: budget{n: listChangedBudget, window: time.Minute}}
+		logs: budget{n: logBudget, window: time.Minute}, listChanged: budget{n: listChangedBudget, window: time.Minute},
+		pins: budget{n: pinBudget, window: time.Minute}}
 }
 
 // emit records one upstream event for request req (zero: none).
@@ -303,6 +305,17 @@ func (s *Server) notification(b *budget, method string, attrs map[string]string)
 	}
 }
 
+// pinBudget reports whether one more pin or change of the server's tools
+// may be recorded now (a server listing thousands of new or changing
+// descriptors grows the log by a bounded amount).
+func (s *Server) pinBudget() bool {
+	ok, dropped := s.pins.take(s.g.opts.Now())
+	if dropped > 0 {
+		s.dropped("tools/list", dropped)
+	}
+	return ok
+}
+
 // dropped records how many notifications of method were not recorded.
 func (s *Server) dropped(method string, n int) {
 	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, map[string]string{
@@ -311,7 +324,7 @@ func (s *Server) dropped(method string, n int) {
 
 // close ends the session and stops the process.
 func (s *Server) close() {
-	for method, b := range map[string]*budget{"notifications/message": &s.logs, "notifications/tools/list_changed": &s.listChanged} {
+	for method, b := range map[string]*budget{"notifications/message": &s.logs, "notifications/tools/list_changed": &s.listChanged, "tools/list": &s.pins} {
 		if n := b.drain(); n > 0 {
 			s.dropped(method, n)
 		}

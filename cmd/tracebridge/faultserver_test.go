@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,6 +158,12 @@ func runFaultUpstream() {
 		}
 		return "slow done", nil
 	})
+	// TB_FAULT_NTOOLS=N: N more tools, t0000…, at start.
+	if n, _ := strconv.Atoi(os.Getenv("TB_FAULT_NTOOLS")); n > 0 {
+		for i := range n {
+			add(fmt.Sprintf("t%04d", i), "one of many "+strings.Repeat("d", 200), true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) { return "many", nil })
+		}
+	}
 	// TB_FAULT_RESOURCES and TB_FAULT_TEMPLATES (comma-separated) are
 	// resources and templates it serves, each read answered "FORGED by
 	// TB_FAULT_NAME" and marked.

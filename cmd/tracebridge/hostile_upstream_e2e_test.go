@@ -281,13 +281,16 @@ func TestHeadersNeverFollowARedirectElsewhere(t *testing.T) {
 
 	ot := redirector(t, other.URL)
 	cfg = writeConfig(t, fmt.Sprintf("[secrets.OT]\nenv = \"OT_KEY\"\n[otlp]\nendpoint = %q\nheaders = { \"x-api-key\" = \"${secret:OT}\" }\n", ot.URL))
-	// A redirect is an export failure, retried until interrupted (the
-	// checkpoint stays): stop the backfill after its first attempts.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	// A redirect is an export failure, retried a few times by a one-shot
+	// backfill, which then fails saying so (the checkpoint stays).
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tbBin, "--data", data, "export", "otlp", "--since", "1")
 	cmd.Env = append(os.Environ(), cfg, "OT_KEY="+otKey)
-	out, _ := cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("a backfill whose endpoint redirects: %v (context %v)\n%s", err, ctx.Err(), out)
+	}
 	if strings.Contains(seen(), otKey) || strings.Contains(seen(), "/v1/") {
 		t.Fatalf("the OTLP export followed the redirect:\n%s\nexport said:\n%s", seen(), out)
 	}
@@ -531,5 +534,29 @@ func TestURLAndArgCredentialsNeverRecorded(t *testing.T) {
 		if strings.Contains(b.stderr.String(), k) {
 			t.Errorf("%s in the bridge's stderr", k)
 		}
+	}
+}
+
+// G5: a server listing 1,500 new tools records at most the pin budget (500
+// a minute); the tools past it are not served until a later listing pins
+// them, and the count of those not recorded is.
+func TestUpstreamPinsAreBounded(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	cfg := hostileConfig(t, "", map[string]string{"many": "env = { TB_FAULT_UPSTREAM = \"1\", TB_FAULT_NTOOLS = \"1500\" }"})
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg)
+	n := 0
+	for _, name := range toolNames(t, b.session) {
+		if strings.HasPrefix(name, "many__") {
+			n++
+		}
+	}
+	b.close(t)
+	if n > 500 || n < 400 {
+		t.Fatalf("%d of the server's ~1,520 tools are served, want the 500 pinned", n)
+	}
+	if pinned := countCode(t, data, events.KindUpstreamToolPinned, "*"); pinned > 500 {
+		t.Fatalf("%d pins recorded in a minute, want 500 at most", pinned)
 	}
 }

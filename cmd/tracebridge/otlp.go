@@ -218,6 +218,7 @@ func runExportOTLP(ctx context.Context, m *Main, args []string) error {
 	}
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
+	x.Attempts = 5 // a one-shot backfill says what failed instead of retrying for ever
 	n, err := x.Backfill(bctx, from)
 	if err != nil {
 		return err

@@ -42,6 +42,10 @@ type Exporter struct {
 	Logger *slog.Logger
 	// FlushEvery bounds how long a run waits to be sent. Zero: 1s.
 	FlushEvery time.Duration
+	// Attempts bounds the sends of one batch (a one-shot backfill gives
+	// up and says why; the checkpoint stays). Zero: until accepted or the
+	// context ends, as a running hub does.
+	Attempts int
 
 	// inflight holds the events of runs not answered yet, as the log
 	// delivers them, so an answered run rarely needs a read of its own.
@@ -183,7 +187,7 @@ func (x *Exporter) flush(ctx context.Context) error {
 	if x.Logs != nil {
 		records = x.logs.take()
 	}
-	for {
+	for attempt := 1; ; attempt++ {
 		err := x.Spans.ExportSpans(ctx, x.pending)
 		if err == nil && len(records) > 0 {
 			err = x.Logs.Export(ctx, records)
@@ -193,6 +197,9 @@ func (x *Exporter) flush(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return nil // the next run resumes from the checkpoint
+		}
+		if x.Attempts > 0 && attempt >= x.Attempts {
+			return fmt.Errorf("otlp export failed %d times (the checkpoint stays; the next export resends): %w", attempt, err)
 		}
 		if x.Logger != nil {
 			x.Logger.Warn("otlp export failed; retrying (the checkpoint stays)", "runs", x.runs, "err", err, "in", backoff)
