@@ -8,3 +8,6 @@ func setProcAttrs(*exec.Cmd) {}
 
 // killGroup: no process groups here; stop kills the process itself.
 func killGroup(int) {}
+
+// killTagged: no /proc to find an upstream's escaped children by.
+func killTagged(string) {}

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +37,9 @@ type process struct {
 	mu       sync.Mutex
 	lines    []string
 	stopFlag atomic.Bool
+	// tag is the TRACEBRIDGE_UPSTREAM=… entry of its environment, which
+	// its descendants inherit: how stop finds those that left its group.
+	tag string
 }
 
 // startProcess starts cfg's command with env. Its stderr goes to log, line
@@ -42,9 +47,10 @@ type process struct {
 func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events.Redactor) (*process, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Cwd
-	cmd.Env = env
+	tag := fmt.Sprintf("TRACEBRIDGE_UPSTREAM=%d-%s", os.Getpid(), hex.EncodeToString(randomTag()))
+	cmd.Env = append(env, tag)
 	setProcAttrs(cmd)
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{}), tag: tag}
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -84,6 +90,12 @@ func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
+
+func randomTag() []byte {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return b
+}
 
 // What of an upstream's stderr reaches the bridge's log: lines cut at
 // maxStderrLine bytes (the rest counted), at most stderrBudget lines a
@@ -224,4 +236,5 @@ func (p *process) stop() {
 		<-p.done
 	}
 	killGroup(p.pid())
+	killTagged(p.tag)
 }

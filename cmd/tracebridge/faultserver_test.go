@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"strings"
 	"time"
 
@@ -103,10 +104,14 @@ func runFaultUpstream() {
 	})
 	add("spawn", "starts a child that stays in its process group, its pid written to the file text names", true, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
 		c := exec.Command("sleep", "300")
+		file, escape := strings.CutPrefix(a.Text, "setsid:") // a child that leaves the group for a session of its own
+		if escape {
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		if err := c.Start(); err != nil {
 			return "", err
 		}
-		return "spawned", os.WriteFile(a.Text, []byte(fmt.Sprint(c.Process.Pid)), 0o600)
+		return "spawned", os.WriteFile(file, []byte(fmt.Sprint(c.Process.Pid)), 0o600)
 	})
 	add("listflood", "changes a tool 100 times, one tools/list_changed each (the SDK folds changes within 10ms)", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
 		for i := range 100 {

@@ -314,16 +314,22 @@ func TestUpstreamStderrAndChildren(t *testing.T) {
 			t.Fatalf("%s after a long stderr line: %q %s", tool, code, textOf(res))
 		}
 	}
-	pidFile := filepath.Join(dir, "child.pid")
-	if _, _, code := b.call(t, "s__spawn", map[string]any{"text": pidFile}); code != "" {
-		t.Fatal(code)
+	var pids []string
+	for _, spec := range []string{"", "setsid:"} { // one in its group, one that left it
+		pidFile := filepath.Join(dir, "child"+fmt.Sprint(len(pids))+".pid")
+		if _, _, code := b.call(t, "s__spawn", map[string]any{"text": spec + pidFile}); code != "" {
+			t.Fatal(code)
+		}
+		pid, _ := os.ReadFile(pidFile)
+		pids = append(pids, string(pid))
 	}
-	pid, _ := os.ReadFile(pidFile)
 	b.close(t)
-	eventually(t, 10*time.Second, "the upstream's child ends with the bridge", func() bool {
-		st, err := os.ReadFile("/proc/" + string(pid) + "/stat")
-		return err != nil || strings.Contains(string(st), ") Z ") // gone, or a zombie waiting for init
-	})
+	for _, pid := range pids {
+		eventually(t, 10*time.Second, "the upstream's child "+pid+" ends with the bridge", func() bool {
+			st, err := os.ReadFile("/proc/" + pid + "/stat")
+			return err != nil || strings.Contains(string(st), ") Z ") // gone, or a zombie waiting for init
+		})
+	}
 	logs, _ := filepath.Glob(filepath.Join(data, "logs", "*.log"))
 	var total int64
 	for _, l := range logs {
