@@ -49,8 +49,8 @@ type callRec struct {
 	req, op events.ID
 	tool    string
 	rpcID   string
-	// written, when set, is called once the request is written (it
-	// releases the server's write gate).
+	// written, when set, is called as the request goes to the transport
+	// (it releases the server's write gate).
 	written func()
 }
 
@@ -60,8 +60,11 @@ func (c *evidenceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			rec.rpcID = fmt.Sprint(r.ID.Raw())
 			c.s.emit(events.KindUpstreamRequestSent, rec.req, rec.op, events.OK, "", zeroTime, map[string]string{
 				"method": r.Method, "rpcId": rec.rpcID, projections.AttrUpTool: rec.tool})
+			// The gate's check holds until here: release it before the
+			// transport's write, which over HTTP lasts as long as the
+			// answer's stream, so calls do not queue behind one another.
 			if rec.written != nil {
-				defer rec.written()
+				rec.written()
 			}
 		}
 	}
