@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"strings"
 	"time"
 
@@ -106,7 +105,7 @@ func runFaultUpstream() {
 		c := exec.Command("sleep", "300")
 		file, escape := strings.CutPrefix(a.Text, "setsid:") // a child that leaves the group for a session of its own
 		if escape {
-			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			detach(c)
 		}
 		if err := c.Start(); err != nil {
 			return "", err
