@@ -9,7 +9,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -86,5 +88,24 @@ func TestACutDescriptorCannotBeAccepted(t *testing.T) {
 	}
 	if resp := post(c, f.url, "/do/tool/gh__read", f.url, url.Values{"csrf": {csrf}, "hash": {pending}}); resp.StatusCode != http.StatusConflict {
 		t.Fatalf("accepting a cut descriptor: %d", resp.StatusCode)
+	}
+}
+
+// The approvals page renders a pending call of an upstream tool with the
+// arguments hash and the descriptor hash it is bound to (G3).
+func TestPendingUpstreamCallShowsItsPin(t *testing.T) {
+	f := newFixture(t)
+	req := f.em.NewID()
+	pin := strings.Repeat("ab", 32)
+	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: events.AttrsOf(map[string]string{
+		executor.AttrApprovalID: f.em.NewID().String(), executor.AttrTool: "gh__delete_branch", executor.AttrArgsHash: strings.Repeat("cd", 32),
+		"args": `{"branch":"tmp"}`, events.AttrPin: pin, executor.AttrDeadline: time.Now().Add(time.Hour).Format(time.RFC3339Nano)})})
+	if err := f.em.Flush(f.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.login()
+	status, body, _ := get(t, c, f.url+"/approvals")
+	if status != http.StatusOK || !strings.Contains(body, "gh__delete_branch") || !strings.Contains(body, pin) {
+		t.Fatalf("the approvals page (%d) does not show the pending call with its descriptor hash:\n%s", status, body)
 	}
 }
