@@ -5,11 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"net"
 	"net/http"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/loopback"
 )
 
 // cookieName holds the session the launch token was exchanged for.
@@ -98,14 +98,13 @@ const (
 
 // hostOf classifies a Host header.
 func (s *Server) hostOf(host string) int {
-	name, port, err := net.SplitHostPort(host)
-	if err != nil || port != s.port {
+	name, ok := loopback.SplitHost(host, s.port)
+	switch {
+	case !ok:
 		return foreignHost
-	}
-	switch name = strings.ToLower(name); name {
-	case s.name:
+	case name == s.name:
 		return ownHost
-	case "127.0.0.1", "localhost", "::1":
+	case loopback.IsLoopbackName(name):
 		return loopbackLiteral
 	}
 	return foreignHost

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -180,11 +179,8 @@ func (f *front) guard(r *http.Request) (events.Code, int, string) {
 }
 
 func (f *front) loopbackHostPort(hostport string) bool {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil || port != strconv.Itoa(f.opts.Port) {
-		return false
-	}
-	return host == "127.0.0.1" || host == "localhost" || host == "::1"
+	name, ok := loopback.SplitHost(hostport, strconv.Itoa(f.opts.Port))
+	return ok && loopback.IsLoopbackName(name)
 }
 
 func (f *front) ownOrigin(o string) bool {
