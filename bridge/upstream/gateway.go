@@ -197,7 +197,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		}
 		switch {
 		case !known || (p.Hash == hash && p.State == projections.PinRemoved):
-			if !s.pinBudget() {
+			if !s.within(&s.pins, "tools/list") {
 				delete(shown, t.Name) // not pinned: not served until a later listing pins it
 				continue
 			}
@@ -209,7 +209,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 			// is recorded until it is accepted (a server whose descriptors
 			// change at every listing records one per tool, not one per
 			// listing); calls stay refused meanwhile
-		case !s.pinBudget():
+		case !s.within(&s.pins, "tools/list"):
 			// over the budget: calls are refused all the same (the hash
 			// is not the pin's); a later listing records the change
 		default:

@@ -291,27 +291,22 @@ func (s *Server) recordExit(p *process, req, op events.ID) {
 	s.emit(events.KindUpstreamExited, events.ID{}, events.ID{}, events.Unavailable, events.CodeUpstreamUnavailable, time.Time{}, attrs)
 }
 
-// notification records one notification of method from the upstream
-// within b's budget (attrs are its own), and the count of those past the
-// budget once their window is over.
+// notification records one notification of method from the upstream,
+// within b's budget (attrs are its own).
 func (s *Server) notification(b *budget, method string, attrs map[string]string) {
-	ok, dropped := b.take(s.g.opts.Now())
-	if dropped > 0 {
-		s.dropped(method, dropped)
-	}
-	if ok {
+	if s.within(b, method) {
 		attrs["method"] = method
 		s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, attrs)
 	}
 }
 
-// pinBudget reports whether one more pin or change of the server's tools
-// may be recorded now (a server listing thousands of new or changing
-// descriptors grows the log by a bounded amount).
-func (s *Server) pinBudget() bool {
-	ok, dropped := s.pins.take(s.g.opts.Now())
+// within reports whether one more event of what may be recorded now under
+// b, recording the count of those past it once their window is over (a
+// server sending thousands grows the log by a bounded amount).
+func (s *Server) within(b *budget, what string) bool {
+	ok, dropped := b.take(s.g.opts.Now())
 	if dropped > 0 {
-		s.dropped("tools/list", dropped)
+		s.dropped(what, dropped)
 	}
 	return ok
 }
