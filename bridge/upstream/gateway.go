@@ -203,7 +203,6 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 			}
 			s.keep(t.Name, desc, hash)
 			s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
-			shown[t.Name] = st
 		case p.Hash == hash || p.Pending != "":
 			// as pinned, or a change already announced: one pending change
 			// is recorded until it is accepted (a server whose descriptors
@@ -337,8 +336,8 @@ func (s *Server) checkPin(ctx context.Context, st *toolState, tool string) error
 // written: cs is the server's live session, and the tool as cs last
 // listed it is the pinned one. On success s.mu stays held, so no refresh
 // (a restart's or a list_changed's) can change the listing before the
-// request is on the wire; the returned release unlocks it, once, and the
-// connection's Write calls it right after writing.
+// request goes to the transport; the returned release unlocks it, once:
+// the connection's Write calls it as it hands the request on.
 func (s *Server) writeGate(ctx context.Context, cs *sdk.ClientSession, tool string) (release func(), err error) {
 	s.mu.Lock()
 	if s.sess != cs {

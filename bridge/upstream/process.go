@@ -109,8 +109,12 @@ const (
 
 func (p *process) readStderr(r io.Reader, log *slog.Logger, red *events.Redactor) {
 	br := bufio.NewReaderSize(r, maxStderrLine)
-	var window time.Time
-	logged, dropped := 0, 0
+	b := budget{n: stderrBudget, window: time.Minute}
+	overBudget := func(n int) {
+		if n > 0 {
+			log.Warn("upstream stderr lines not logged (over the budget)", "lines", n, "budget", stderrBudget, "per", "minute")
+		}
+	}
 	for {
 		line, cut, err := readLine(br, maxStderrLine)
 		if len(line) > 0 || cut > 0 || err == nil {
@@ -118,17 +122,10 @@ func (p *process) readStderr(r io.Reader, log *slog.Logger, red *events.Redactor
 			if cut > 0 {
 				text += fmt.Sprintf(" …[line cut: %d more bytes]", cut)
 			}
-			if now := time.Now(); now.Sub(window) >= time.Minute {
-				if dropped > 0 {
-					log.Warn("upstream stderr lines not logged (over the budget)", "lines", dropped, "budget", stderrBudget, "per", "minute")
-				}
-				window, logged, dropped = now, 0, 0
-			}
-			if logged < stderrBudget {
-				logged++
+			ok, dropped := b.take(time.Now())
+			overBudget(dropped)
+			if ok {
 				log.Info("upstream stderr", "line", text)
-			} else {
-				dropped++
 			}
 			p.mu.Lock()
 			p.lines = append(p.lines, oneLine(text, 300))
@@ -138,9 +135,7 @@ func (p *process) readStderr(r io.Reader, log *slog.Logger, red *events.Redactor
 			p.mu.Unlock()
 		}
 		if err != nil {
-			if dropped > 0 {
-				log.Warn("upstream stderr lines not logged (over the budget)", "lines", dropped, "budget", stderrBudget, "per", "minute")
-			}
+			overBudget(b.drain())
 			return
 		}
 	}
