@@ -103,9 +103,10 @@ func TestGatewayConcurrentCallsAndRefreshes(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// The catalog is replaced before Changed is called: wait for both.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, ok := cat.Lookup("mem__extra6"); ok {
+		if _, ok := cat.Lookup("mem__extra6"); ok && changes.Load() >= 2 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
