@@ -121,11 +121,13 @@ const (
 	KindUpstreamNotification = "upstream.notification.received"
 	KindUpstreamCancelled    = "upstream.cancelled"
 	KindUpstreamTimeout      = "upstream.timeout"
-	KindUpstreamToolPinned   = "upstream.tool.pinned"   // first sight of a tool: its descriptor's hash
-	KindUpstreamToolChanged  = "upstream.tool.changed"  // a pinned tool's descriptor changed: refused until accepted
-	KindUpstreamToolRemoved  = "upstream.tool.removed"  // a pinned tool is no longer listed
-	KindUpstreamToolAccepted = "upstream.tool.accepted" // an operator accepted a changed descriptor
-	KindUpstreamOfferRefused = "upstream.offer.refused" // a resource or template not served: it collides with the bridge's own or another server's
+	KindUpstreamToolPinned   = "upstream.tool.pinned"     // first sight of a tool: its descriptor's hash
+	KindUpstreamToolChanged  = "upstream.tool.changed"    // a pinned tool's descriptor changed: refused until accepted
+	KindUpstreamToolRemoved  = "upstream.tool.removed"    // a pinned tool is no longer listed
+	KindUpstreamToolAccepted = "upstream.tool.accepted"   // an operator accepted a changed descriptor
+	KindUpstreamOfferRefused = "upstream.offer.refused"   // a resource or template not served: it collides with the bridge's own or another server's
+	KindUpstreamAsked        = "upstream.client.asked"    // the upstream sent the client a request (sampling, elicitation, roots), relayed to its client session
+	KindUpstreamAnswered     = "upstream.client.answered" // the client's answer to it, relayed back (or why there was none)
 )
 
 // Kinds of proposals, reviews and operator actions.
@@ -208,6 +210,8 @@ func init() {
 	kind(KindUpstreamToolRemoved, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamToolAccepted, BoundaryUpstream, Operator, Executor, true)
 	kind(KindUpstreamOfferRefused, BoundaryUpstream, Upstream, Executor, true)
+	kind(KindUpstreamAsked, BoundaryUpstream, Upstream, Client, false)
+	kind(KindUpstreamAnswered, BoundaryUpstream, Client, Upstream, true)
 
 	kind(KindProposalCreated, BoundaryProposal, Host, Operator, false)
 	kind(KindProposalApproved, BoundaryProposal, Operator, Host, true)

@@ -56,7 +56,26 @@ type Server struct {
 	// server receives beyond BaseEnv (say NODE_OPTIONS or HTTPS_PROXY).
 	// Nothing else is inherited; secrets go in Env as references.
 	InheritEnv []string `toml:"inherit_env"`
+	// Prefix, when false, exposes the server's tools and prompts under
+	// their own names instead of NAME__tool (for one server behind the
+	// bridge; a name another tool already has is then not served).
+	Prefix *bool `toml:"prefix"`
+	// Sessions is "per-client" (default: each client session of the
+	// bridge gets its own connection to the server, which declares that
+	// client's capabilities and carries its roots, log level,
+	// subscriptions, sampling and elicitation) or "shared" (one
+	// connection for every client; what the server asks or tells goes to
+	// the client whose call is in flight, else to none).
+	Sessions string `toml:"sessions"`
 }
+
+// Shared reports whether every client session shares one connection to
+// the server.
+func (s Server) Shared() bool { return s.Sessions == "shared" }
+
+// Prefixed reports whether the server's tools and prompts are exposed as
+// NAME__tool (the default).
+func (s Server) Prefixed() bool { return s.Prefix == nil || *s.Prefix }
 
 // serverNameRE is what a server may be called: its name prefixes its tools'
 // names (NAME__tool), which clients limit to [A-Za-z0-9_-]{1,64}.
@@ -189,6 +208,11 @@ func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 		case "", "streamable", "sse":
 		default:
 			bad(key+".transport", "%q is not one of streamable, sse", s.Transport)
+		}
+		switch s.Sessions {
+		case "", "per-client", "shared":
+		default:
+			bad(key+".sessions", "%q is not one of per-client, shared", s.Sessions)
 		}
 		switch s.Start {
 		case "", "lazy", "eager":

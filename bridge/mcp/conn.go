@@ -64,6 +64,9 @@ type connState struct {
 	now          func() time.Time
 	// codeOf is the code the handler gave request req's result.
 	codeOf func(req events.ID) (events.Code, bool)
+	// related, when set, hears of each request sent to the client that
+	// belongs to a request in flight (Related).
+	related RelatedFunc
 
 	mu       sync.Mutex
 	inflight map[string]*pending // JSON-RPC id → request
@@ -72,6 +75,7 @@ type connState struct {
 }
 
 type pending struct {
+	id     jsonrpc.ID
 	req    events.ID
 	method string
 	tool   string
@@ -218,7 +222,7 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 		attrs["protocolVersion"] = p.ProtocolVersion
 	}
 	attrs["client"] = c.client
-	c.inflight[idKey(req.ID)] = &pending{req: reqID, method: req.Method, tool: p.Name, tp: tp, start: c.now(), params: string(req.Params)}
+	c.inflight[idKey(req.ID)] = &pending{id: req.ID, req: reqID, method: req.Method, tool: p.Name, tp: tp, start: c.now(), params: string(req.Params)}
 	c.mu.Unlock()
 	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: events.AttrsOf(attrs)})
 	req.Extra = &sdk.RequestExtra{Header: http.Header{
@@ -258,6 +262,9 @@ func (c *connState) endSession(err error) {
 func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
+		if r, isReq := msg.(*jsonrpc.Request); isReq && r.ID.IsValid() && c.related != nil {
+			c.relate(ctx, r.ID)
+		}
 		return c.inner.Write(ctx, msg)
 	}
 	c.mu.Lock()
@@ -304,6 +311,29 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.log.Error("the request's events are not durable; answering anyway (the executor refused anything that needed them)", "request", pd.req, "err", err)
 	}
 	return c.inner.Write(ctx, resp)
+}
+
+// relate tells the related hook that request out, sent to the client with
+// ctx, belongs to the client's request ctx was marked with (Related).
+func (c *connState) relate(ctx context.Context, out jsonrpc.ID) {
+	req, ok := ctx.Value(relatedKey{}).(events.ID)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	var in any
+	for _, pd := range c.inflight {
+		if pd.req == req {
+			in = pd.id.Raw()
+		}
+	}
+	c.mu.Unlock()
+	if in == nil {
+		return
+	}
+	o, _ := json.Marshal(out.Raw())
+	i, _ := json.Marshal(in)
+	c.related(o, i)
 }
 
 // tagResult adds _meta["tracebridge/requestId"] to a tools/call result and

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,10 +251,11 @@ func (f *front) open(keep bool) (*httpSession, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	sess := &httpSession{id: hex.EncodeToString(b), in: inW, waiters: map[string]chan []byte{}, progress: map[string]chan []byte{},
+		streams: map[string]chan []byte{}, related: map[string]string{},
 		done: make(chan struct{}), served: make(chan struct{}), last: time.Now()}
 	go func() {
 		defer close(sess.served)
-		f.s.Serve(f.ctx, inR, outW)
+		f.s.Serve(WithRelated(f.ctx, sess.relate), inR, outW)
 		outW.Close()
 	}()
 	go sess.demux(outR)
@@ -289,6 +291,9 @@ type httpSession struct {
 	mu       sync.Mutex
 	waiters  map[string]chan []byte // JSON-RPC id → its response
 	progress map[string]chan []byte // progress token → the POST stream waiting for it
+	streams  map[string]chan []byte // JSON-RPC id of a call → its POST stream
+	order    []string               // the calls with a stream, oldest first
+	related  map[string]string      // id of a request to the client → id of the call it belongs to
 	get      chan []byte            // the GET stream, when one is open
 	last     time.Time
 	closed   bool
@@ -351,8 +356,15 @@ func (h *httpSession) demux(out io.Reader) {
 			delete(h.waiters, canonicalID(m.ID))
 		case m.Method == "notifications/progress":
 			to = h.progress[string(m.Params.ProgressToken)]
+		case len(m.ID) > 0: // a request to the client: on the stream of the call it belongs to
+			key := canonicalID(m.ID)
+			to = h.streams[h.related[key]]
+			delete(h.related, key)
+			if to == nil {
+				to = h.fallback()
+			}
 		default:
-			to = h.get
+			to = h.fallback()
 		}
 		h.mu.Unlock()
 		if to != nil {
@@ -367,6 +379,27 @@ func (h *httpSession) demux(out io.Reader) {
 		close(ch)
 		delete(h.waiters, id)
 	}
+	h.mu.Unlock()
+}
+
+// fallback is the stream for what belongs to no call: the GET stream, else
+// the newest call's POST stream (a client without a GET stream still
+// hears what the server asks and tells while it waits for an answer).
+// h.mu is held.
+func (h *httpSession) fallback() chan []byte {
+	if h.get != nil {
+		return h.get
+	}
+	if n := len(h.order); n > 0 {
+		return h.streams[h.order[n-1]]
+	}
+	return nil
+}
+
+// relate notes that request out to the client belongs to call in.
+func (h *httpSession) relate(out, in json.RawMessage) {
+	h.mu.Lock()
+	h.related[canonicalID(out)] = canonicalID(in)
 	h.mu.Unlock()
 }
 
@@ -392,11 +425,19 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 		if len(token) > 0 {
 			h.progress[string(token)] = prog
 		}
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			h.streams[key] = prog
+			h.order = append(h.order, key)
+		}
 		h.mu.Unlock()
 		defer func() {
 			h.mu.Lock()
 			if len(token) > 0 {
 				delete(h.progress, string(token))
+			}
+			if h.streams[key] == prog {
+				delete(h.streams, key)
+				h.order = slices.DeleteFunc(h.order, func(k string) bool { return k == key })
 			}
 			if h.waiters[key] == resp {
 				delete(h.waiters, key)

@@ -65,6 +65,14 @@ type Passthrough interface {
 	ResourceTemplates() []*sdk.ResourceTemplate
 	GetPrompt(ctx context.Context, req events.ID, name string, args map[string]string) (*sdk.GetPromptResult, error)
 	ReadResource(ctx context.Context, req events.ID, uri string) (*sdk.ReadResourceResult, error)
+	Complete(ctx context.Context, req events.ID, p *sdk.CompleteParams) (*sdk.CompleteResult, error)
+	Subscribe(ctx context.Context, req events.ID, uri string) error
+	Unsubscribe(ctx context.Context, req events.ID, uri string) error
+	// SetLevel, RootsChanged: ctx's client session set a log level, or
+	// said its roots changed. Release: that session ended.
+	SetLevel(ctx context.Context, level string)
+	RootsChanged(ctx context.Context)
+	Release(key string)
 }
 
 // Resource is a family of read-only resources, e.g. trace://runs/{requestId}.
@@ -91,6 +99,9 @@ type Server struct {
 	// roots caches each client session's declared roots (*ServerSession →
 	// []string), dropped when the client says they changed.
 	roots sync.Map
+	// clients are the open client sessions by key (their session event
+	// id), as the gateway relays to them.
+	clients sync.Map
 	// codes hands each call's result code from the handler to the
 	// connection that writes its response (request id → events.Code), so
 	// the code travels by value, never re-read from the result's JSON.
@@ -114,13 +125,26 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{opts: opts}
-	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "tracebridge", Version: opts.Version}, &sdk.ServerOptions{
+	sopts := &sdk.ServerOptions{
 		Logger: opts.Logger,
 		//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; they pick the workspace (issue 18)
-		RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { s.roots.Delete(req.Session) },
+		RootsListChangedHandler: s.rootsChanged,
 		Capabilities:            capabilities(opts),
 		Instructions:            "Every call is recorded as evidence. Each tool result's _meta[\"" + MetaRequestID + "\"] names the request; `tracebridge tail --request ID` shows what happened.",
-	})
+	}
+	if pt := opts.Passthrough; pt != nil {
+		sopts.SubscribeHandler = func(ctx context.Context, req *sdk.SubscribeRequest) error {
+			return policyError(pt.Subscribe(ctx, requestOf(req.GetExtra()), req.Params.URI))
+		}
+		sopts.UnsubscribeHandler = func(ctx context.Context, req *sdk.UnsubscribeRequest) error {
+			return policyError(pt.Unsubscribe(ctx, requestOf(req.GetExtra()), req.Params.URI))
+		}
+		sopts.CompletionHandler = func(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+			res, err := pt.Complete(ctx, requestOf(req.GetExtra()), req.Params)
+			return res, policyError(err)
+		}
+	}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "tracebridge", Version: opts.Version}, sopts)
 	s.SyncTools()
 	for _, r := range opts.Resources {
 		prefix := r.URITemplate[:strings.Index(r.URITemplate, "{")]
@@ -140,7 +164,7 @@ func New(opts Options) *Server {
 				return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: r.MIMEType, Text: text}}}, nil
 			})
 	}
-	s.sdk.AddReceivingMiddleware(s.recoverPanics, s.unknownTools, s.beforeList)
+	s.sdk.AddReceivingMiddleware(s.recoverPanics, s.withClient, s.unknownTools, s.beforeList)
 	return s
 }
 
@@ -292,15 +316,22 @@ func addTool(srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
 	return nil
 }
 
-// ForwardLog sends an upstream's log message to every client session (the
-// SDK sends it only to clients that set a level).
+// rootsChanged forgets the client's roots and gives the gateway the new
+// ones.
 //
-//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-func (s *Server) ForwardLog(ctx context.Context, p *sdk.LoggingMessageParams) {
-	for ss := range s.sdk.Sessions() {
-		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-		ss.Log(ctx, p)
+//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; they pick the workspace (issue 18)
+func (s *Server) rootsChanged(ctx context.Context, req *sdk.RootsListChangedRequest) {
+	s.roots.Delete(req.Session)
+	if s.opts.Passthrough == nil {
+		return
 	}
+	s.clients.Range(func(_, v any) bool {
+		if c := v.(*clientSession); c.session() == req.Session {
+			s.opts.Passthrough.RootsChanged(executor.WithClient(ctx, c))
+			return false
+		}
+		return true
+	})
 }
 
 // beforeList runs the BeforeList hook ahead of tools/list.
@@ -330,7 +361,14 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	out := &lockedWriter{w: w}
 	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
 	t := &evidenceTransport{inner: &sdk.IOTransport{Reader: readCloser{in, r}, Writer: out, MaxLineLength: s.opts.MaxLineLength}, c: c}
+	cs := &clientSession{key: c.session.String(), conn: c}
+	c.related = relatedOf(ctx)
+	s.clients.Store(cs.key, cs)
 	err := s.sdk.Run(ctx, t)
+	s.clients.Delete(cs.key)
+	if s.opts.Passthrough != nil {
+		s.opts.Passthrough.Release(cs.key)
+	}
 	c.endSession(io.EOF) // a no-op when Read already recorded why it stopped
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.FlushTimeout)
 	defer cancel()
@@ -504,9 +542,10 @@ func capabilities(opts Options) *sdk.ServerCapabilities {
 	}
 	if opts.Passthrough != nil {
 		c.Prompts = &sdk.PromptCapabilities{ListChanged: true}
-		c.Resources = &sdk.ResourceCapabilities{ListChanged: true}
+		c.Resources = &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true}
+		c.Completions = &sdk.CompletionCapabilities{}
 	}
-	if len(opts.Resources) > 0 {
+	if len(opts.Resources) > 0 && c.Resources == nil {
 		c.Resources = &sdk.ResourceCapabilities{}
 	}
 	return c

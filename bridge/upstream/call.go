@@ -41,10 +41,11 @@ type progressSink struct {
 // progress token in _meta, and its answer comes back as the upstream sent
 // it. Every failure is an *events.Err with an upstream code.
 func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, error) {
-	cs, err := s.session(ctx, c.RequestID, c.OperationID)
+	l, err := s.session(ctx, c.RequestID, c.OperationID)
 	if err != nil {
 		return nil, err
 	}
+	defer l.begin(c.RequestID, c.OperationID, downstreamOf(ctx))()
 	select {
 	case s.sem <- struct{}{}:
 		defer func() { <-s.sem }()
@@ -54,7 +55,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	rec := &callRec{req: c.RequestID, op: c.OperationID, tool: tool}
 	// The pin holds at the moment of writing, on the session that carries
 	// the call: after any restart and refresh, after an approval wait.
-	release, err := s.writeGate(ctx, cs, tool)
+	release, err := s.writeGate(ctx, l, tool)
 	if err != nil {
 		e := events.AsErr(err, events.CodeToolChanged)
 		s.emit(events.KindUpstreamRefused, c.RequestID, c.OperationID, events.OutcomeOf(e.Code), e.Code, zeroTime,
@@ -71,7 +72,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	// The server's log messages at info and above (2026-07-28 asks per
 	// request; older protocols were asked once, at connect).
 	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-	meta := sdk.Meta{sdk.MetaKeyLogLevel: "info"}
+	meta := sdk.Meta{sdk.MetaKeyLogLevel: l.level()}
 	if c.Traceparent != "" {
 		meta["traceparent"] = c.Traceparent
 	}
@@ -88,7 +89,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, rec), timeout)
 	defer cancel()
 	t0 := s.g.opts.Now()
-	res, err := cs.CallTool(cctx, params)
+	res, err := l.sess.CallTool(cctx, params)
 	attrs := func(kv ...string) map[string]string {
 		m := map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: tool}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -103,7 +104,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 			b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": rpcErr.Code, "message": rpcErr.Message}})
 			answer = string(b)
 		}
-		return nil, s.failed(ctx, cctx, err, rec, "tools/call "+tool, t0, attrs(AttrRequest, string(args), AttrAnswer, answer))
+		return nil, s.failed(ctx, cctx, err, l, rec, "tools/call "+tool, t0, attrs(AttrRequest, string(args), AttrAnswer, answer))
 	}
 	// The request and the answer as sent (redacted by the emitter): what a
 	// recorded session replays and compares.
@@ -124,7 +125,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 // answer: the client cancelled (the SDK told the upstream), the deadline
 // passed, the upstream answered a JSON-RPC error, or the connection broke.
 // what names the request ("tools/call x"); attrs go on its event.
-func (s *Server) failed(ctx, cctx context.Context, err error, rec *callRec, what string, t0 time.Time, attrs map[string]string) *events.Err {
+func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *callRec, what string, t0 time.Time, attrs map[string]string) *events.Err {
 	var rpcErr *jsonrpc.Error
 	switch {
 	case ctx.Err() != nil:
@@ -141,7 +142,7 @@ func (s *Server) failed(ctx, cctx context.Context, err error, rec *callRec, what
 		s.emit(events.KindUpstreamResponse, rec.req, rec.op, events.Error, events.CodeUpstreamError, t0, attrs)
 		return events.Errorf(events.CodeUpstreamError, "%s", msg)
 	}
-	e := s.lost(err)
+	e := s.lost(l, err)
 	attrs["error"] = e.Msg
 	s.emit(events.KindUpstreamUnavailable, rec.req, rec.op, events.OutcomeOf(e.Code), e.Code, t0, attrs)
 	return e
@@ -149,10 +150,8 @@ func (s *Server) failed(ctx, cctx context.Context, err error, rec *callRec, what
 
 // lost explains a call whose connection broke: the upstream broke the
 // protocol, exited mid-call (with its code and stderr), or went away.
-func (s *Server) lost(err error) *events.Err {
-	s.mu.Lock()
-	conn, p := s.conn, s.proc
-	s.mu.Unlock()
+func (s *Server) lost(l *link, err error) *events.Err {
+	conn, p := l.conn, l.proc
 	if f := conn.fault(); f != "" {
 		return events.Errorf(events.CodeUpstreamProtocol, "server %s (%s) %s; the bridge restarts it on the next call", s.name, s.cfg.Describe(), f)
 	}
@@ -193,51 +192,4 @@ func (s *Server) onProgress(_ context.Context, req *sdk.ProgressNotificationClie
 			"message": req.Params.Message})
 	}
 	sink.forward(req.Params.Progress, req.Params.Total, req.Params.Message)
-}
-
-// onLog records an upstream's log message and hands it to the gateway's
-// Log hook (the MCP server forwards it to its clients).
-func (s *Server) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
-	if req == nil || req.Params == nil {
-		return
-	}
-	b, _ := json.Marshal(req.Params.Data)
-	s.notification(&s.logs, "notifications/message", map[string]string{
-		"level": string(req.Params.Level), "logger": req.Params.Logger, "data": string(b)})
-	if f := s.g.opts.Log; f != nil {
-		p := *req.Params
-		if p.Logger == "" {
-			p.Logger = s.name
-		} else {
-			p.Logger = s.name + "/" + p.Logger
-		}
-		f(ctx, &p)
-	}
-}
-
-// onToolListChanged lists the upstream's tools again; the catalog and the
-// clients follow (the MCP server tells them tools/list_changed). A flood
-// of notifications makes at most one listing per refreshEvery.
-func (s *Server) onToolListChanged(context.Context, *sdk.ToolListChangedRequest) {
-	s.notification(&s.listChanged, "notifications/tools/list_changed", map[string]string{})
-	if !s.refreshQueued.CompareAndSwap(false, true) {
-		return // the queued listing will see this change too
-	}
-	go func() { // the handler runs on the connection's reader: never block it
-		if wait := time.Until(time.Unix(0, s.lastRefresh.Load()).Add(refreshEvery)); wait > 0 {
-			time.Sleep(wait)
-		}
-		s.refreshQueued.Store(false)
-		s.lastRefresh.Store(time.Now().UnixNano())
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.sess == nil {
-			return // listed again when the session is (re)made
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout())
-		defer cancel()
-		if err := s.refreshLocked(ctx, events.ID{}); err != nil {
-			s.g.opts.Logger.Warn("upstream tools could not be listed again", "server", s.name, "err", err)
-		}
-	}()
 }

@@ -2,9 +2,11 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,7 +21,7 @@ import (
 // why the connection broke (garbage, an oversized frame).
 type evidenceTransport struct {
 	inner sdk.Transport
-	s     *Server
+	l     *link
 }
 
 func (t *evidenceTransport) Connect(ctx context.Context) (sdk.Connection, error) {
@@ -27,8 +29,8 @@ func (t *evidenceTransport) Connect(ctx context.Context) (sdk.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	ec := &evidenceConn{Connection: c, s: t.s}
-	t.s.conn = ec // under s.mu: connect runs inside session
+	ec := &evidenceConn{Connection: c, s: t.l.s}
+	t.l.conn = ec // under s.mu: connect runs inside session
 	return ec, nil
 }
 
@@ -56,19 +58,58 @@ type callRec struct {
 
 func (c *evidenceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
-		if rec, ok := ctx.Value(callKey{}).(*callRec); ok {
-			rec.rpcID = fmt.Sprint(r.ID.Raw())
-			c.s.emit(events.KindUpstreamRequestSent, rec.req, rec.op, events.OK, "", zeroTime, map[string]string{
-				"method": r.Method, "rpcId": rec.rpcID, projections.AttrUpTool: rec.tool})
-			// The gate's check holds until here: release it before the
-			// transport's write, which over HTTP lasts as long as the
-			// answer's stream, so calls do not queue behind one another.
-			if rec.written != nil {
-				rec.written()
-			}
-		}
+		c.s.sent(ctx, r.Method, fmt.Sprint(r.ID.Raw()))
 	}
 	return c.Connection.Write(ctx, msg)
+}
+
+// sent records that the request of ctx's call (if any) goes to the
+// upstream with JSON-RPC id rpcID, and releases the call's write gate: its
+// check holds until here, just before the transport's write (which over
+// HTTP lasts as long as the answer's stream, so calls do not queue behind
+// one another).
+func (s *Server) sent(ctx context.Context, method, rpcID string) {
+	rec, ok := ctx.Value(callKey{}).(*callRec)
+	if !ok {
+		return
+	}
+	rec.rpcID = rpcID
+	s.emit(events.KindUpstreamRequestSent, rec.req, rec.op, events.OK, "", zeroTime, map[string]string{
+		"method": method, "rpcId": rpcID, projections.AttrUpTool: rec.tool})
+	if rec.written != nil {
+		rec.written()
+	}
+}
+
+// sentOverHTTP is sent for a Streamable HTTP upstream, whose connection
+// is not wrapped (the SDK's own connection keeps the hook that sends
+// MCP-Protocol-Version and opens the GET stream the server sends its
+// requests on): the request is read from the POST's body.
+func (s *Server) sentOverHTTP(r *http.Request) {
+	if r.Method != http.MethodPost || r.GetBody == nil {
+		return
+	}
+	if _, ok := r.Context().Value(callKey{}).(*callRec); !ok {
+		return
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return
+	}
+	defer body.Close()
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.NewDecoder(body).Decode(&m) != nil || m.Method == "" || len(m.ID) == 0 {
+		return
+	}
+	id := string(m.ID)
+	var v any
+	if json.Unmarshal(m.ID, &v) == nil {
+		id = fmt.Sprint(v)
+	}
+	s.sent(r.Context(), m.Method, id)
 }
 
 func (c *evidenceConn) Read(ctx context.Context) (jsonrpc.Message, error) {

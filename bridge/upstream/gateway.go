@@ -41,9 +41,6 @@ type Options struct {
 	Secrets func(names []string) (map[string]string, error)
 	// Changed is called after the catalog's upstream tools changed.
 	Changed func()
-	// Log receives upstream log messages to forward to clients.
-	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-	Log func(ctx context.Context, p *sdk.LoggingMessageParams)
 	// Dial, when set, connects to a server instead of starting its command
 	// or dialing its URL (a session re-drive answers from the recording).
 	Dial func(ctx context.Context, server string) (sdk.Transport, error)
@@ -128,10 +125,7 @@ func (g *Gateway) Ensure(ctx context.Context, req events.ID) {
 	var wg sync.WaitGroup
 	for _, name := range g.names {
 		s := g.servers[name]
-		s.mu.Lock()
-		live := s.sess != nil
-		s.mu.Unlock()
-		if live {
+		if s.live(ctx) {
 			continue
 		}
 		wg.Add(1)
@@ -160,9 +154,9 @@ func (g *Gateway) redact(s string) string { return g.opts.Emitter.Redactor().Val
 // refreshLocked lists the server's tools, compares each descriptor with its
 // pin (recording first sights, changes and removals), and puts the exposed
 // tools in the catalog. s.mu is held.
-func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
+func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.ClientSession) error {
 	var listed []*sdk.Tool
-	for t, err := range s.sess.Tools(ctx, nil) {
+	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return err
 		}
@@ -185,7 +179,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 		desc, hash := Describe(t)
 		st := &toolState{tool: t, desc: desc, hash: hash}
 		next[t.Name] = st
-		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: ToolName(s.name, t.Name),
+		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: s.exposed(t.Name),
 			projections.AttrHash: hash, projections.AttrDescriptor: desc}
 		p, known := pins[t.Name]
 		shown[t.Name] = st
@@ -217,7 +211,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 			pinAttrs["error"] = fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name)
 			s.emit(events.KindUpstreamToolChanged, req, events.ID{}, events.Denied, events.CodeToolChanged, zeroTime, pinAttrs)
 			s.g.opts.Logger.Warn("upstream tool changed: refused until accepted", "server", s.name, "tool", t.Name,
-				"run", "tracebridge tools diff "+ToolName(s.name, t.Name))
+				"run", "tracebridge tools diff "+s.exposed(t.Name))
 		}
 	}
 	for name, p := range pins {
@@ -239,7 +233,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID) error {
 			tools = append(tools, t)
 		}
 	}
-	if err := s.listExtrasLocked(ctx); err != nil {
+	if err := s.listExtrasLocked(ctx, cs); err != nil {
 		s.g.opts.Logger.Warn("upstream prompts or resources could not be listed", "server", s.name, "err", err)
 	}
 	s.g.recordConflicts()
@@ -318,7 +312,7 @@ func (s *Server) checkPin(ctx context.Context, st *toolState, tool string) error
 	}
 	rows, err := s.g.opts.Pins.View(ctx, projections.Query{View: "pins", Key: projections.PinKey(s.name, tool)})
 	if err != nil {
-		return events.Errorf(events.CodeLogUnavailable, "the pinned descriptor of %s cannot be read: %v", ToolName(s.name, tool), err)
+		return events.Errorf(events.CodeLogUnavailable, "the pinned descriptor of %s cannot be read: %v", s.exposed(tool), err)
 	}
 	var p projections.Pin
 	if len(rows) == 0 || json.Unmarshal(rows[0], &p) != nil {
@@ -332,15 +326,15 @@ func (s *Server) checkPin(ctx context.Context, st *toolState, tool string) error
 	return nil
 }
 
-// writeGate admits a call of tool on session cs at the moment it is
-// written: cs is the server's live session, and the tool as cs last
-// listed it is the pinned one. On success s.mu stays held, so no refresh
+// writeGate admits a call of tool on link l at the moment it is written:
+// l is a live link of the server, and the tool as last listed is the
+// pinned one. On success s.mu stays held, so no refresh
 // (a restart's or a list_changed's) can change the listing before the
 // request goes to the transport; the returned release unlocks it, once:
 // the connection's Write calls it as it hands the request on.
-func (s *Server) writeGate(ctx context.Context, cs *sdk.ClientSession, tool string) (release func(), err error) {
+func (s *Server) writeGate(ctx context.Context, l *link, tool string) (release func(), err error) {
 	s.mu.Lock()
-	if s.sess != cs {
+	if s.links[l.key] != l {
 		s.mu.Unlock()
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s's session ended before the call was sent", s.name)
 	}

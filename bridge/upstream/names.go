@@ -29,6 +29,19 @@ func ToolName(server, tool string) string {
 	return name + suffix
 }
 
+// exposed is the name the server's tool or prompt is exposed under:
+// ToolName's, or with prefix = false the tool's own name (written with the
+// same rules when clients would not accept it).
+func (s *Server) exposed(tool string) string {
+	if s.cfg.Prefixed() {
+		return ToolName(s.name, tool)
+	}
+	if c := clean(tool); c == tool && len(c) <= MaxNameLen && c != "" {
+		return tool
+	}
+	return ToolName(s.name, tool)
+}
+
 // clean keeps [A-Za-z0-9_-] and writes '_' for anything else.
 func clean(s string) string {
 	var b strings.Builder

@@ -24,31 +24,31 @@ type extras struct {
 
 // listExtras lists what the server offers besides tools; a server without
 // the capability is not asked. s.mu is held.
-func (s *Server) listExtrasLocked(ctx context.Context) error {
+func (s *Server) listExtrasLocked(ctx context.Context, cs *sdk.ClientSession) error {
 	ex := extras{upstream: map[string]string{}}
 	caps := &sdk.ServerCapabilities{}
-	if ir := s.sess.InitializeResult(); ir != nil && ir.Capabilities != nil {
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		caps = ir.Capabilities
 	}
 	if caps.Prompts != nil {
-		for p, err := range s.sess.Prompts(ctx, nil) {
+		for p, err := range cs.Prompts(ctx, nil) {
 			if err != nil {
 				return err
 			}
 			exposed := *p
-			exposed.Name = ToolName(s.name, p.Name)
+			exposed.Name = s.exposed(p.Name)
 			ex.upstream[exposed.Name] = p.Name
 			ex.prompts = append(ex.prompts, &exposed)
 		}
 	}
 	if caps.Resources != nil {
-		for r, err := range s.sess.Resources(ctx, nil) {
+		for r, err := range cs.Resources(ctx, nil) {
 			if err != nil {
 				return err
 			}
 			ex.resources = append(ex.resources, r)
 		}
-		for t, err := range s.sess.ResourceTemplates(ctx, nil) {
+		for t, err := range cs.ResourceTemplates(ctx, nil) {
 			if err != nil {
 				return err
 			}
@@ -199,8 +199,8 @@ func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, arg
 				return nil, err
 			}
 			var res *sdk.GetPromptResult
-			err := s.roundTrip(ctx, req, "prompts/get "+own, func(ctx context.Context, cs *sdk.ClientSession) (err error) {
-				res, err = cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: own, Arguments: args})
+			err := s.roundTrip(ctx, req, "prompts/get "+own, func(ctx context.Context, l *link) (err error) {
+				res, err = l.sess.GetPrompt(ctx, &sdk.GetPromptParams{Name: own, Arguments: args})
 				return err
 			})
 			return res, err
@@ -222,8 +222,8 @@ func (g *Gateway) ReadResource(ctx context.Context, req events.ID, uri string) (
 		return nil, err
 	}
 	var res *sdk.ReadResourceResult
-	err = s.roundTrip(ctx, req, "resources/read "+uri, func(ctx context.Context, cs *sdk.ClientSession) (err error) {
-		res, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	err = s.roundTrip(ctx, req, "resources/read "+uri, func(ctx context.Context, l *link) (err error) {
+		res, err = l.sess.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
 		return err
 	})
 	return res, err
@@ -262,17 +262,18 @@ func (g *Gateway) resourceServer(uri string) (*Server, error) {
 // roundTrip sends one request other than a tool call to the upstream,
 // recorded as upstream.request.sent (by the connection) and its answer or
 // failure, under request req.
-func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, do func(context.Context, *sdk.ClientSession) error) error {
-	cs, err := s.session(ctx, req, events.ID{})
+func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, do func(context.Context, *link) error) error {
+	l, err := s.session(ctx, req, events.ID{})
 	if err != nil {
 		return err
 	}
+	defer l.begin(req, events.ID{}, downstreamOf(ctx))()
 	rec := &callRec{req: req, tool: what}
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, rec), s.cfg.RequestTimeout())
 	defer cancel()
 	t0 := s.g.opts.Now()
-	if err := do(cctx, cs); err != nil {
-		return s.failed(ctx, cctx, err, rec, what, t0, map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what})
+	if err := do(cctx, l); err != nil {
+		return s.failed(ctx, cctx, err, l, rec, what, t0, map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what})
 	}
 	s.emit(events.KindUpstreamResponse, req, events.ID{}, events.OK, "", t0, map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what})
 	return nil

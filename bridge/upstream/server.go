@@ -24,9 +24,7 @@ type Server struct {
 	cfg  config.Server
 
 	mu        sync.Mutex
-	sess      *sdk.ClientSession
-	conn      *evidenceConn
-	proc      *process
+	links     map[string]*link // by the owning client session's key ("" shared)
 	crashes   int
 	nextStart time.Time
 	lastFault string                 // why the last session ended, for the next refusal
@@ -58,7 +56,7 @@ type toolState struct {
 const maxInFlight = 32
 
 func newServer(g *Gateway, name string, cfg config.Server) *Server {
-	return &Server{g: g, name: name, cfg: cfg, tools: map[string]*toolState{}, sem: make(chan struct{}, maxInFlight),
+	return &Server{g: g, name: name, cfg: cfg, links: map[string]*link{}, tools: map[string]*toolState{}, sem: make(chan struct{}, maxInFlight),
 		logs: budget{n: logBudget, window: time.Minute}, listChanged: budget{n: listChangedBudget, window: time.Minute},
 		pins: budget{n: pinBudget, window: time.Minute}}
 }
@@ -76,14 +74,15 @@ func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, co
 	s.g.opts.Emitter.Emit(e)
 }
 
-// session returns a live session, starting or dialing the upstream when
-// there is none. A start within the backoff after a crash is refused at
-// once with why the last one ended.
-func (s *Server) session(ctx context.Context, req, op events.ID) (*sdk.ClientSession, error) {
+// session returns the live link for ctx's client session (keyOf),
+// starting or dialing the upstream when there is none. A start within the
+// backoff after a crash is refused at once with why the last one ended.
+func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) {
+	key, owner := s.keyOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sess != nil {
-		return s.sess, nil
+	if l := s.links[key]; l != nil {
+		return l, nil
 	}
 	if s.closed {
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: the bridge is shutting down", s.name)
@@ -94,23 +93,40 @@ func (s *Server) session(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 		s.emit(events.KindUpstreamUnavailable, req, op, events.Unavailable, err.Code, time.Time{}, map[string]string{"error": err.Msg})
 		return nil, err
 	}
-	cs, err := s.connect(ctx, req, op)
-	if err != nil {
+	l := &link{s: s, key: key, owner: owner}
+	if err := s.connect(ctx, req, op, l); err != nil {
 		s.crashed(err.Error())
 		e := events.AsErr(err, events.CodeUpstreamUnavailable)
 		s.emit(events.KindUpstreamUnavailable, req, op, events.OutcomeOf(e.Code), e.Code, time.Time{}, map[string]string{"error": e.Msg})
 		return nil, e
 	}
-	s.sess = cs
+	s.links[key] = l
 	s.crashes = 0
-	// What the last session listed says nothing of this one: until this
+	// What an earlier session listed says nothing of this one: until this
 	// one lists its tools, none of them is admitted.
 	s.tools = map[string]*toolState{}
-	if err := s.refreshLocked(ctx, req); err != nil {
+	if err := s.refreshLocked(ctx, req, l.sess); err != nil {
 		s.g.opts.Logger.Warn("upstream tools could not be listed", "server", s.name, "err", err)
 	}
-	go s.watch(cs)
-	return cs, nil
+	go s.watch(l)
+	return l, nil
+}
+
+// live reports whether ctx's client session has a link.
+func (s *Server) live(ctx context.Context) bool {
+	key, _ := s.keyOf(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.links[key] != nil
+}
+
+// anyLink is a live link, for work that belongs to no client (listing
+// again after list_changed); nil when there is none.
+func (s *Server) anyLink() *link {
+	for _, l := range s.links {
+		return l
+	}
+	return nil
 }
 
 // crashed notes a failed start or a lost session: the next start waits
@@ -123,19 +139,23 @@ func (s *Server) crashed(why string) {
 	s.lastFault = why
 }
 
-// watch waits for the session to end and forgets it, so the next call
-// starts the upstream again; an eager server is restarted after backoff.
-func (s *Server) watch(cs *sdk.ClientSession) {
-	cs.Wait()
+// watch waits for the link's session to end and forgets it, so the next
+// call starts the upstream again; an eager server is restarted after
+// backoff.
+func (s *Server) watch(l *link) {
+	l.sess.Wait()
 	s.mu.Lock()
-	if s.sess != cs {
+	if s.links[l.key] != l {
 		s.mu.Unlock()
+		if l.proc != nil {
+			l.proc.stop()
+		}
 		return
 	}
 	// Forget the session at once (a call now starts a new one, after the
 	// backoff), then learn how it ended.
-	s.sess = nil
-	conn, p, closed := s.conn, s.proc, s.closed
+	delete(s.links, l.key)
+	conn, p, closed := l.conn, l.proc, s.closed
 	why := "closed its connection"
 	if f := conn.fault(); f != "" {
 		why = f
@@ -157,7 +177,7 @@ func (s *Server) watch(cs *sdk.ClientSession) {
 		}
 		p.stop()
 	}
-	if !closed && s.cfg.Eager() {
+	if !closed && s.cfg.Eager() && l.key == "" {
 		time.AfterFunc(time.Until(next), func() {
 			if _, err := s.session(context.Background(), events.ID{}, events.ID{}); err != nil {
 				s.g.opts.Logger.Warn("upstream restart failed", "server", s.name, "err", err)
@@ -166,12 +186,13 @@ func (s *Server) watch(cs *sdk.ClientSession) {
 	}
 }
 
-// connect starts or dials the upstream and completes the MCP handshake.
-// Its errors say which command or URL failed and how.
-func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSession, error) {
+// connect starts or dials the upstream for l and completes the MCP
+// handshake, declaring l's client's capabilities. Its errors say which
+// command or URL failed and how.
+func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error {
 	secrets, err := s.g.opts.Secrets(s.cfg.ServerSecrets())
 	if err != nil {
-		return nil, events.Errorf(events.CodeSecretUnresolved, "server %s: %v", s.name, err)
+		return events.Errorf(events.CodeSecretUnresolved, "server %s: %v", s.name, err)
 	}
 	expand := func(v string) string { return config.ExpandSecrets(v, func(n string) string { return secrets[n] }) }
 	var inner sdk.Transport
@@ -179,15 +200,15 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 	case s.g.opts.Dial != nil:
 		t, err := s.g.opts.Dial(ctx, s.name)
 		if err != nil {
-			return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: %v", s.name, err)
+			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: %v", s.name, err)
 		}
 		inner = t
 	case s.cfg.URL != "":
 		u, err := url.Parse(s.cfg.URL)
 		if err != nil {
-			return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: url: %v", s.name, err)
+			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: url: %v", s.name, err)
 		}
-		ht := &headerTransport{origin: origin(u), headers: map[string]string{}}
+		ht := &headerTransport{origin: origin(u), headers: map[string]string{}, sent: s.sentOverHTTP}
 		for k, v := range s.cfg.Headers {
 			ht.headers[k] = expand(v)
 		}
@@ -201,7 +222,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 		if s.cfg.Transport == "sse" {
 			inner = &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
 		} else {
-			inner = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame, MaxRetries: -1}
+			inner = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
 		}
 	default:
 		env := s.g.opts.Config.ChildEnv(s.name, s.g.opts.Getenv)
@@ -210,29 +231,26 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 		}
 		p, err := startProcess(s.cfg, env, s.g.opts.Logger.With("server", s.name), s.g.opts.Emitter.Redactor())
 		if err != nil {
-			return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
+			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
 		}
-		s.proc = p
+		l.proc = p
 		s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, map[string]string{"command": s.cfg.Describe(), "pid": fmt.Sprint(p.pid())})
 		go s.recordExit(p, req, op)
 		inner = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.g.opts.MaxFrame}
 	}
-	s.conn = nil
-	t := &evidenceTransport{inner: inner, s: s}
-	client := sdk.NewClient(&sdk.Implementation{Name: "tracebridge", Version: s.g.opts.Version}, &sdk.ClientOptions{
-		Capabilities:                &sdk.ClientCapabilities{},
-		ToolListChangedHandler:      s.onToolListChanged,
-		ProgressNotificationHandler: s.onProgress,
-		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-		LoggingMessageHandler: s.onLog,
-	})
+	var t sdk.Transport = &evidenceTransport{inner: inner, l: l}
+	if _, streamable := inner.(*sdk.StreamableClientTransport); streamable {
+		t = inner // its headerTransport records what is sent
+	}
+	client := l.newClient(ctx)
 	t0 := s.g.opts.Now()
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout())
 	defer cancel()
 	cs, err := client.Connect(cctx, t, nil)
 	if err != nil {
-		return nil, s.connectError(err, cctx)
+		return s.connectError(err, cctx, l)
 	}
+	l.sess = cs
 	attrs := map[string]string{}
 	if s.cfg.URL != "" {
 		attrs["url"] = events.SafeURL(s.cfg.URL)
@@ -244,29 +262,23 @@ func (s *Server) connect(ctx context.Context, req, op events.ID) (*sdk.ClientSes
 		}
 	}
 	s.emit(events.KindUpstreamConnected, req, op, events.OK, "", t0, attrs)
-	// Ask for the server's log messages (forwarded to the clients, which
-	// each get those at their own level); a server without logging says no.
-	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
-		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-		if err := cs.SetLoggingLevel(cctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
-			s.g.opts.Logger.Debug("upstream refused a logging level", "server", s.name, "err", err)
-		}
-	}
-	return cs, nil
+	// Ask for the server's log messages at the level l's client asked for
+	// (info when it did not say); a server without logging says no.
+	l.setLevel(cctx, l.level())
+	return nil
 }
 
 // connectError says how the handshake failed: the process exited (with its
 // code and last stderr lines), the URL refused, or no answer in time.
-func (s *Server) connectError(err error, ctx context.Context) error {
-	if p := s.proc; p != nil {
+func (s *Server) connectError(err error, ctx context.Context, l *link) error {
+	if p := l.proc; p != nil {
 		p.waitExit(500 * time.Millisecond)
 		defer p.stop()
 		if st := p.exitText(); st != "" {
 			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: `%s` %s before the MCP handshake", s.name, s.cfg.Describe(), st)
 		}
 	}
-	if f := s.conn.fault(); f != "" {
+	if f := l.conn.fault(); f != "" {
 		return events.Errorf(events.CodeUpstreamProtocol, "server %s (%s) %s during the MCP handshake", s.name, s.cfg.Describe(), f)
 	}
 	if ctx.Err() != nil {
@@ -326,18 +338,14 @@ func (s *Server) close() {
 	}
 	s.mu.Lock()
 	s.closed = true
-	cs, p := s.sess, s.proc
-	s.sess = nil
+	links := s.links
+	s.links = map[string]*link{}
 	s.mu.Unlock()
-	if p != nil {
-		p.markStopping()
+	var wg sync.WaitGroup
+	for _, l := range links {
+		wg.Go(func() { l.close(true) })
 	}
-	if cs != nil {
-		cs.Close()
-	}
-	if p != nil {
-		p.stop()
-	}
+	wg.Wait()
 }
 
 // headerTransport adds the configured headers (secrets expanded) to the
@@ -347,9 +355,13 @@ func (s *Server) close() {
 type headerTransport struct {
 	origin  string
 	headers map[string]string
+	sent    func(*http.Request) // records each request as it goes
 }
 
 func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h.sent != nil {
+		h.sent(r)
+	}
 	if origin(r.URL) == h.origin {
 		r = r.Clone(r.Context())
 		for k, v := range h.headers {

@@ -39,7 +39,7 @@ func (s *Server) executorTool(st *toolState) *executor.Tool {
 	name := t.Name
 	return &executor.Tool{
 		Descriptor: executor.Descriptor{
-			ID: ToolName(s.name, name), Name: name, Description: t.Description, Category: "upstream", Host: "upstream:" + s.name,
+			ID: s.exposed(name), Name: name, Description: t.Description, Category: "upstream", Host: "upstream:" + s.name,
 			Capabilities: []string{s.cfg.CapabilityOf(s.name)}, SideEffects: !readOnly, Approval: approval, Pin: st.hash,
 			// The upstream's own deadline ends first, so its timeout is
 			// UpstreamTimeout rather than the executor's ToolTimeout.

@@ -100,8 +100,6 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 					srv.SyncTools()
 				}
 			},
-			//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-			Log:  func(ctx context.Context, lp *sdk.LoggingMessageParams) { srv.ForwardLog(ctx, lp) },
 			Dial: p.Dial, Getenv: m.Getenv, Descriptors: descriptorsOf(p.Dir), Reserved: reserved, Authorize: x.Authorize, Version: p.Version, Now: p.Now, Logger: p.Logger})
 		opts.BeforeList = gw.Ensure
 		opts.Passthrough = gw

@@ -135,10 +135,14 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 			problems = append(problems, fmt.Sprintf("%s: policy.grant: %q is not a capability (known: %s)", path, g, strings.Join(sortedKeys(caps), ", ")))
 		}
 	}
+	unprefixed := false // a server with prefix = false may have a tool of any name
+	for _, s := range c.Servers {
+		unprefixed = unprefixed || !s.Prefixed()
+	}
 	upstreamTool := func(id string) bool { // server__tool of a configured server: its tools are listed only when it runs
 		server, _, ok := strings.Cut(id, upstream.Sep)
 		_, configured := c.Servers[server]
-		return ok && configured
+		return ok && configured || unprefixed
 	}
 	// A deny entry (an id or a pattern) must be able to match: a tool this
 	// bridge serves, or a configured server's prefix.

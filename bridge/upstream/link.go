@@ -1,0 +1,139 @@
+package upstream
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Downstream is a client session of the bridge as the gateway relays to
+// it (bridge/mcp's sessions): what an upstream asks of the client
+// (sampling, elicitation, roots) and tells it (log messages) goes to the
+// session whose link it came on, or whose call it belongs to, and no other.
+type Downstream interface {
+	executor.Client
+	// Capabilities are those the client declared at initialize (nil:
+	// none yet).
+	Capabilities() *sdk.ClientCapabilities
+	Roots(ctx context.Context) ([]*sdk.Root, error)
+	CreateMessage(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error)
+	CreateMessageWithTools(ctx context.Context, p *sdk.CreateMessageWithToolsParams) (*sdk.CreateMessageWithToolsResult, error)
+	Elicit(ctx context.Context, p *sdk.ElicitParams) (*sdk.ElicitResult, error)
+	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
+	Log(ctx context.Context, p *sdk.LoggingMessageParams)
+	ResourceUpdated(ctx context.Context, p *sdk.ResourceUpdatedNotificationParams)
+	// LogLevel is the level the client asked for ("" when it set none).
+	LogLevel() string
+	// Related marks ctx so that what is sent to the client with it belongs
+	// to request req (an HTTP client receives it on that request's stream).
+	Related(ctx context.Context, req events.ID) context.Context
+}
+
+// downstreamOf is the client session of ctx, nil when there is none or it
+// cannot be relayed to.
+func downstreamOf(ctx context.Context) Downstream {
+	d, _ := executor.ClientOf(ctx).(Downstream)
+	return d
+}
+
+// link is one MCP session with the upstream. With sessions = "per-client"
+// (the default) each client session of the bridge has its own, which
+// declares that client's capabilities and roots; the link of key "" is
+// shared (sessions = "shared", and the listing done with no client, as
+// for start = "eager").
+type link struct {
+	s     *Server
+	key   string
+	owner Downstream // nil for the shared link
+	sess  *sdk.ClientSession
+	conn  *evidenceConn
+	proc  *process
+	// client is the go-sdk client (its roots are the owner's).
+	client *sdk.Client
+	subs   subscriptions
+	roots  []string // the owner's roots as last given to client (under mu)
+
+	mu    sync.Mutex
+	calls []inflight // requests in flight on this link, oldest first
+}
+
+// inflight is a request sent on a link and the client session it came from.
+type inflight struct {
+	req, op events.ID
+	from    Downstream
+}
+
+// begin notes a request in flight; the returned func ends it.
+func (l *link) begin(req, op events.ID, from Downstream) func() {
+	c := inflight{req: req, op: op, from: from}
+	l.mu.Lock()
+	l.calls = append(l.calls, c)
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if i := slices.Index(l.calls, c); i >= 0 {
+			l.calls = slices.Delete(l.calls, i, i+1)
+		}
+	}
+}
+
+// target is where what the upstream asks or tells now goes: the latest
+// request in flight on the link (its request ids, its client), else the
+// link's owner with no request. nil: no client to tell.
+func (l *link) target() (Downstream, events.ID, events.ID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.calls) - 1; i >= 0; i-- {
+		c := l.calls[i]
+		if c.from != nil && (l.owner == nil || c.from == l.owner) {
+			return c.from, c.req, c.op
+		}
+	}
+	return l.owner, events.ID{}, events.ID{}
+}
+
+// keyOf is the link a request from ctx's client goes on.
+func (s *Server) keyOf(ctx context.Context) (string, Downstream) {
+	if s.cfg.Shared() {
+		return "", nil
+	}
+	if d := downstreamOf(ctx); d != nil {
+		return d.Key(), d
+	}
+	return "", nil
+}
+
+// Release ends the links the client session key owned (the session ended).
+func (g *Gateway) Release(key string) {
+	if key == "" {
+		return
+	}
+	for _, s := range g.servers {
+		s.mu.Lock()
+		l := s.links[key]
+		delete(s.links, key)
+		s.mu.Unlock()
+		if l != nil {
+			go l.close(true)
+		}
+	}
+}
+
+// close ends the link's session and stops its process; requested says
+// the bridge asked for it (its exit is not a crash).
+func (l *link) close(requested bool) {
+	if l.proc != nil && requested {
+		l.proc.markStopping()
+	}
+	if l.sess != nil {
+		l.sess.Close()
+	}
+	if l.proc != nil {
+		l.proc.stop()
+	}
+}
