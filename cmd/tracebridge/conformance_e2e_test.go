@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// conformanceDir holds the MCP conformance suite, the Node 24 that runs
+// it and the suite's reference server (testdata/conformance, installed by
+// .ci/deps with npm ci from its lockfile).
+func conformanceDir(t *testing.T) (dir, node string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("testdata", "conformance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node = filepath.Join(dir, "node_modules", ".bin", "node")
+	if _, err := os.Stat(node); err != nil {
+		t.Fatalf("the conformance suite is not installed (%v): run `bash .ci/deps` (npm ci in %s), then test again", err, dir)
+	}
+	return dir, node
+}
+
+// startReferenceServer runs the conformance suite's own reference server
+// (everything-server.ts of the suite at v0.1.16) on a free port.
+func startReferenceServer(t *testing.T, dir, node string) string {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(node, "everything-server.ts")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	eventually(t, 30*time.Second, "the reference server listens", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return fmt.Sprintf("http://localhost:%d/mcp", port)
+}
+
+// conformanceChecks runs the suite's server scenarios against url and
+// returns each check's status by "scenario/check".
+func conformanceChecks(t *testing.T, dir, node, url string) map[string]string {
+	t.Helper()
+	outDir := t.TempDir()
+	cmd := exec.Command(node, filepath.Join(dir, "node_modules", ".bin", "conformance"), "server", "--url", url, "-o", outDir)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("the conformance suite did not run: %v\n%s", err, out)
+	}
+	runs, _ := os.ReadDir(outDir)
+	checks := map[string]string{}
+	for _, r := range runs {
+		b, err := os.ReadFile(filepath.Join(outDir, r.Name(), "checks.json"))
+		if err != nil {
+			continue
+		}
+		var cs []struct {
+			ID, Status, ErrorMessage string
+		}
+		if err := json.Unmarshal(b, &cs); err != nil {
+			t.Fatalf("%s: %v", r.Name(), err)
+		}
+		scenario := r.Name()
+		if m := runDirRE.FindStringSubmatch(r.Name()); m != nil {
+			scenario = m[1]
+		}
+		for _, c := range cs {
+			status := c.Status
+			if c.ErrorMessage != "" {
+				status += ": " + oneLineOf(c.ErrorMessage, 200)
+			}
+			checks[scenario+"/"+c.ID] = status
+		}
+	}
+	if len(checks) == 0 {
+		t.Fatalf("the conformance suite wrote no checks:\n%s", out)
+	}
+	return checks
+}
+
+// runDirRE is the suite's folder of one scenario's run:
+// server-NAME-2026-11-25T12-05-46-123Z.
+var runDirRE = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T`)
+
+func oneLineOf(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// frontDoorProxy is what the suite reaches tracebridge through: it cannot
+// send a bearer token, so this adds it, and it speaks for the front
+// door's Host and Origin when the suite names the proxy itself (any other
+// Host or Origin, as the DNS-rebinding scenario sends, passes unchanged).
+func frontDoorProxy(t *testing.T, bridgeURL, token string) string {
+	t.Helper()
+	target, _ := url.Parse(bridgeURL)
+	target.Path = ""
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	swap := func(hostport string) string {
+		if h, p, err := net.SplitHostPort(hostport); err == nil && p == own && (h == "localhost" || h == "127.0.0.1") {
+			return target.Host
+		}
+		return hostport
+	}
+	p := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) {
+		host := r.In.Host
+		r.SetURL(target)
+		r.Out.Host = swap(host)
+		if o := r.In.Header.Get("Origin"); o != "" {
+			if rest, ok := strings.CutPrefix(o, "http://"); ok {
+				r.Out.Header.Set("Origin", "http://"+swap(rest))
+			}
+		}
+		r.Out.Header.Set("Authorization", "Bearer "+token)
+	}}
+	srv := &http.Server{Handler: p}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://localhost:" + own + "/mcp"
+}
+
+// Through equals direct: the official conformance suite's server scenarios
+// against its own reference server, directly and through `tracebridge mcp
+// --http` (the server behind the gateway with prefix = false, so the
+// suite's names are the server's), in the same run. Every check that
+// passes directly passes through, and the relayed server-to-client
+// requests are on the record.
+func TestConformanceThroughTheGateway(t *testing.T) {
+	long(t)
+	dir, node := conformanceDir(t)
+	ref := startReferenceServer(t, dir, node)
+	direct := conformanceChecks(t, dir, node, ref)
+
+	cfg := filepath.Join(t.TempDir(), "tracebridge.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[servers.cf]\nurl = %q\nprefix = false\napproval = { \"*\" = \"never\" }\n", ref)), 0o600)
+	data := filepath.Join(t.TempDir(), "data")
+	bridgeURL, token, stderr, _ := startHTTPBridge(t, data, "TRACEBRIDGE_CONFIG="+cfg)
+	through := conformanceChecks(t, dir, node, frontDoorProxy(t, bridgeURL, token))
+
+	var keys []string
+	for k := range direct {
+		keys = append(keys, k)
+	}
+	for k := range through {
+		if _, ok := direct[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	passed := func(m map[string]string) (n int) {
+		for _, v := range m {
+			if v == "SUCCESS" {
+				n++
+			}
+		}
+		return n
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-60s %-10s %s\n", "scenario/check", "direct", "through tracebridge")
+	for _, k := range keys {
+		d, th := direct[k], through[k]
+		fmt.Fprintf(&table, "%-60s %-10s %s\n", k, first(d), th)
+		if d == "SUCCESS" && th != "SUCCESS" {
+			t.Errorf("%s passes directly but not through the gateway: %q", k, th)
+		}
+	}
+	t.Logf("conformance checks passed: %d of %d directly, %d of %d through tracebridge\n%s",
+		passed(direct), len(direct), passed(through), len(through), table.String())
+	if t.Failed() {
+		t.Logf("bridge stderr:\n%s", stderr.String())
+	}
+	if passed(direct) == 0 {
+		t.Fatal("no check passed directly: the reference server did not run as it should")
+	}
+	// The sampling and elicitation the scenarios caused were relayed and
+	// recorded as their own crossings, with the client's answers.
+	if n := countKind(t, data, "upstream.client.asked"); n == 0 {
+		t.Error("no upstream.client.asked event: the relayed requests are not on the record")
+	}
+	answered := countKind(t, data, "upstream.client.answered")
+	refused := countCode(t, data, "upstream.client.answered", events.CodeClientIncapable) + countCode(t, data, "upstream.client.answered", events.CodeClientError)
+	if answered-refused == 0 {
+		t.Errorf("no upstream.client.answered event carries a client's answer (%d answered, %d refused or failed)", answered, refused)
+	}
+}
+
+func first(s string) string {
+	if s == "" {
+		return "-"
+	}
+	f, _, _ := strings.Cut(s, ":")
+	return f
+}
