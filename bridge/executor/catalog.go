@@ -70,6 +70,10 @@ type Tool struct {
 	// InputSchema (an upstream's own, byte for byte); InputSchema then
 	// validates what the executor can check of it.
 	RawSchema json.RawMessage
+	// Listing, when set, is the tool as clients are shown it: the JSON of
+	// an MCP tool (title, schemas, annotations as its source sent them),
+	// whose name is replaced by the ID. An upstream's pinned descriptor.
+	Listing json.RawMessage
 	Run       RunFunc
 	// Admit, when set, is asked at the catalog step whether the tool may be
 	// called now; its *events.Err refuses the call before policy (a

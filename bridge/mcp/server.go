@@ -187,8 +187,7 @@ func (s *Server) SyncTools() {
 		if t.RawSchema != nil {
 			schema = t.RawSchema
 		}
-		if err := addTool(s.sdk, &sdk.Tool{Name: t.ID, Description: t.Description, InputSchema: schema,
-			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !t.SideEffects}}, s.handle); err != nil {
+		if err := addTool(s.sdk, listed(t, schema), s.handle); err != nil {
 			s.opts.Logger.Warn("tool not served", "tool", t.ID, "err", err)
 			continue
 		}
@@ -207,6 +206,23 @@ func (s *Server) SyncTools() {
 	if s.opts.Passthrough != nil {
 		s.syncPassthrough()
 	}
+}
+
+// listed is the MCP tool clients are shown for t: its Listing (an
+// upstream's descriptor as pinned: title, output schema and annotations
+// as the server sent them) under its id, else one built from its
+// descriptor.
+func listed(t *executor.Tool, schema any) *sdk.Tool {
+	if len(t.Listing) > 0 {
+		var up sdk.Tool
+		if err := json.Unmarshal(t.Listing, &up); err == nil {
+			up.Name = t.ID
+			up.InputSchema = schema
+			return &up
+		}
+	}
+	return &sdk.Tool{Name: t.ID, Description: t.Description, InputSchema: schema,
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !t.SideEffects}}
 }
 
 // syncPassthrough serves the upstreams' prompts, resources and templates

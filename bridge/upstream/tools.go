@@ -47,9 +47,21 @@ func (s *Server) executorTool(st *toolState) *executor.Tool {
 		},
 		InputSchema: checkable(raw),
 		RawSchema:   raw,
+		Listing:     listing(st),
 		Run:         func(ctx context.Context, c executor.Call) (any, error) { return s.call(ctx, c, name) },
 		Admit:       func(ctx context.Context) error { return s.admit(ctx, name) },
 	}
+}
+
+// listing is what clients are shown of a tool: what its pin covers (the
+// canonical descriptor: title, description, schemas, annotations), so
+// the hash covers exactly what a client sees.
+func listing(st *toolState) json.RawMessage {
+	if st.desc != "" {
+		return json.RawMessage(st.desc)
+	}
+	desc, _ := Describe(st.tool)
+	return json.RawMessage(desc)
 }
 
 // checkable is the part of an upstream's schema the executor can check:
