@@ -74,7 +74,7 @@ type Tool struct {
 	// an MCP tool (title, schemas, annotations as its source sent them),
 	// whose name is replaced by the ID. An upstream's pinned descriptor.
 	Listing json.RawMessage
-	Run       RunFunc
+	Run     RunFunc
 	// Admit, when set, is asked at the catalog step whether the tool may be
 	// called now; its *events.Err refuses the call before policy (a
 	// changed upstream descriptor: ToolChanged).
