@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -23,40 +25,54 @@ type extras struct {
 }
 
 // listExtras lists what the server offers besides tools; a server without
-// the capability is not asked. s.mu is held.
+// the capability is not asked. Each list stands on its own: one the server
+// fails (an optional method it lacks) leaves the others listed. s.mu is
+// held.
 func (s *Server) listExtrasLocked(ctx context.Context, cs *sdk.ClientSession) error {
 	ex := extras{upstream: map[string]string{}}
 	caps := &sdk.ServerCapabilities{}
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		caps = ir.Capabilities
 	}
+	var errs []error
 	if caps.Prompts != nil {
-		for p, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				return err
-			}
+		ps, err := collect(cs.Prompts(ctx, nil))
+		for _, p := range ps {
 			exposed := *p
 			exposed.Name = s.exposed(p.Name)
 			ex.upstream[exposed.Name] = p.Name
 			ex.prompts = append(ex.prompts, &exposed)
 		}
+		errs = append(errs, listErr("prompts/list", err))
 	}
 	if caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				return err
-			}
-			ex.resources = append(ex.resources, r)
-		}
-		for t, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				return err
-			}
-			ex.templates = append(ex.templates, t)
-		}
+		var err error
+		ex.resources, err = collect(cs.Resources(ctx, nil))
+		errs = append(errs, listErr("resources/list", err))
+		ex.templates, err = collect(cs.ResourceTemplates(ctx, nil))
+		errs = append(errs, listErr("resources/templates/list", err))
 	}
 	s.extras.Store(&ex)
-	return nil
+	return errors.Join(errs...)
+}
+
+// collect is what a listing yielded until it ended or failed.
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func listErr(method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", method, err)
 }
 
 // offers is what the server last listed besides tools.

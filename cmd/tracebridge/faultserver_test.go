@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -185,6 +187,25 @@ func runFaultUpstream() {
 			s.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: t, Name: "t"}, read)
 		}
 	}
+	// TB_FAULT_PROMPTS (comma-separated) are prompts it serves.
+	for _, name := range strings.Split(os.Getenv("TB_FAULT_PROMPTS"), ",") {
+		if name != "" {
+			s.AddPrompt(&sdk.Prompt{Name: name}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+				return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "prompt " + name}}}}, nil
+			})
+		}
+	}
+	// TB_FAULT_REFUSE (comma-separated methods) are answered "method not
+	// found", as by a server that lacks an optional method.
+	refused := strings.Split(os.Getenv("TB_FAULT_REFUSE"), ",")
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if slices.Contains(refused, method) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "fault upstream:", err)
 		os.Exit(1)
