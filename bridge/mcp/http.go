@@ -477,6 +477,16 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 				return
 			}
 			if stream {
+				// What the bridge wrote before the answer goes first
+				// (select picks at random among ready channels).
+				for pending := true; pending; {
+					select {
+					case p := <-prog:
+						fmt.Fprintf(w, "event: message\ndata: %s\n\n", p)
+					default:
+						pending = false
+					}
+				}
 				fmt.Fprintf(w, "event: message\ndata: %s\n\n", line)
 				if fl != nil {
 					fl.Flush()

@@ -33,6 +33,7 @@ const maxProgressEvents = 50
 type progressSink struct {
 	rec      *callRec
 	forward  func(progress, total float64, message string)
+	touch    func() // the upstream is still at work: its deadline starts again
 	recorded atomic.Int32
 }
 
@@ -76,20 +77,22 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	if c.Traceparent != "" {
 		meta["traceparent"] = c.Traceparent
 	}
-	if c.Progress != nil {
+	// The deadline is the server's timeout since the call was sent or since
+	// the server last reported progress on it: a long operation that
+	// reports progress is not cut off.
+	cctx, touch, cancel := idleTimeout(context.WithValue(ctx, callKey{}, rec), s.cfg.RequestTimeout())
+	defer cancel()
+	if c.Progress != nil { // the client asked for progress: so does the bridge
 		token := c.OperationID.String()
 		meta["progressToken"] = token
-		s.progress.Store(token, &progressSink{rec: rec, forward: c.Progress})
+		s.progress.Store(token, &progressSink{rec: rec, forward: c.Progress, touch: touch})
 		defer s.progress.Delete(token)
 	}
-	if len(meta) > 0 {
-		params.Meta = meta
-	}
-	timeout := s.cfg.RequestTimeout()
-	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, rec), timeout)
-	defer cancel()
+	params.Meta = meta
 	t0 := s.g.opts.Now()
 	res, err := l.sess.CallTool(cctx, params)
+	// What the server sent before its answer reaches the client first.
+	l.order.settle(ctx)
 	attrs := func(kv ...string) map[string]string {
 		m := map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: tool}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -131,8 +134,8 @@ func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *call
 	case ctx.Err() != nil:
 		s.emit(events.KindUpstreamCancelled, rec.req, rec.op, events.Cancelled, events.CodeCancelled, t0, attrs)
 		return events.Errorf(events.CodeCancelled, "the request was cancelled; server %s was told (notifications/cancelled)", s.name)
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		msg := fmt.Sprintf("server %s did not answer %s within %s", s.name, what, s.cfg.RequestTimeout())
+	case errors.Is(context.Cause(cctx), context.DeadlineExceeded):
+		msg := fmt.Sprintf("server %s did not answer %s within %s (nor report progress on it)", s.name, what, s.cfg.RequestTimeout())
 		attrs["error"] = msg
 		s.emit(events.KindUpstreamTimeout, rec.req, rec.op, events.Timeout, events.CodeUpstreamTimeout, t0, attrs)
 		return events.Errorf(events.CodeUpstreamTimeout, "%s", msg)
@@ -186,6 +189,7 @@ func (s *Server) onProgress(_ context.Context, req *sdk.ProgressNotificationClie
 		return
 	}
 	sink := v.(*progressSink)
+	sink.touch()
 	if sink.recorded.Add(1) <= maxProgressEvents {
 		s.emit(events.KindUpstreamNotification, sink.rec.req, sink.rec.op, events.OK, "", zeroTime, map[string]string{
 			"method": "notifications/progress", "progress": fmt.Sprint(req.Params.Progress), "total": fmt.Sprint(req.Params.Total),

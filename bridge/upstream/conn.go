@@ -29,7 +29,7 @@ func (t *evidenceTransport) Connect(ctx context.Context) (sdk.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	ec := &evidenceConn{Connection: c, s: t.l.s}
+	ec := &evidenceConn{Connection: c, s: t.l.s, l: t.l}
 	t.l.conn = ec // under s.mu: connect runs inside session
 	return ec, nil
 }
@@ -37,6 +37,7 @@ func (t *evidenceTransport) Connect(ctx context.Context) (sdk.Connection, error)
 type evidenceConn struct {
 	sdk.Connection
 	s *Server
+	l *link
 
 	mu      sync.Mutex
 	broken  string // why reading failed ("" while it works or after a clean EOF)
@@ -114,6 +115,9 @@ func (s *Server) sentOverHTTP(r *http.Request) {
 
 func (c *evidenceConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if r, ok := msg.(*jsonrpc.Request); ok && !r.IsCall() {
+		c.l.order.noted(r.Method)
+	}
 	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
 		c.mu.Lock()
 		if c.broken == "" && !c.closing {

@@ -55,6 +55,7 @@ type link struct {
 	// client is the go-sdk client (its roots are the owner's).
 	client *sdk.Client
 	subs   subscriptions
+	order  order    // its notifications read and handled
 	roots  []string // the owner's roots as last given to client (under mu)
 
 	mu    sync.Mutex
@@ -119,7 +120,7 @@ func (g *Gateway) Release(key string) {
 		delete(s.links, key)
 		s.mu.Unlock()
 		if l != nil {
-			go l.close(true)
+			l.close(true) // before the bridge may exit: its process ends with it
 		}
 	}
 }

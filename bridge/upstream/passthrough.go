@@ -288,7 +288,9 @@ func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, do f
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, rec), s.cfg.RequestTimeout())
 	defer cancel()
 	t0 := s.g.opts.Now()
-	if err := do(cctx, l); err != nil {
+	err = do(cctx, l)
+	l.order.settle(ctx)
+	if err != nil {
 		return s.failed(ctx, cctx, err, l, rec, what, t0, map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what})
 	}
 	s.emit(events.KindUpstreamResponse, req, events.ID{}, events.OK, "", t0, map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what})

@@ -20,13 +20,13 @@ func (l *link) newClient(ctx context.Context) *sdk.Client {
 	s := l.s
 	opts := &sdk.ClientOptions{
 		Capabilities:                &sdk.ClientCapabilities{},
-		ToolListChangedHandler:      l.onToolListChanged,
-		ProgressNotificationHandler: s.onProgress,
+		ToolListChangedHandler:      handled(l, l.onToolListChanged),
+		ProgressNotificationHandler: handled(l, s.onProgress),
 		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-		LoggingMessageHandler:      l.onLog,
-		ResourceUpdatedHandler:     l.onResourceUpdated,
-		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { l.relist() },
-		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { l.relist() },
+		LoggingMessageHandler:      handled(l, l.onLog),
+		ResourceUpdatedHandler:     handled(l, l.onResourceUpdated),
+		ResourceListChangedHandler: handled(l, func(context.Context, *sdk.ResourceListChangedRequest) { l.relist() }),
+		PromptListChangedHandler:   handled(l, func(context.Context, *sdk.PromptListChangedRequest) { l.relist() }),
 		ElicitationHandler:         l.onElicit,
 		CreateMessageHandler:       l.onCreateMessage,
 	}
@@ -68,6 +68,14 @@ func uris(roots []*sdk.Root) []string {
 		out = append(out, r.URI)
 	}
 	return out
+}
+
+// handled is h, counted as done on l when it returns (order.go).
+func handled[R any](l *link, h func(context.Context, R)) func(context.Context, R) {
+	return func(ctx context.Context, r R) {
+		defer l.order.done()
+		h(ctx, r)
+	}
 }
 
 // ownerRoots asks l's client session for its roots (none when it does not

@@ -208,7 +208,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 		if err != nil {
 			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: url: %v", s.name, err)
 		}
-		ht := &headerTransport{origin: origin(u), headers: map[string]string{}, sent: s.sentOverHTTP}
+		ht := &headerTransport{origin: origin(u), headers: map[string]string{}, sent: s.sentOverHTTP, order: &l.order, maxFrame: s.g.opts.MaxFrame}
 		for k, v := range s.cfg.Headers {
 			ht.headers[k] = expand(v)
 		}
@@ -356,6 +356,9 @@ type headerTransport struct {
 	origin  string
 	headers map[string]string
 	sent    func(*http.Request) // records each request as it goes
+	// order counts the notifications of the event streams it reads.
+	order    *order
+	maxFrame int
 }
 
 func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -368,7 +371,11 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && h.order != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &sseCounter{ReadCloser: resp.Body, o: h.order, max: h.maxFrame}
+	}
+	return resp, err
 }
 
 // origin is u's scheme://host:port, the port spelled out.

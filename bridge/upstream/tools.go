@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tracebridge/tracebridge/bridge/executor"
@@ -41,9 +42,10 @@ func (s *Server) executorTool(st *toolState) *executor.Tool {
 		Descriptor: executor.Descriptor{
 			ID: s.exposed(name), Name: name, Description: t.Description, Category: "upstream", Host: "upstream:" + s.name,
 			Capabilities: []string{s.cfg.CapabilityOf(s.name)}, SideEffects: !readOnly, Approval: approval, Pin: st.hash,
-			// The upstream's own deadline ends first, so its timeout is
-			// UpstreamTimeout rather than the executor's ToolTimeout.
-			Timeout: s.cfg.RequestTimeout() + 2e9,
+			// The upstream's own deadline (its timeout, started again by
+			// each progress report) ends a silent call first, so its
+			// timeout is UpstreamTimeout; the executor's bounds the whole.
+			Timeout: max(s.cfg.RequestTimeout()+2*time.Second, maxCallDuration),
 		},
 		InputSchema: checkable(raw),
 		RawSchema:   raw,
@@ -63,6 +65,9 @@ func listing(st *toolState) json.RawMessage {
 	desc, _ := Describe(st.tool)
 	return json.RawMessage(desc)
 }
+
+// maxCallDuration bounds an upstream call that keeps reporting progress.
+const maxCallDuration = 10 * time.Minute
 
 // checkable is the part of an upstream's schema the executor can check:
 // the schema itself when jsonschema-go resolves it (draft 2020-12), else

@@ -164,6 +164,19 @@ func runFaultUpstream() {
 		}
 		return "slow done", nil
 	})
+	add("ticker", "reports progress every 300ms, TB_FAULT_TICKS times (default 5), then answers", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
+		ticks, _ := strconv.Atoi(os.Getenv("TB_FAULT_TICKS"))
+		if ticks <= 0 {
+			ticks = 5
+		}
+		for i := 1; i <= ticks; i++ {
+			time.Sleep(300 * time.Millisecond)
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(ticks), Message: "tick"})
+			}
+		}
+		return "ticked", nil
+	})
 	// TB_FAULT_NTOOLS=N: N more tools, t0000…, at start.
 	if n, _ := strconv.Atoi(os.Getenv("TB_FAULT_NTOOLS")); n > 0 {
 		for i := range n {

@@ -1,13 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // A server without resources/templates/list (an optional method) still has
@@ -39,5 +47,109 @@ func TestOneMissingListHidesNothing(t *testing.T) {
 	res, err := b.session.GetPrompt(ctx, &sdk.GetPromptParams{Name: "f__greet"})
 	if err != nil || len(res.Messages) != 1 {
 		t.Fatalf("prompts/get: %v %+v", err, res)
+	}
+}
+
+// linePeer drives `tracebridge mcp` through bare pipes, one JSON-RPC line
+// at a time, so what arrives before an answer is seen in the order the
+// bridge wrote it (a go-sdk client would reorder notifications itself).
+type linePeer struct {
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startLinePeer(t *testing.T, data string, env ...string) *linePeer {
+	t.Helper()
+	cmd := exec.Command(tbBin, "--data", data, "mcp")
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = &lockedBuffer{}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	p := &linePeer{in: in, out: sc}
+	p.send(t, initLine)
+	p.until(t, "1")
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return p
+}
+
+func (p *linePeer) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := p.in.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// until reads lines up to the answer to id and returns those before it.
+func (p *linePeer) until(t *testing.T, id string) (before []string, answer string) {
+	t.Helper()
+	for p.out.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(p.out.Bytes(), &m)
+		if m.Method == "" && string(m.ID) == id {
+			return before, p.out.Text()
+		}
+		before = append(before, p.out.Text())
+	}
+	t.Fatalf("the bridge ended before answering %s", id)
+	return nil, ""
+}
+
+// Every progress notification an upstream sends before its answer reaches
+// the client before the answer: the last one was lost in about half of
+// calls (the go-sdk client hands notifications to their handler on a
+// queue of their own, and the call returned first).
+func TestProgressArrivesBeforeTheAnswer(t *testing.T) {
+	long(t)
+	cfg := hostileConfig(t, "", map[string]string{"f": `env = { TB_FAULT_UPSTREAM = "1" }`})
+	p := startLinePeer(t, filepath.Join(t.TempDir(), "data"), cfg)
+	const calls = 40
+	short := 0
+	for i := range calls {
+		id := fmt.Sprint(100 + i)
+		p.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"f__slow","arguments":{},"_meta":{"progressToken":"p%d"}}}`, id, i))
+		before, answer := p.until(t, id)
+		if !strings.Contains(answer, "slow done") {
+			t.Fatalf("call %d answered %s", i, answer)
+		}
+		n := 0
+		for _, l := range before {
+			if strings.Contains(l, `"notifications/progress"`) && strings.Contains(l, fmt.Sprintf(`"p%d"`, i)) {
+				n++
+			}
+		}
+		if n != 3 {
+			short++
+		}
+	}
+	if short > 0 {
+		t.Fatalf("%d of %d calls answered before all 3 of their progress notifications", short, calls)
+	}
+}
+
+// An upstream that keeps reporting progress is not cut off at its timeout:
+// each report starts the deadline again (1s here; the call takes 1.5s).
+func TestProgressKeepsALongCallAlive(t *testing.T) {
+	long(t)
+	cfg := hostileConfig(t, "", map[string]string{"f": "env = { TB_FAULT_UPSTREAM = \"1\", TB_FAULT_TICKS = \"5\" }\ntimeout = \"1s\""})
+	p := startLinePeer(t, filepath.Join(t.TempDir(), "data"), cfg)
+	p.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"f__ticker","arguments":{},"_meta":{"progressToken":"tk"}}}`)
+	before, answer := p.until(t, "7")
+	if !strings.Contains(answer, "ticked") {
+		t.Fatalf("a call reporting progress every 300ms with a 1s timeout: %s (after %d lines)", answer, len(before))
+	}
+	// Without progress asked for, the same call is silent past 1s: the
+	// timeout holds.
+	p.send(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"f__ticker","arguments":{}}}`)
+	if _, answer := p.until(t, "8"); !strings.Contains(answer, string(events.CodeUpstreamTimeout)) {
+		t.Fatalf("a silent 1.5s call with a 1s timeout: %s", answer)
 	}
 }

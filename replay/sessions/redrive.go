@@ -467,13 +467,14 @@ func readAnswers(r io.Reader) *answerBox {
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			var m struct {
-				ID     *int `json:"id"`
+				ID     *int   `json:"id"`
+				Method string `json:"method"`
 				Result struct {
 					Meta map[string]any `json:"_meta"`
 				} `json:"result"`
 			}
-			if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
-				continue // a notification or a server request
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil || m.Method != "" {
+				continue // a notification or a server request (its ids are the bridge's own)
 			}
 			ch := a.box(*m.ID)
 			a.mu.Lock()
