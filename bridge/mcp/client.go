@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation's relay, roots and logging are deprecated in 2026-07-28 but in their window: the gateway relays what clients and servers still speak (issue 25)
+
 package mcp
 
 import (
@@ -42,7 +44,6 @@ func (c *clientSession) Capabilities() *sdk.ClientCapabilities {
 }
 
 func (c *clientSession) Roots(ctx context.Context) ([]*sdk.Root, error) {
-	//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
 	res, err := c.session().ListRoots(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -62,7 +63,6 @@ func (c *clientSession) Elicit(ctx context.Context, p *sdk.ElicitParams) (*sdk.E
 	return c.session().Elicit(ctx, p)
 }
 
-//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 func (c *clientSession) Log(ctx context.Context, p *sdk.LoggingMessageParams) {
 	if ss := c.session(); ss != nil {
 		ss.Log(ctx, p) // the SDK sends it when the client's level lets it through
@@ -136,7 +136,6 @@ func (s *Server) withClient(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		ctx = executor.WithClient(ctx, c)
 		res, err := next(ctx, method, req)
-		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 		if p, ok := req.GetParams().(*sdk.SetLoggingLevelParams); ok && err == nil && p != nil {
 			c.mu.Lock()
 			c.level = string(p.Level)

@@ -334,8 +334,6 @@ func addTool(srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
 
 // rootsChanged forgets the client's roots and gives the gateway the new
 // ones.
-//
-//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; they pick the workspace (issue 18)
 func (s *Server) rootsChanged(ctx context.Context, req *sdk.RootsListChangedRequest) {
 	s.roots.Delete(req.Session)
 	if s.opts.Passthrough == nil {

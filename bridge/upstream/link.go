@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation's relay, roots and logging are deprecated in 2026-07-28 but in their window: the gateway relays what clients and servers still speak (issue 25)
+
 package upstream
 
 import (
@@ -23,7 +25,6 @@ type Downstream interface {
 	CreateMessage(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error)
 	CreateMessageWithTools(ctx context.Context, p *sdk.CreateMessageWithToolsParams) (*sdk.CreateMessageWithToolsResult, error)
 	Elicit(ctx context.Context, p *sdk.ElicitParams) (*sdk.ElicitResult, error)
-	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 	Log(ctx context.Context, p *sdk.LoggingMessageParams)
 	ResourceUpdated(ctx context.Context, p *sdk.ResourceUpdatedNotificationParams)
 	// LogLevel is the level the client asked for ("" when it set none).

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation's relay, roots and logging are deprecated in 2026-07-28 but in their window: the gateway relays what clients and servers still speak (issue 25)
+
 package upstream
 
 import (
@@ -22,13 +24,12 @@ func (l *link) newClient(ctx context.Context) *sdk.Client {
 		Capabilities:                &sdk.ClientCapabilities{},
 		ToolListChangedHandler:      handled(l, l.onToolListChanged),
 		ProgressNotificationHandler: handled(l, s.onProgress),
-		//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
-		LoggingMessageHandler:      handled(l, l.onLog),
-		ResourceUpdatedHandler:     handled(l, l.onResourceUpdated),
-		ResourceListChangedHandler: handled(l, func(context.Context, *sdk.ResourceListChangedRequest) { l.relist() }),
-		PromptListChangedHandler:   handled(l, func(context.Context, *sdk.PromptListChangedRequest) { l.relist() }),
-		ElicitationHandler:         l.onElicit,
-		CreateMessageHandler:       l.onCreateMessage,
+		LoggingMessageHandler:       handled(l, l.onLog),
+		ResourceUpdatedHandler:      handled(l, l.onResourceUpdated),
+		ResourceListChangedHandler:  handled(l, func(context.Context, *sdk.ResourceListChangedRequest) { l.relist() }),
+		PromptListChangedHandler:    handled(l, func(context.Context, *sdk.PromptListChangedRequest) { l.relist() }),
+		ElicitationHandler:          l.onElicit,
+		CreateMessageHandler:        l.onCreateMessage,
 	}
 	var roots []*sdk.Root
 	if l.owner != nil {
@@ -45,9 +46,7 @@ func (l *link) newClient(ctx context.Context) *sdk.Client {
 		if caps.Elicitation == nil {
 			opts.ElicitationHandler = nil
 		}
-		//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
 		if caps.RootsV2 != nil {
-			//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
 			opts.Capabilities.RootsV2 = &sdk.RootCapabilities{ListChanged: true}
 			roots = l.ownerRoots(ctx)
 		}
@@ -55,7 +54,6 @@ func (l *link) newClient(ctx context.Context) *sdk.Client {
 	c := sdk.NewClient(&sdk.Implementation{Name: "tracebridge", Version: s.g.opts.Version}, opts)
 	l.roots = uris(roots)
 	if len(roots) > 0 {
-		//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
 		c.AddRoots(roots...)
 	}
 	l.client = c
@@ -112,9 +110,7 @@ func (g *Gateway) RootsChanged(ctx context.Context) {
 			old := l.roots
 			l.roots = uris(roots)
 			l.mu.Unlock()
-			//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
 			l.client.RemoveRoots(old...)
-			//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
 			l.client.AddRoots(roots...)
 		}()
 	}
@@ -181,8 +177,6 @@ func (l *link) onElicit(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitR
 // onLog records an upstream's log message and sends it to the client
 // session it belongs to (the request in flight, else the link's owner),
 // never to another.
-//
-//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 func (l *link) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 	if req == nil || req.Params == nil {
 		return
@@ -220,11 +214,9 @@ func (l *link) level() string {
 // setLevel asks the upstream for log messages at level; a server without
 // logging is not asked.
 func (l *link) setLevel(ctx context.Context, level string) {
-	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 	if ir := l.sess.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
 		return
 	}
-	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 	if err := l.sess.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: sdk.LoggingLevel(level)}); err != nil {
 		l.s.g.opts.Logger.Debug("upstream refused a logging level", "server", l.s.name, "err", err)
 	}

@@ -120,15 +120,6 @@ func (s *Server) live(ctx context.Context) bool {
 	return s.links[key] != nil
 }
 
-// anyLink is a live link, for work that belongs to no client (listing
-// again after list_changed); nil when there is none.
-func (s *Server) anyLink() *link {
-	for _, l := range s.links {
-		return l
-	}
-	return nil
-}
-
 // crashed notes a failed start or a lost session: the next start waits
 // 250ms, doubling per crash in a row, at most 30s.
 func (s *Server) crashed(why string) {
