@@ -51,7 +51,7 @@ type Options struct {
 	// BeforeList, when set, runs before tools/list is answered, and before
 	// a call of a tool the catalog does not hold yet (the gateway connects
 	// its lazy upstreams so their tools are there); req is the request's id.
-	BeforeList func(ctx context.Context, req events.ID)
+	BeforeList func(ctx context.Context, req events.ID, method string)
 	// Passthrough, when set, offers upstream servers' prompts and
 	// resources (the gateway); SyncTools serves them too.
 	Passthrough Passthrough
@@ -356,7 +356,7 @@ func (s *Server) beforeList(next sdk.MethodHandler) sdk.MethodHandler {
 			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 				id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
 			}
-			s.opts.BeforeList(ctx, id)
+			s.opts.BeforeList(ctx, id, method)
 		}
 		return next(ctx, method, req)
 	}
@@ -520,7 +520,7 @@ func (s *Server) unknownTools(next sdk.MethodHandler) sdk.MethodHandler {
 			if ex := call.GetExtra(); ex != nil && ex.Header != nil {
 				id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
 			}
-			s.opts.BeforeList(ctx, id)
+			s.opts.BeforeList(ctx, id, method)
 		}
 		return s.handle(ctx, call)
 	}

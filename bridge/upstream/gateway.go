@@ -117,15 +117,25 @@ func (g *Gateway) Start(ctx context.Context) {
 	}
 }
 
-// Ensure connects every server that has no session yet, so a tools/list
-// shows their tools; req is the request that asked (its run records the
-// starts). It waits for all of them, each bounded by its own timeout; a
-// server that fails is logged and recorded, and the others still list.
-func (g *Gateway) Ensure(ctx context.Context, req events.ID) {
+// Ensure makes every server's offer listed before method (tools/list,
+// prompts/…, resources/…, or tools/call of a tool the catalog lacks) is
+// answered; req is the request that asked (its run records the starts). A
+// server listed once keeps its listing (it tells of changes); for
+// tools/list, a server with pinned tools is listed from its pins and
+// started when one of them is first used, so no client waits for the
+// slowest server. Others are started, all at once, each bounded by its
+// own timeout; one that cannot start is listed from its pins, so its
+// tools stay listed and a call of one gets the real code.
+func (g *Gateway) Ensure(ctx context.Context, req events.ID, method string) {
 	var wg sync.WaitGroup
 	for _, name := range g.names {
 		s := g.servers[name]
-		if s.live(ctx) {
+		switch {
+		case method == "tools/list" && (s.listed.Load() || !s.cfg.Eager() && s.listFromPins(ctx)):
+			continue
+		case method != "tools/list" && method != "tools/call" && s.extras.Load() != nil:
+			continue // its prompts and resources are listed (it tells of changes)
+		case s.live(ctx):
 			continue
 		}
 		wg.Add(1)
@@ -133,10 +143,68 @@ func (g *Gateway) Ensure(ctx context.Context, req events.ID) {
 			defer wg.Done()
 			if _, err := s.session(ctx, req, events.ID{}); err != nil {
 				g.opts.Logger.Warn("upstream unavailable", "server", name, "err", err)
+				s.listFromPins(ctx)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// listFromPins puts the server's pinned tools in the catalog as pinned,
+// unless it was listed already (it is then running or ran): false when it
+// has no pinned tool to list.
+func (s *Server) listFromPins(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listed.Load() {
+		return true
+	}
+	pins, err := s.g.pins(ctx, s.name)
+	if err != nil {
+		return false
+	}
+	tools := map[string]*toolState{}
+	var listed []*executor.Tool
+	for _, name := range sortedPinNames(pins) {
+		p := pins[name]
+		if p.State == projections.PinRemoved || !s.cfg.Exposes(name) {
+			continue
+		}
+		pt, ok := pinnedTool(p, s.g.opts.Descriptors)
+		if !ok {
+			continue
+		}
+		desc, _ := Describe(pt)
+		st := &toolState{tool: pt, desc: desc, hash: p.Hash}
+		if t := s.executorTool(st); t != nil {
+			tools[name] = st
+			listed = append(listed, t)
+		}
+	}
+	if len(listed) == 0 {
+		return false
+	}
+	if _, _, err := s.g.opts.Catalog.Replace("upstream:"+s.name, listed); err != nil {
+		s.g.opts.Logger.Warn("pinned upstream tools not listed", "server", s.name, "err", err)
+		return false
+	}
+	s.tools = tools
+	s.listed.Store(true)
+	if s.g.opts.Changed != nil {
+		s.g.changed.Lock()
+		s.g.opts.Changed()
+		s.g.changed.Unlock()
+	}
+	return true
+}
+
+func sortedPinNames(m map[string]projections.Pin) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Close ends every session and stops every process.
@@ -242,6 +310,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 	if _, _, err := s.g.opts.Catalog.Replace("upstream:"+s.name, tools); err != nil {
 		return err
 	}
+	s.listed.Store(true)
 	if s.g.opts.Changed != nil {
 		s.g.changed.Lock()
 		s.g.opts.Changed()

@@ -68,7 +68,7 @@ func TestGatewayConcurrentCallsAndRefreshes(t *testing.T) {
 	g := New(Options{Config: cfg, Emitter: em, Pins: node, Catalog: cat, Logger: quiet, Dial: inMemoryUpstream(t),
 		Secrets: func([]string) (map[string]string, error) { return map[string]string{}, nil },
 		Changed: func() { changes.Add(1); cat.Tools() }})
-	g.Ensure(ctx, events.ID{})
+	g.Ensure(ctx, events.ID{}, "tools/call")
 	echo, ok := cat.Lookup("mem__echo")
 	if !ok {
 		t.Fatalf("mem__echo not in the catalog: %d tools", len(cat.Tools()))

@@ -38,6 +38,7 @@ type Server struct {
 	logs, listChanged budget      // what of its notifications is recorded
 	pins              budget      // first sights and changes of its tools recorded
 	refreshQueued     atomic.Bool // a list_changed listing waits to run
+	listed            atomic.Bool // its tools are in the catalog (listed, or from its pins)
 	lastRefresh       atomic.Int64
 }
 
@@ -74,24 +75,45 @@ func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, co
 	s.g.opts.Emitter.Emit(e)
 }
 
+// maxBackoffWait is the longest restart backoff a call waits out; within
+// a longer one it is refused at once, with why the server went down.
+const maxBackoffWait = 5 * time.Second
+
 // session returns the live link for ctx's client session (keyOf),
-// starting or dialing the upstream when there is none. A start within the
-// backoff after a crash is refused at once with why the last one ended.
+// starting or dialing the upstream when there is none. Within the backoff
+// after a crash a call waits for the restart (at most maxBackoffWait and
+// its own deadline), else it is refused at once with why the last one
+// ended.
 func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) {
 	key, owner := s.keyOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.links[key]; l != nil {
-		return l, nil
-	}
-	if s.closed {
-		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: the bridge is shutting down", s.name)
-	}
-	if wait := s.nextStart.Sub(s.g.opts.Now()); wait > 0 {
-		err := events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) %s; the bridge starts it again in %s",
-			s.name, s.cfg.Describe(), s.lastFault, wait.Round(time.Millisecond))
-		s.emit(events.KindUpstreamUnavailable, req, op, events.Unavailable, err.Code, time.Time{}, map[string]string{"error": err.Msg})
-		return nil, err
+	for {
+		if l := s.links[key]; l != nil {
+			return l, nil
+		}
+		if s.closed {
+			return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: the bridge is shutting down", s.name)
+		}
+		wait := s.nextStart.Sub(s.g.opts.Now())
+		if wait <= 0 {
+			break
+		}
+		if d, ok := ctx.Deadline(); wait > maxBackoffWait || ok && time.Until(d) < wait {
+			err := events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) %s; the bridge starts it again in %s",
+				s.name, s.cfg.Describe(), s.lastFault, wait.Round(time.Millisecond))
+			s.emit(events.KindUpstreamUnavailable, req, op, events.Unavailable, err.Code, time.Time{}, map[string]string{"error": err.Msg})
+			return nil, err
+		}
+		s.mu.Unlock()
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+		if ctx.Err() != nil {
+			return nil, events.Errorf(events.CodeCancelled, "the call ended while server %s was being restarted", s.name)
+		}
 	}
 	l := &link{s: s, key: key, owner: owner}
 	if err := s.connect(ctx, req, op, l); err != nil {

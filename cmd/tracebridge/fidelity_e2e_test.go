@@ -153,3 +153,62 @@ func TestProgressKeepsALongCallAlive(t *testing.T) {
 		t.Fatalf("a silent 1.5s call with a 1s timeout: %s", answer)
 	}
 }
+
+// What the client is told is what is recorded, and no client waits for a
+// server it does not use: once a server's tools are pinned, a later bridge
+// lists them from the pins without starting anything, starts a server when
+// one of its tools is first called, and when a server cannot start (here:
+// its secret is gone) its tools stay listed and a call gets the real code,
+// the same in the result and in the verdict.
+func TestPinnedServersListWithoutStartingAndFailWithTheRealCode(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	servers := map[string]string{
+		"a": `env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_NAME = "a" }`,
+		"b": `env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_NAME = "b", TB_FAULT_SECRET = "${secret:B}" }`,
+	}
+	secrets := "[secrets.B]\nenv = \"TB_B_SECRET\"\n"
+	b := startBridge(t, tbBin, data, "2025-06-18", hostileConfig(t, secrets, servers), "TB_B_SECRET=b-secret-value-1234")
+	if _, _, code := b.call(t, "b__ok", map[string]any{"text": "x"}); code != "" {
+		t.Fatalf("first run: b__ok: %s", code)
+	}
+	b.close(t)
+	started := countKind(t, data, "upstream.started")
+
+	// The next bridge: B's secret is gone.
+	b = startBridge(t, tbBin, data, "2025-06-18", hostileConfig(t, secrets, servers))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var names []string
+	for tl, err := range b.session.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "a__ok") || !slices.Contains(names, "b__ok") {
+		t.Fatalf("tools listed from the pins: %q", names)
+	}
+	if n := countKind(t, data, "upstream.started"); n != started {
+		t.Fatalf("tools/list started %d servers; with every tool pinned it starts none", n-started)
+	}
+	if _, _, code := b.call(t, "a__ok", map[string]any{"text": "x"}); code != "" {
+		t.Fatalf("a__ok: %s", code)
+	}
+	if n := countKind(t, data, "upstream.started"); n != started+1 {
+		t.Fatalf("calling a__ok started %d servers, want 1 (a)", n-started)
+	}
+	res, req, code := b.call(t, "b__ok", map[string]any{"text": "x"})
+	if code != events.CodeSecretUnresolved {
+		t.Fatalf("b__ok without its secret: %s %q, want SecretUnresolved", code, textOf(res))
+	}
+	b.close(t)
+	out, err := exec.Command(tbBin, "--data", data, "tail", "--request", req.String(), "--json", "-n", "1000").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"kind":"executor.audit"`) || !strings.Contains(string(out), `"code":"SecretUnresolved"`) ||
+		strings.Contains(string(out), `"code":"UnknownTool"`) {
+		t.Fatalf("the run of b__ok does not record SecretUnresolved as the client was told:\n%s", out)
+	}
+}
