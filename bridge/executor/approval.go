@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -94,4 +95,35 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 			deadline = now()
 		}
 	}
+}
+
+// approvalProgressEvery is how often a call waiting for an operator tells
+// its client so, when the client asked for progress: a client that
+// restarts its request timeout on progress keeps waiting.
+const approvalProgressEvery = 2 * time.Second
+
+// progressWhileWaiting reports progress to the client while the call waits
+// for an operator's decision (none when the client asked for no
+// progress); the returned func stops it.
+func (c *call) progressWhileWaiting(deadline time.Time) (stop func()) {
+	if c.inv.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(approvalProgressEvery)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				c.inv.Progress(float64(n), 0, fmt.Sprintf("waiting for an operator's approval until %s: tracebridge approvals approve %s",
+					deadline.UTC().Format(time.RFC3339), c.op))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }

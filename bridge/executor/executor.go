@@ -329,7 +329,9 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	}
 	c.x.opts.Logger.Info("approval needed", "tool", c.tool.ID, "approval", c.op.String(), "deadline", deadline.Format(time.RFC3339),
 		"run", "tracebridge approvals approve "+c.op.String())
+	stopProgress := c.progressWhileWaiting(deadline)
 	e, ok, err := awaitDecision(ctx, c.x.opts.Log, c.inv.RequestID, c.op, deadline, c.x.opts.PollEvery, c.x.opts.Now, c.x.opts.After)
+	stopProgress()
 	switch {
 	case err != nil:
 		decided(events.Cancelled, events.CodeCancelled, Deny, "client", "the call was cancelled while waiting for approval", t0)

@@ -212,3 +212,26 @@ func TestPinnedServersListWithoutStartingAndFailWithTheRealCode(t *testing.T) {
 		t.Fatalf("the run of b__ok does not record SecretUnresolved as the client was told:\n%s", out)
 	}
 }
+
+// A call waiting for an operator tells a client that asked for progress
+// so, every 2s, until the decision (here: none, so ApprovalTimeout).
+func TestApprovalWaitReportsProgress(t *testing.T) {
+	long(t)
+	cfg := hostileConfig(t, "[approval]\nmode = \"prompt\"\ntimeout = \"5s\"\n", map[string]string{
+		"f": "env = { TB_FAULT_UPSTREAM = \"1\" }\napproval = { \"ok\" = \"always\" }"})
+	p := startLinePeer(t, filepath.Join(t.TempDir(), "data"), cfg)
+	p.send(t, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__ok","arguments":{"text":"x"},"_meta":{"progressToken":"wait"}}}`)
+	before, answer := p.until(t, "5")
+	if !strings.Contains(answer, string(events.CodeApprovalTimeout)) {
+		t.Fatalf("answer: %s", answer)
+	}
+	n := 0
+	for _, l := range before {
+		if strings.Contains(l, `"notifications/progress"`) && strings.Contains(l, "waiting for an operator") {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Fatalf("%d progress notifications during a 5s approval wait, want 2 or more:\n%s", n, strings.Join(before, "\n"))
+	}
+}
