@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -14,9 +18,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/events"
 )
 
@@ -221,4 +227,95 @@ func first(s string) string {
 	}
 	f, _, _ := strings.Cut(s, ":")
 	return f
+}
+
+// headerLog is a reverse proxy in front of an HTTP MCP server that notes,
+// for each request, its method, whether it is initialize, and the MCP
+// headers it carried.
+type headerLog struct {
+	mu   sync.Mutex
+	reqs []loggedRequest
+}
+
+type loggedRequest struct {
+	method, protocol, session string
+	initialize, call         bool
+}
+
+func (h *headerLog) start(t *testing.T, upstream string) string {
+	t.Helper()
+	target, _ := url.Parse(upstream)
+	target.Path = ""
+	p := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.mu.Lock()
+		h.reqs = append(h.reqs, loggedRequest{method: r.Method, protocol: r.Header.Get("Mcp-Protocol-Version"),
+			session: r.Header.Get("Mcp-Session-Id"), initialize: bytes.Contains(body, []byte(`"initialize"`)),
+			call: bytes.Contains(body, []byte(`"tools/call"`))})
+		h.mu.Unlock()
+		p.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// summary says what a client did: whether its tools/call POSTs carried
+// MCP-Protocol-Version and the session id, and whether it opened the
+// standalone GET stream.
+func (h *headerLog) summary() (postsCarryHeaders, openedGET bool, n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	postsCarryHeaders = true
+	for _, r := range h.reqs {
+		switch {
+		case r.method == http.MethodGet:
+			openedGET = true
+		case r.method == http.MethodPost && r.call:
+			n++
+			postsCarryHeaders = postsCarryHeaders && r.protocol != "" && r.session != ""
+		}
+	}
+	return postsCarryHeaders, openedGET, n
+}
+
+// As a Streamable HTTP client, the gateway does what a plain go-sdk client
+// does (same run, same server, each through a header-logging proxy): its
+// calls carry MCP-Protocol-Version and the session id, and the standalone
+// GET stream (where servers send their own
+// requests) is opened.
+func TestHTTPUpstreamSpeaksAsTheSDKClientDoes(t *testing.T) {
+	long(t)
+	dir, node := conformanceDir(t)
+	ref := startReferenceServer(t, dir, node)
+
+	var direct, through headerLog
+	c := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: direct.start(t, ref)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "test_simple_text", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := writeConfig(t, fmt.Sprintf("[servers.cf]\nurl = %q\napproval = { \"*\" = \"never\" }\n", through.start(t, ref)))
+	b := startBridge(t, tbBin, filepath.Join(t.TempDir(), "data"), "2025-11-25", cfg)
+	if _, _, code := b.call(t, "cf__test_simple_text", map[string]any{}); code != "" {
+		t.Fatalf("through the gateway: %s", code)
+	}
+	time.Sleep(300 * time.Millisecond) // the GET stream opens beside the calls
+	cs.Close()
+	dh, dg, dn := direct.summary()
+	th, tg, tn := through.summary()
+	t.Logf("plain go-sdk client: %d tools/call POSTs, headers on all: %v, GET stream: %v; tracebridge: %d, %v, %v", dn, dh, dg, tn, th, tg)
+	if !dh || !dg {
+		t.Fatalf("the plain client's requests are not what this test expects: headers %v, GET %v", dh, dg)
+	}
+	if th != dh || tg != dg {
+		t.Fatalf("the gateway as an HTTP client: headers on every POST %v (plain client %v), GET stream %v (plain client %v)", th, dh, tg, dg)
+	}
 }
