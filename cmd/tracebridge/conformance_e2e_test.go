@@ -239,7 +239,7 @@ type headerLog struct {
 
 type loggedRequest struct {
 	method, protocol, session string
-	initialize, call         bool
+	initialize, call          bool
 }
 
 func (h *headerLog) start(t *testing.T, upstream string) string {
