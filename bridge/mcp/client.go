@@ -18,7 +18,7 @@ import (
 // client reaches this session and no other. Its key is the session's
 // event id.
 type clientSession struct {
-	key  string
+	key  string // "" for a session of one request (the HTTP front door's sessionless path)
 	conn *connState
 
 	mu    sync.Mutex
@@ -99,6 +99,15 @@ type relatedHookKey struct{}
 // session sends the client that belongs to one of the client's requests.
 func WithRelated(ctx context.Context, f RelatedFunc) context.Context {
 	return context.WithValue(ctx, relatedHookKey{}, f)
+}
+
+type oneRequestKey struct{}
+
+// withOneRequest marks ctx for Serve: the session carries one request (a
+// sessionless HTTP request), so it owns no upstream links; the gateway's
+// shared link carries its calls.
+func withOneRequest(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oneRequestKey{}, true)
 }
 
 func relatedOf(ctx context.Context) RelatedFunc {

@@ -255,7 +255,11 @@ func (f *front) open(keep bool) (*httpSession, error) {
 		done: make(chan struct{}), served: make(chan struct{}), last: time.Now()}
 	go func() {
 		defer close(sess.served)
-		f.s.Serve(WithRelated(f.ctx, sess.relate), inR, outW)
+		ctx := WithRelated(f.ctx, sess.relate)
+		if !keep {
+			ctx = withOneRequest(ctx)
+		}
+		f.s.Serve(ctx, inR, outW)
 		outW.Close()
 	}()
 	go sess.demux(outR)

@@ -376,11 +376,14 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
 	t := &evidenceTransport{inner: &sdk.IOTransport{Reader: readCloser{in, r}, Writer: out, MaxLineLength: s.opts.MaxLineLength}, c: c}
 	cs := &clientSession{key: c.session.String(), conn: c}
+	if one, _ := ctx.Value(oneRequestKey{}).(bool); one {
+		cs.key = ""
+	}
 	c.related = relatedOf(ctx)
-	s.clients.Store(cs.key, cs)
+	s.clients.Store(c.session.String(), cs)
 	err := s.sdk.Run(ctx, t)
-	s.clients.Delete(cs.key)
-	if s.opts.Passthrough != nil {
+	s.clients.Delete(c.session.String())
+	if s.opts.Passthrough != nil && cs.key != "" {
 		s.opts.Passthrough.Release(cs.key)
 	}
 	c.endSession(io.EOF) // a no-op when Read already recorded why it stopped

@@ -104,10 +104,10 @@ func (s *Server) keyOf(ctx context.Context) (string, Downstream) {
 	if s.cfg.Shared() {
 		return "", nil
 	}
-	if d := downstreamOf(ctx); d != nil {
+	if d := downstreamOf(ctx); d != nil && d.Key() != "" {
 		return d.Key(), d
 	}
-	return "", nil
+	return "", nil // the shared link: what it is asked goes to the caller in flight
 }
 
 // Release ends the links the client session key owned (the session ended).

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,5 +235,42 @@ func TestApprovalWaitReportsProgress(t *testing.T) {
 	}
 	if n < 2 {
 		t.Fatalf("%d progress notifications during a 5s approval wait, want 2 or more:\n%s", n, strings.Join(before, "\n"))
+	}
+}
+
+// A 2026-07-28 client (go-sdk v1.8: sessionless requests, and a
+// subscriptions/listen stream because it handles tools/list_changed)
+// connects over --http, hears of a tool the upstream added, and its
+// requests, each a session of its own at the front door, share one
+// upstream connection instead of starting the server per request.
+func TestLatestProtocolClientOverHTTP(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	url, token, stderr, _ := startHTTPBridge(t, data, hostileConfig(t, "", map[string]string{"f": `env = { TB_FAULT_UPSTREAM = "1" }`}))
+	var changed atomic.Int32
+	c := sdk.NewClient(&sdk.Implementation{Name: "latest", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed.Add(1) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s; this test is about 2026-07-28", v)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "f__grow", Arguments: map[string]any{}}); err != nil || res.IsError {
+			t.Fatalf("f__grow: %v %+v", err, res)
+		}
+	}
+	eventually(t, 10*time.Second, "the client hears tools/list_changed on its listen stream", func() bool { return changed.Load() > 0 })
+	if n := countKind(t, data, "upstream.started"); n != 1 {
+		t.Fatalf("the upstream was started %d times for one client's sessionless requests, want 1", n)
 	}
 }
