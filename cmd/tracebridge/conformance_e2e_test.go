@@ -77,6 +77,17 @@ func conformanceChecks(t *testing.T, dir, node, url string) map[string]string {
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
 		t.Fatalf("the conformance suite did not run: %v\n%s", err, out)
 	}
+	checks := readChecks(t, outDir)
+	if len(checks) == 0 {
+		t.Fatalf("the conformance suite wrote no checks:\n%s", out)
+	}
+	return checks
+}
+
+// readChecks reads the checks the suite wrote to outDir, by
+// "scenario/check".
+func readChecks(t *testing.T, outDir string) map[string]string {
+	t.Helper()
 	runs, _ := os.ReadDir(outDir)
 	checks := map[string]string{}
 	for _, r := range runs {
@@ -102,15 +113,13 @@ func conformanceChecks(t *testing.T, dir, node, url string) map[string]string {
 			checks[scenario+"/"+c.ID] = status
 		}
 	}
-	if len(checks) == 0 {
-		t.Fatalf("the conformance suite wrote no checks:\n%s", out)
-	}
 	return checks
 }
 
 // runDirRE is the suite's folder of one scenario's run:
-// server-NAME-2026-11-25T12-05-46-123Z.
-var runDirRE = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T`)
+// server-NAME-2026-11-25T12-05-46-123Z (server scenarios), or
+// NAME-2026-… (client scenarios).
+var runDirRE = regexp.MustCompile(`^(?:server-)?(.+)-\d{4}-\d{2}-\d{2}T`)
 
 func oneLineOf(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

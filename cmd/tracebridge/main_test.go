@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 		runFaultUpstream() // an upstream MCP server of the gateway tests, re-executed from this test binary
 		return
 	}
+	if os.Getenv("TB_CONFORMANCE_CLIENT") == "1" {
+		os.Exit(runConformanceClient()) // the AI client behind tracebridge in the suite's client scenarios
+	}
 	if os.Getenv("TB_BARE_MCP_SERVER") == "1" {
 		runBareServer() // the baseline of BenchmarkToolCall, re-executed from this test binary
 		return

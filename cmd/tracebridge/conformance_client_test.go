@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// runConformanceClient is the client command of the conformance suite's
+// client scenarios, re-executed from this test binary: tracebridge is the
+// client under test. It puts the suite's server (the last argument) behind
+// `tracebridge mcp` (TB_BIN) as [servers.s] with prefix = false, and plays
+// the AI client behind it — declaring elicitation and accepting with
+// empty content in the elicitation scenario — listing the tools and
+// calling each one.
+func runConformanceClient() int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "conformance client:", err)
+		return 1
+	}
+	url := os.Args[len(os.Args)-1]
+	dir, err := os.MkdirTemp("", "tb-conformance-client-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := filepath.Join(dir, "tracebridge.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[servers.s]\nurl = %q\nprefix = false\ntimeout = \"20s\"\napproval = { \"*\" = \"never\" }\n", url)), 0o600); err != nil {
+		return fail(err)
+	}
+	cmd := exec.Command(os.Getenv("TB_BIN"), "--data", filepath.Join(dir, "data"), "--log-level", "warn", "mcp", "--config", cfg)
+	cmd.Stderr = os.Stderr
+	opts := &sdk.ClientOptions{}
+	if strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "elicitation") {
+		opts.ElicitationHandler = func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "conformance-ai-client", Version: "1"}, opts).
+		Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return fail(err)
+	}
+	defer cs.Close()
+	var tools []string
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return fail(err)
+		}
+		if t.Name == "add_numbers" || !slices.Contains(builtinToolNames, t.Name) {
+			tools = append(tools, t.Name)
+		}
+	}
+	for _, name := range tools {
+		args := map[string]any{}
+		if name == "add_numbers" {
+			args = map[string]any{"a": 2, "b": 3}
+		}
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", name, err))
+		}
+		fmt.Fprintf(os.Stderr, "conformance client: %s answered %q (isError %v)\n", name, textOf(res), res.IsError)
+	}
+	return 0
+}
+
+// builtinToolNames are tracebridge's own tools, which the client scenarios
+// do not call.
+var builtinToolNames = []string{"regex_text_search", "bm25_text_search", "trace_runs", "trace_replay", "trace_diagram",
+	"get_active_document", "get_selection", "get_diagnostics", "list_projects", "present_review", "propose_text_edit", "propose_text_edits"}
+
+// The conformance suite's client scenarios, with tracebridge as the client
+// of the suite's servers (the AI client behind it is this test binary).
+// initialize, tools_call, the elicitation defaults and sse-retry pass;
+// the auth/* scenarios are counted (tracebridge does not speak upstream
+// OAuth yet).
+func TestConformanceClientScenarios(t *testing.T) {
+	long(t)
+	dir, node := conformanceDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(scenario string) map[string]string {
+		out := t.TempDir()
+		cmd := exec.Command(node, filepath.Join(dir, "node_modules", ".bin", "conformance"), "client", "--command", self,
+			"--scenario", scenario, "-o", out, "--timeout", "40000")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TB_CONFORMANCE_CLIENT=1", "TB_BIN="+tbBin)
+		log, err := cmd.CombinedOutput()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatalf("%s: %v\n%s", scenario, err, log)
+		}
+		checks := readChecks(t, out)
+		if len(checks) == 0 {
+			t.Logf("%s wrote no checks:\n%s", scenario, log)
+		}
+		return checks
+	}
+	must := []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"}
+	var table strings.Builder
+	passed, judged := 0, 0
+	for _, sc := range must {
+		checks := run(sc)
+		if len(checks) == 0 {
+			t.Errorf("client scenario %s ran no check", sc)
+		}
+		for _, id := range sortedKeys(checks) {
+			st := checks[id]
+			switch {
+			case st == "SUCCESS":
+				passed++
+				judged++
+			case strings.HasPrefix(st, "INFO"):
+				continue // what the suite saw, not a verdict
+			default:
+				judged++
+				t.Errorf("client scenario %s, check %s: %s", sc, id, st)
+			}
+			fmt.Fprintf(&table, "%-60s %s\n", id, first(st))
+		}
+	}
+	t.Logf("client scenarios initialize, tools_call, elicitation defaults, sse-retry: %d of %d checks passed\n%s", passed, judged, table.String())
+}
