@@ -38,7 +38,12 @@ func runFaultUpstream() {
 			}
 		}
 	}
-	s := sdk.NewServer(&sdk.Implementation{Name: "fault", Version: "1"}, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{ListChanged: true}}})
+	var s *sdk.Server
+	s = sdk.NewServer(&sdk.Implementation{Name: "fault", Version: "1"}, &sdk.ServerOptions{
+		Capabilities:       &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{ListChanged: true}},
+		SubscribeHandler:   func(context.Context, *sdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *sdk.UnsubscribeRequest) error { return nil },
+	})
 	type textArgs struct {
 		Text string `json:"text,omitempty"`
 	}
@@ -163,6 +168,9 @@ func runFaultUpstream() {
 			}
 		}
 		return "slow done", nil
+	})
+	add("touch", "tells the sessions subscribed to the resource named by text that it changed", true, func(ctx context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+		return "touched", s.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: a.Text})
 	})
 	add("ticker", "reports progress every 300ms, TB_FAULT_TICKS times (default 5), then answers", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
 		ticks, _ := strconv.Atoi(os.Getenv("TB_FAULT_TICKS"))

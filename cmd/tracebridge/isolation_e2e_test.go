@@ -121,3 +121,53 @@ func TestGatewayKeepsClientSessionsApart(t *testing.T) {
 		t.Errorf("session B was told of others' calls: logs %q, elicitations %q", logs, elicits)
 	}
 }
+
+// resources/updated reaches the client session that subscribed, on its own
+// link, and no other: A subscribes and changes the resource; B, listening
+// and not subscribed, hears nothing.
+func TestResourceUpdatesGoToTheSubscriber(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	url, token, _, _ := startHTTPBridge(t, data, hostileConfig(t, "", map[string]string{
+		"f": `env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_RESOURCES = "f://notes" }`}))
+	var mu sync.Mutex
+	heard := map[string][]string{}
+	connect := func(who string) *sdk.ClientSession {
+		c := sdk.NewClient(&sdk.Implementation{Name: who, Version: "1"}, &sdk.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
+				mu.Lock()
+				heard[who] = append(heard[who], r.Params.URI)
+				mu.Unlock()
+			}})
+		cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}},
+			&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	a, b := connect("a"), connect("b")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := b.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Subscribe(ctx, &sdk.SubscribeParams{URI: "f://notes"}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if res, err := a.CallTool(ctx, &sdk.CallToolParams{Name: "f__touch", Arguments: map[string]any{"text": "f://notes"}}); err != nil || res.IsError {
+		t.Fatalf("touch: %v %+v", err, res)
+	}
+	eventually(t, 10*time.Second, "A hears that f://notes changed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(heard["a"]) > 0
+	})
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard["b"]) > 0 || heard["a"][0] != "f://notes" {
+		t.Fatalf("heard: %v", heard)
+	}
+}
