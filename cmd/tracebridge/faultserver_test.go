@@ -38,8 +38,7 @@ func runFaultUpstream() {
 			}
 		}
 	}
-	var s *sdk.Server
-	s = sdk.NewServer(&sdk.Implementation{Name: "fault", Version: "1"}, &sdk.ServerOptions{
+	s := sdk.NewServer(&sdk.Implementation{Name: "fault", Version: "1"}, &sdk.ServerOptions{
 		Capabilities:       &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{ListChanged: true}},
 		SubscribeHandler:   func(context.Context, *sdk.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *sdk.UnsubscribeRequest) error { return nil },
