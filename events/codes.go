@@ -48,13 +48,14 @@ const (
 
 // Codes of the gateway: upstream MCP servers and their pinned tools.
 const (
-	CodeUpstreamUnavailable Code = "UpstreamUnavailable" // the upstream could not be started or dialed, or exited (the message says which command or URL and how)
-	CodeUpstreamTimeout     Code = "UpstreamTimeout"     // the upstream did not answer within its timeout
-	CodeUpstreamError       Code = "UpstreamError"       // the upstream answered with a JSON-RPC error (its code and message) or a tool error
-	CodeUpstreamProtocol    Code = "UpstreamProtocol"    // the upstream broke the protocol: garbage, an oversized frame, a result that does not decode
-	CodeToolChanged         Code = "ToolChanged"         // the tool's descriptor differs from the one pinned: refused until an operator accepts it
-	CodeClientError         Code = "ClientError"         // the client answered the upstream's request (sampling, elicitation, roots) with an error
-	CodeClientIncapable     Code = "ClientIncapable"     // the upstream asked the client for what it did not declare (sampling, elicitation, roots), or no client session was there to ask
+	CodeUpstreamUnavailable  Code = "UpstreamUnavailable"  // the upstream could not be started or dialed, or exited (the message says which command or URL and how)
+	CodeUpstreamTimeout      Code = "UpstreamTimeout"      // the upstream did not answer within its timeout
+	CodeUpstreamError        Code = "UpstreamError"        // the upstream answered with a JSON-RPC error (its code and message) or a tool error
+	CodeUpstreamProtocol     Code = "UpstreamProtocol"     // the upstream broke the protocol: garbage, an oversized frame, a result that does not decode
+	CodeToolChanged          Code = "ToolChanged"          // the tool's descriptor differs from the one pinned: refused until an operator accepts it
+	CodeUpstreamUnauthorized Code = "UpstreamUnauthorized" // the upstream asks for OAuth authorization the bridge does not hold
+	CodeClientError          Code = "ClientError"          // the client answered the upstream's request (sampling, elicitation, roots) with an error
+	CodeClientIncapable      Code = "ClientIncapable"      // the upstream asked the client for what it did not declare (sampling, elicitation, roots), or no client session was there to ask
 )
 
 // Codes of the operator UI's access rules.
@@ -116,13 +117,14 @@ var codeTable = map[Code]codeInfo{
 	CodePathRefused:      {Denied, "use a path inside the workspace root that names a regular file"},
 	CodeMissingStep:      {Error, "a boundary answered without recording the end of its step: report it with this request id"},
 
-	CodeUpstreamUnavailable: {Unavailable, "the upstream MCP server could not be reached: run the command or open the URL the message names to see why, fix [servers.<name>] in tracebridge.toml, then call again"},
-	CodeUpstreamTimeout:     {Timeout, "the upstream MCP server did not answer in time: check it is responsive, or raise [servers.<name>] timeout in tracebridge.toml"},
-	CodeUpstreamError:       {Error, "the upstream MCP server answered with an error (its code and message follow): fix the call or the server"},
-	CodeUpstreamProtocol:    {Error, "the upstream MCP server broke the protocol (the message says how): report it to its authors; the bridge restarts it on the next call"},
-	CodeClientError:         {Error, "the MCP client answered the upstream's sampling, elicitation or roots request with an error: see the client's log; the upstream was given that error"},
-	CodeClientIncapable:     {Unavailable, "the upstream asked the MCP client for sampling, elicitation or roots, which that client does not offer (or no client call was in flight to ask): use a client that does, or a tool that does not need it"},
-	CodeToolChanged:         {Denied, "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)"},
+	CodeUpstreamUnavailable:  {Unavailable, "the upstream MCP server could not be reached: run the command or open the URL the message names to see why, fix [servers.<name>] in tracebridge.toml, then call again"},
+	CodeUpstreamTimeout:      {Timeout, "the upstream MCP server did not answer in time: check it is responsive, or raise [servers.<name>] timeout in tracebridge.toml"},
+	CodeUpstreamError:        {Error, "the upstream MCP server answered with an error (its code and message follow): fix the call or the server"},
+	CodeUpstreamProtocol:     {Error, "the upstream MCP server broke the protocol (the message says how): report it to its authors; the bridge restarts it on the next call"},
+	CodeUpstreamUnauthorized: {Denied, "the upstream MCP server needs OAuth authorization: run `tracebridge servers login <server>` once (it opens your browser), then call again"},
+	CodeClientError:          {Error, "the MCP client answered the upstream's sampling, elicitation or roots request with an error: see the client's log; the upstream was given that error"},
+	CodeClientIncapable:      {Unavailable, "the upstream asked the MCP client for sampling, elicitation or roots, which that client does not offer (or no client call was in flight to ask): use a client that does, or a tool that does not need it"},
+	CodeToolChanged:          {Denied, "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)"},
 
 	CodeForeignHost:     {Denied, "open the UI at the URL `tracebridge ui` prints"},
 	CodeUnauthenticated: {Denied, "open the URL `tracebridge ui` prints: its token signs the browser in"},

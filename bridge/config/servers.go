@@ -67,6 +67,26 @@ type Server struct {
 	// connection for every client; what the server asks or tells goes to
 	// the client whose call is in flight, else to none).
 	Sessions string `toml:"sessions"`
+	// OAuth, when set, authorizes the bridge to a url server with OAuth 2.1
+	// (authorization code with PKCE): `tracebridge servers login NAME`
+	// once, then tokens are kept sealed in the data dir and refreshed.
+	OAuth *OAuth `toml:"oauth"`
+}
+
+// OAuth is a url server's authorization. Every field is optional: without
+// a client id the bridge registers itself (a client ID metadata document
+// when ClientMetadataURL is set, else dynamic client registration).
+type OAuth struct {
+	ClientID string `toml:"client_id"`
+	// ClientSecret is a ${secret:NAME} reference (or empty: a public
+	// client).
+	ClientSecret      string   `toml:"client_secret"`
+	ClientMetadataURL string   `toml:"client_metadata_url"`
+	Scopes            []string `toml:"scopes"`
+	// RedirectPort is the loopback port of `servers login`'s redirect
+	// (http://127.0.0.1:PORT/callback). Zero: any free port (a
+	// pre-registered client needs the one it registered).
+	RedirectPort int `toml:"redirect_port"`
 }
 
 // Shared reports whether every client session shares one connection to
@@ -209,6 +229,17 @@ func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 		default:
 			bad(key+".transport", "%q is not one of streamable, sse", s.Transport)
 		}
+		if o := s.OAuth; o != nil {
+			if s.URL == "" {
+				bad(key+".oauth", "oauth is for url servers")
+			}
+			if o.ClientSecret != "" && len(SecretRefs(o.ClientSecret)) == 0 {
+				bad(key+".oauth.client_secret", "a client secret in the file would be recorded: use a ${secret:NAME} reference")
+			}
+			if o.RedirectPort < 0 || o.RedirectPort > 65535 {
+				bad(key+".oauth.redirect_port", "%d is not a port", o.RedirectPort)
+			}
+		}
 		switch s.Sessions {
 		case "", "per-client", "shared":
 		default:
@@ -270,6 +301,11 @@ func (s Server) ServerSecrets() []string {
 			for _, r := range SecretRefs(v) {
 				seen[r] = true
 			}
+		}
+	}
+	if s.OAuth != nil {
+		for _, r := range SecretRefs(s.OAuth.ClientSecret) {
+			seen[r] = true
 		}
 	}
 	return sortedKeys(seen)

@@ -146,6 +146,9 @@ func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *call
 		return events.Errorf(events.CodeUpstreamError, "%s", msg)
 	}
 	e := s.lost(l, err)
+	if errors.Is(err, errNeedsLogin) {
+		e = events.Errorf(events.CodeUpstreamUnauthorized, "%s", s.g.redact(s.safe(err.Error())))
+	}
 	attrs["error"] = e.Msg
 	s.emit(events.KindUpstreamUnavailable, rec.req, rec.op, events.OutcomeOf(e.Code), e.Code, t0, attrs)
 	return e

@@ -57,6 +57,10 @@ type Options struct {
 	// inherits (config.BaseEnv and its inherit_env). Nil: nothing is
 	// inherited; the upstream gets only its own env.
 	Getenv func(string) string
+	// Tokens keeps the OAuth grants of url servers with [servers.NAME.oauth]
+	// (sealed in the data dir). Nil: none is stored; such a server answers
+	// UpstreamUnauthorized.
+	Tokens TokenStore
 	// MaxFrame caps one frame from an upstream. Zero: 8 MiB.
 	MaxFrame int
 	Version  string

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -235,7 +236,15 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 		if s.cfg.Transport == "sse" {
 			inner = &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
 		} else {
-			inner = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
+			st := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
+			if s.cfg.OAuth != nil {
+				h, err := s.grant()
+				if err != nil {
+					return events.Errorf(events.CodeUpstreamUnauthorized, "server %s: its stored OAuth authorization cannot be read: %v", s.name, err)
+				}
+				st.OAuthHandler = h
+			}
+			inner = st
 		}
 	default:
 		env := s.g.opts.Config.ChildEnv(s.name, s.g.opts.Getenv)
@@ -291,6 +300,9 @@ func (s *Server) connectError(err error, ctx context.Context, l *link) error {
 			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: `%s` %s before the MCP handshake", s.name, s.cfg.Describe(), st)
 		}
 	}
+	if errors.Is(err, errNeedsLogin) {
+		return events.Errorf(events.CodeUpstreamUnauthorized, "%s", s.g.redact(s.safe(err.Error())))
+	}
 	if f := l.conn.fault(); f != "" {
 		return events.Errorf(events.CodeUpstreamProtocol, "server %s (%s) %s during the MCP handshake", s.name, s.cfg.Describe(), f)
 	}
@@ -298,6 +310,23 @@ func (s *Server) connectError(err error, ctx context.Context, l *link) error {
 		return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) did not complete the MCP handshake within %s", s.name, s.cfg.Describe(), s.cfg.RequestTimeout())
 	}
 	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s): MCP handshake failed: %s", s.name, s.cfg.Describe(), s.g.redact(s.safe(err.Error())))
+}
+
+// grant is the server's OAuth handler over its stored grant.
+func (s *Server) grant() (*grantHandler, error) {
+	if s.g.opts.Tokens == nil {
+		return &grantHandler{name: s.name}, nil
+	}
+	d := grantDeps{store: s.g.opts.Tokens, register: func(v string) {
+		if v != "" {
+			s.g.opts.Emitter.Redactor().Register(v)
+		}
+	}, warn: func(msg string, err error) { s.g.opts.Logger.Warn(msg, "server", s.name, "err", err) }}
+	ts, err := d.stored(s.name)
+	if err != nil {
+		return nil, err
+	}
+	return &grantHandler{name: s.name, ts: ts}, nil
 }
 
 // recordExit records the process's end with its exit code and the last

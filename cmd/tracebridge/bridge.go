@@ -100,7 +100,8 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 					srv.SyncTools()
 				}
 			},
-			Dial: p.Dial, Getenv: m.Getenv, Descriptors: descriptorsOf(p.Dir), Reserved: reserved, Authorize: x.Authorize, Version: p.Version, Now: p.Now, Logger: p.Logger})
+			Dial: p.Dial, Getenv: m.Getenv, Descriptors: descriptorsOf(p.Dir), Reserved: reserved, Authorize: x.Authorize, Version: p.Version, Now: p.Now, Logger: p.Logger,
+			Tokens: grantsOf(p.Dir, p.Logger)})
 		opts.BeforeList = gw.Ensure
 		opts.Passthrough = gw
 	}
@@ -111,6 +112,20 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 		closeAll = func() { gw.Close(); hostClient.Close() }
 	}
 	return srv, x, closeAll, nil
+}
+
+// grantsOf is dir's store of OAuth grants (nil for none: a re-drive, or a
+// key that cannot be read, which the log says).
+func grantsOf(dir hub.DataDir, log *slog.Logger) upstream.TokenStore {
+	if dir == "" {
+		return nil
+	}
+	s, err := openGrantStore(dir)
+	if err != nil {
+		log.Warn("OAuth grants unavailable: OAuth servers answer UpstreamUnauthorized", "err", err)
+		return nil
+	}
+	return s
 }
 
 // descriptorsOf is where dir keeps descriptors whole ("" for none).

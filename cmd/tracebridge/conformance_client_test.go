@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,13 +36,35 @@ func runConformanceClient() int {
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "tracebridge.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[servers.s]\nurl = %q\nprefix = false\ntimeout = \"20s\"\napproval = { \"*\" = \"never\" }\n", url)), 0o600); err != nil {
+	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
+	text := fmt.Sprintf("[servers.s]\nurl = %q\nprefix = false\ntimeout = \"20s\"\napproval = { \"*\" = \"never\" }\n", url)
+	var env []string
+	if strings.HasPrefix(scenario, "auth/") {
+		text += "[servers.s.oauth]\nclient_metadata_url = \"https://conformance-test.local/client-metadata.json\"\n"
+		var c struct {
+			ClientID     string `json:"client_id"`
+			ClientSecret string `json:"client_secret"`
+		}
+		json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c)
+		if c.ClientID != "" {
+			text += fmt.Sprintf("client_id = %q\nclient_secret = \"${secret:CS}\"\n[secrets.CS]\nenv = \"TB_CONFORMANCE_CLIENT_SECRET\"\n", c.ClientID)
+			env = append(env, "TB_CONFORMANCE_CLIENT_SECRET="+c.ClientSecret)
+		}
+	}
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		return fail(err)
 	}
-	cmd := exec.Command(os.Getenv("TB_BIN"), "--data", filepath.Join(dir, "data"), "--log-level", "warn", "mcp", "--config", cfg)
+	data := filepath.Join(dir, "data")
+	if strings.HasPrefix(scenario, "auth/") {
+		if err := conformanceLogin(data, cfg, env); err != nil {
+			return fail(err)
+		}
+	}
+	cmd := exec.Command(os.Getenv("TB_BIN"), "--data", data, "--log-level", "warn", "mcp", "--config", cfg)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	opts := &sdk.ClientOptions{}
-	if strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "elicitation") {
+	if strings.HasPrefix(scenario, "elicitation") {
 		opts.ElicitationHandler = func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		}
@@ -75,6 +100,37 @@ func runConformanceClient() int {
 	return 0
 }
 
+// conformanceLogin runs `tracebridge servers login s` as an operator
+// would, with this process as the browser: it opens the authorization URL
+// the command prints and follows its redirects (the suite's authorization
+// server approves at once) to the command's loopback callback.
+func conformanceLogin(data, cfg string, env []string) error {
+	cmd := exec.Command(os.Getenv("TB_BIN"), "--data", data, "servers", "login", "s", "--config", cfg, "--no-browser")
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		fmt.Fprintln(os.Stderr, "login:", line)
+		if strings.HasPrefix(line, "http://") || strings.HasPrefix(line, "https://") {
+			resp, err := http.Get(line)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "login: the browser:", err)
+				continue
+			}
+			resp.Body.Close()
+		}
+	}
+	return cmd.Wait()
+}
+
 // builtinToolNames are tracebridge's own tools, which the client scenarios
 // do not call.
 var builtinToolNames = []string{"regex_text_search", "bm25_text_search", "trace_runs", "trace_replay", "trace_diagram",
@@ -82,9 +138,8 @@ var builtinToolNames = []string{"regex_text_search", "bm25_text_search", "trace_
 
 // The conformance suite's client scenarios, with tracebridge as the client
 // of the suite's servers (the AI client behind it is this test binary).
-// initialize, tools_call, the elicitation defaults and sse-retry pass;
-// the auth/* scenarios are counted (tracebridge does not speak upstream
-// OAuth yet).
+// initialize, tools_call, the elicitation defaults and sse-retry pass,
+// and the auth/* scenarios but mid-session scope step-up.
 func TestConformanceClientScenarios(t *testing.T) {
 	long(t)
 	dir, node := conformanceDir(t)
@@ -94,8 +149,12 @@ func TestConformanceClientScenarios(t *testing.T) {
 	}
 	run := func(scenario string) map[string]string {
 		out := t.TempDir()
-		cmd := exec.Command(node, filepath.Join(dir, "node_modules", ".bin", "conformance"), "client", "--command", self,
-			"--scenario", scenario, "-o", out, "--timeout", "40000")
+		which := []string{"--scenario", scenario}
+		if scenario == "auth" {
+			which = []string{"--suite", "auth"}
+		}
+		cmd := exec.Command(node, append(append([]string{filepath.Join(dir, "node_modules", ".bin", "conformance"), "client", "--command", self},
+			which...), "-o", out, "--timeout", "40000")...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "TB_CONFORMANCE_CLIENT=1", "TB_BIN="+tbBin)
 		log, err := cmd.CombinedOutput()
@@ -132,4 +191,33 @@ func TestConformanceClientScenarios(t *testing.T) {
 		}
 	}
 	t.Logf("client scenarios initialize, tools_call, elicitation defaults, sse-retry: %d of %d checks passed\n%s", passed, judged, table.String())
+
+	// OAuth: each auth/* scenario logs in with `tracebridge servers login`
+	// (this process as the browser), then calls through the bridge with
+	// the stored grant. Step-up (more scope for one call, mid-session) is
+	// not done: the bridge cannot send the operator to a browser, so the
+	// call fails UpstreamUnauthorized with the command to run.
+	stepUp := "auth/scope-step-up/scope-step-up-escalation"
+	table.Reset()
+	passed, judged = 0, 0
+	auth := run("auth")
+	for _, id := range sortedKeys(auth) {
+		st := auth[id]
+		switch {
+		case strings.HasPrefix(st, "INFO"):
+			continue
+		case st == "SUCCESS":
+			passed++
+		case id != stepUp:
+			t.Errorf("auth scenario check %s: %s", id, st)
+		}
+		judged++
+		if st != "SUCCESS" {
+			fmt.Fprintf(&table, "%-70s %s\n", id, st)
+		}
+	}
+	if judged < 150 {
+		t.Errorf("the auth scenarios ran %d distinct checks; 160 when this test was written", judged)
+	}
+	t.Logf("auth/* client scenarios: %d of %d checks passed; not passed:\n%s", passed, judged, table.String())
 }

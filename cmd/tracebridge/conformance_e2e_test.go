@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -88,22 +89,25 @@ func conformanceChecks(t *testing.T, dir, node, url string) map[string]string {
 // "scenario/check".
 func readChecks(t *testing.T, outDir string) map[string]string {
 	t.Helper()
-	runs, _ := os.ReadDir(outDir)
 	checks := map[string]string{}
-	for _, r := range runs {
-		b, err := os.ReadFile(filepath.Join(outDir, r.Name(), "checks.json"))
+	filepath.WalkDir(outDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "checks.json" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
 		if err != nil {
-			continue
+			return nil
 		}
 		var cs []struct {
 			ID, Status, ErrorMessage string
 		}
 		if err := json.Unmarshal(b, &cs); err != nil {
-			t.Fatalf("%s: %v", r.Name(), err)
+			t.Fatalf("%s: %v", path, err)
 		}
-		scenario := r.Name()
-		if m := runDirRE.FindStringSubmatch(r.Name()); m != nil {
-			scenario = m[1]
+		run, _ := filepath.Rel(outDir, filepath.Dir(path)) // auth/NAME-2026-… for a suite's scenario
+		scenario := filepath.ToSlash(run)
+		if m := runDirRE.FindStringSubmatch(filepath.Base(run)); m != nil {
+			scenario = filepath.ToSlash(filepath.Join(filepath.Dir(run), m[1]))
 		}
 		for _, c := range cs {
 			status := c.Status
@@ -112,7 +116,8 @@ func readChecks(t *testing.T, outDir string) map[string]string {
 			}
 			checks[scenario+"/"+c.ID] = status
 		}
-	}
+		return nil
+	})
 	return checks
 }
 

@@ -17,6 +17,7 @@ import (
 )
 
 const serversHelp = `servers import FILE [--write] [--config FILE]
+servers login NAME [--config FILE] [--no-browser]
 
 Moves the MCP servers of an existing client configuration behind tracebridge in
 one step. FILE is the client's config:
@@ -48,15 +49,19 @@ type clientServer struct {
 	Headers map[string]string `json:"headers"`
 }
 
-func runServers(_ context.Context, m *Main, args []string) error {
+func runServers(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("servers")
 	write := fs.Bool("write", false, "append the sections to the config file instead of only printing them")
-	cfgFlag := fs.String("config", "", "the tracebridge.toml `FILE` --write appends to")
-	if err := m.parse(fs, serversHelp, args); err != nil {
+	cfgFlag := fs.String("config", "", "the tracebridge.toml `FILE` --write appends to (login: reads)")
+	noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL instead of opening a browser")
+	if err := m.parse(fs, serversHelp+"\n\n"+loginHelp, args); err != nil {
 		return err
 	}
+	if fs.NArg() == 2 && fs.Arg(0) == "login" {
+		return runServersLogin(ctx, m, fs.Arg(1), *cfgFlag, *noBrowser)
+	}
 	if fs.NArg() != 2 || fs.Arg(0) != "import" {
-		return usageError{"want: servers import FILE [--write]"}
+		return usageError{"want: servers import FILE [--write], or servers login NAME"}
 	}
 	src := fs.Arg(1)
 	b, err := os.ReadFile(src)

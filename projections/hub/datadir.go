@@ -24,7 +24,10 @@ func (d DataDir) RedactionKey() string { return filepath.Join(string(d), "keys",
 // resolved, sealed (events.SecretCache).
 func (d DataDir) SecretCache() string { return filepath.Join(string(d), "keys", "secrets.sealed") }
 func (d DataDir) SigningKey() string  { return filepath.Join(string(d), "keys", "checkpoint.key") }
-func (d DataDir) LogDir() string      { return filepath.Join(string(d), "logs") }
+
+// Grants holds the sealed OAuth grants of url servers (one file a server).
+func (d DataDir) Grants() string { return filepath.Join(string(d), "keys", "oauth") }
+func (d DataDir) LogDir() string { return filepath.Join(string(d), "logs") }
 
 // Descriptors holds upstream tool descriptors whole, by hash.
 func (d DataDir) Descriptors() string { return filepath.Join(string(d), "descriptors") }

@@ -1,0 +1,212 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/events"
+	"golang.org/x/oauth2"
+)
+
+// Grant is what an OAuth authorization of a url server leaves: the token
+// and what refreshing it needs. Kept sealed by a TokenStore, never in
+// events or logs (the tokens are registered with the redactor).
+type Grant struct {
+	Token        *oauth2.Token    `json:"token"`
+	ClientID     string           `json:"clientId"`
+	ClientSecret string           `json:"clientSecret,omitempty"`
+	AuthURL      string           `json:"authUrl"`
+	TokenURL     string           `json:"tokenUrl"`
+	AuthStyle    oauth2.AuthStyle `json:"authStyle"`
+	Scopes       []string         `json:"scopes,omitempty"`
+}
+
+// TokenStore keeps each server's grant (sealed in the data dir).
+type TokenStore interface {
+	LoadGrant(server string) (*Grant, error) // nil, nil: none yet
+	SaveGrant(server string, g *Grant) error
+}
+
+// errNeedsLogin marks a server that asks for OAuth authorization the
+// bridge does not hold: an operator authorizes once, outside any MCP
+// session.
+var errNeedsLogin = errors.New("authorize it with `tracebridge servers login`")
+
+// grantDeps is what an OAuth handler needs around it.
+type grantDeps struct {
+	store    TokenStore
+	register func(string)        // a token to the redactor
+	warn     func(string, error) // a grant that could not be stored
+}
+
+// keep stores a new token of c and registers it with the redactor.
+func (d grantDeps) keep(name string, c *oauth2.Config, tok *oauth2.Token) {
+	d.register(tok.AccessToken)
+	d.register(tok.RefreshToken)
+	g := &Grant{Token: tok, ClientID: c.ClientID, ClientSecret: c.ClientSecret, AuthURL: c.Endpoint.AuthURL,
+		TokenURL: c.Endpoint.TokenURL, AuthStyle: c.Endpoint.AuthStyle, Scopes: c.Scopes}
+	if err := d.store.SaveGrant(name, g); err != nil {
+		d.warn("an OAuth token could not be stored: it works for this process only", err)
+	}
+}
+
+// stored is server name's grant as a refreshing token source that stores
+// each new token; nil when there is none.
+func (d grantDeps) stored(name string) (oauth2.TokenSource, error) {
+	g, err := d.store.LoadGrant(name)
+	if err != nil || g == nil || g.Token == nil {
+		return nil, err
+	}
+	d.register(g.Token.AccessToken)
+	d.register(g.Token.RefreshToken)
+	c := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret, Scopes: g.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: g.AuthURL, TokenURL: g.TokenURL, AuthStyle: g.AuthStyle}}
+	return &keptSource{inner: c.TokenSource(context.Background(), g.Token), last: g.Token.AccessToken,
+		keep: func(t *oauth2.Token) { d.keep(name, c, t) }}, nil
+}
+
+// loginHandler is the go-sdk OAuth handler of `servers login`: discovery,
+// registration (pre-registered, client ID metadata document, or dynamic),
+// authorization code with PKCE through fetch, and the exchange; the grant
+// is stored.
+func loginHandler(name string, o *config.OAuth, secret func(string) string, d grantDeps, redirect string,
+	fetch auth.AuthorizationCodeFetcher) (*auth.AuthorizationCodeHandler, error) {
+	hc := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL:              redirect,
+		AuthorizationCodeFetcher: fetch,
+		RequestRefreshToken:      true,
+		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			d.keep(name, c, tok)
+			return &keptSource{inner: c.TokenSource(ctx, tok), last: tok.AccessToken, keep: func(t *oauth2.Token) { d.keep(name, c, t) }}, nil
+		},
+	}
+	if len(o.Scopes) > 0 {
+		scopes := o.Scopes
+		hc.ScopeFilter = func([]string) []string { return scopes }
+	}
+	if o.ClientID != "" {
+		creds := &oauthex.ClientCredentials{ClientID: o.ClientID}
+		if s := config.ExpandSecrets(o.ClientSecret, secret); s != "" {
+			creds.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: s}
+		}
+		hc.PreregisteredClient = creds
+	} else {
+		if o.ClientMetadataURL != "" {
+			hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
+		}
+		hc.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{
+			Metadata: &oauthex.ClientRegistrationMetadata{ClientName: "tracebridge", RedirectURIs: []string{redirect}}}
+	}
+	return auth.NewAuthorizationCodeHandler(hc)
+}
+
+// grantHandler is the bridge's OAuth handler of server name: the stored
+// grant's tokens, refreshed and stored as they expire. When the server
+// still asks for authorization (none stored, revoked, more scope), the
+// call fails with UpstreamUnauthorized and the command that fixes it: an
+// MCP session cannot send the operator to a browser.
+type grantHandler struct {
+	name string
+	ts   oauth2.TokenSource
+}
+
+func (h *grantHandler) TokenSource(context.Context) (oauth2.TokenSource, error) { return h.ts, nil }
+
+func (h *grantHandler) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	resp.Body.Close()
+	what := "has no OAuth authorization yet"
+	if h.ts != nil {
+		what = "refused the stored OAuth authorization (revoked, expired, or more scope needed)"
+	}
+	return fmt.Errorf("server %s %s (HTTP %d): %w", h.name, what, resp.StatusCode, errNeedsLogin)
+}
+
+// keptSource is a refreshing token source that stores each new token.
+type keptSource struct {
+	inner oauth2.TokenSource
+	keep  func(*oauth2.Token)
+
+	mu   sync.Mutex
+	last string
+}
+
+func (k *keptSource) Token() (*oauth2.Token, error) {
+	t, err := k.inner.Token()
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	fresh := t.AccessToken != k.last
+	k.last = t.AccessToken
+	k.mu.Unlock()
+	if fresh {
+		k.keep(t)
+	}
+	return t, nil
+}
+
+// LoginOptions configures Login.
+type LoginOptions struct {
+	Name    string
+	Server  config.Server
+	Secrets func(names []string) (map[string]string, error)
+	Store   TokenStore
+	// Register adds a token to the redactor; Warn says what could not be
+	// stored.
+	Register func(string)
+	Warn     func(string, error)
+	// Redirect is the loopback redirect URL whose callback Fetch serves.
+	Redirect string
+	// Fetch sends the operator to the authorization URL and returns what
+	// the redirect brought back.
+	Fetch   auth.AuthorizationCodeFetcher
+	Version string
+}
+
+// Login authorizes the bridge to a url server: it connects as the bridge
+// would, and when the server asks for authorization the operator is sent
+// through Fetch; the grant is stored. A server that needs none says so.
+func Login(ctx context.Context, o LoginOptions) (authorized bool, err error) {
+	if o.Server.OAuth == nil || o.Server.URL == "" {
+		return false, fmt.Errorf("server %s has no [servers.%s.oauth]: nothing to log in to", o.Name, o.Name)
+	}
+	secrets, err := o.Secrets(o.Server.ServerSecrets())
+	if err != nil {
+		return false, events.Errorf(events.CodeSecretUnresolved, "server %s: %v", o.Name, err)
+	}
+	fetched := false
+	fetch := func(ctx context.Context, a *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		fetched = true
+		return o.Fetch(ctx, a)
+	}
+	h, err := loginHandler(o.Name, o.Server.OAuth, func(n string) string { return secrets[n] },
+		grantDeps{store: o.Store, register: o.Register, warn: o.Warn}, o.Redirect, fetch)
+	if err != nil {
+		return false, err
+	}
+	headers := &headerTransport{headers: map[string]string{}}
+	for k, v := range o.Server.Headers {
+		headers.headers[k] = config.ExpandSecrets(v, func(n string) string { return secrets[n] })
+	}
+	if u, err := url.Parse(o.Server.URL); err == nil {
+		headers.origin = origin(u)
+	}
+	t := &sdk.StreamableClientTransport{Endpoint: o.Server.URL, HTTPClient: &http.Client{Transport: headers}, OAuthHandler: h}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "tracebridge", Version: o.Version}, nil).Connect(ctx, t, nil)
+	if err != nil {
+		return fetched, fmt.Errorf("server %s: %w", o.Name, err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		return fetched, fmt.Errorf("server %s: listing its tools after authorizing: %w", o.Name, err)
+	}
+	return fetched, nil
+}
