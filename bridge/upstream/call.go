@@ -130,6 +130,12 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 // what names the request ("tools/call x"); attrs go on its event.
 func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *callRec, what string, t0 time.Time, attrs map[string]string) *events.Err {
 	var rpcErr *jsonrpc.Error
+	if r := l.oauth.takeRefusal(); r != nil { // the server asked for authorization the bridge does not hold
+		msg := s.g.redact(s.safe(r.Error()))
+		attrs["error"] = msg
+		s.emit(events.KindUpstreamUnavailable, rec.req, rec.op, events.Denied, events.CodeUpstreamUnauthorized, t0, attrs)
+		return events.Errorf(events.CodeUpstreamUnauthorized, "%s", msg)
+	}
 	switch {
 	case ctx.Err() != nil:
 		s.emit(events.KindUpstreamCancelled, rec.req, rec.op, events.Cancelled, events.CodeCancelled, t0, attrs)
@@ -146,9 +152,6 @@ func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *call
 		return events.Errorf(events.CodeUpstreamError, "%s", msg)
 	}
 	e := s.lost(l, err)
-	if errors.Is(err, errNeedsLogin) {
-		e = events.Errorf(events.CodeUpstreamUnauthorized, "%s", s.g.redact(s.safe(err.Error())))
-	}
 	attrs["error"] = e.Msg
 	s.emit(events.KindUpstreamUnavailable, rec.req, rec.op, events.OutcomeOf(e.Code), e.Code, t0, attrs)
 	return e

@@ -56,8 +56,9 @@ type link struct {
 	// client is the go-sdk client (its roots are the owner's).
 	client *sdk.Client
 	subs   subscriptions
-	order  order    // its notifications read and handled
-	roots  []string // the owner's roots as last given to client (under mu)
+	order  order         // its notifications read and handled
+	roots  []string      // the owner's roots as last given to client (under mu)
+	oauth  *grantHandler // a url server's OAuth, when it has one
 
 	mu    sync.Mutex
 	calls []inflight // requests in flight on this link, oldest first

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -27,6 +28,9 @@ type Grant struct {
 	TokenURL     string           `json:"tokenUrl"`
 	AuthStyle    oauth2.AuthStyle `json:"authStyle"`
 	Scopes       []string         `json:"scopes,omitempty"`
+	// Challenge is the WWW-Authenticate of a request the server refused
+	// for want of scope (step-up): the next login asks for that scope too.
+	Challenge []string `json:"challenge,omitempty"`
 }
 
 // TokenStore keeps each server's grant (sealed in the data dir).
@@ -88,9 +92,18 @@ func loginHandler(name string, o *config.OAuth, secret func(string) string, d gr
 			return &keptSource{inner: c.TokenSource(ctx, tok), last: tok.AccessToken, keep: func(t *oauth2.Token) { d.keep(name, c, t) }}, nil
 		},
 	}
-	if len(o.Scopes) > 0 {
-		scopes := o.Scopes
-		hc.ScopeFilter = func([]string) []string { return scopes }
+	var held []string // what the stored grant holds: a step-up asks for it and more
+	if g, _ := d.store.LoadGrant(name); g != nil {
+		held = g.Scopes
+	}
+	hc.ScopeFilter = func(asked []string) []string {
+		out := slices.Clone(o.Scopes)
+		for _, s := range slices.Concat(held, asked) {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+		return out
 	}
 	if o.ClientID != "" {
 		creds := &oauthex.ClientCredentials{ClientID: o.ClientID}
@@ -115,18 +128,87 @@ func loginHandler(name string, o *config.OAuth, secret func(string) string, d gr
 // MCP session cannot send the operator to a browser.
 type grantHandler struct {
 	name string
-	ts   oauth2.TokenSource
+	d    grantDeps
+
+	mu      sync.Mutex
+	ts      oauth2.TokenSource
+	access  string // the access token ts started from
+	refusal error  // the last authorization refused, until taken
 }
 
-func (h *grantHandler) TokenSource(context.Context) (oauth2.TokenSource, error) { return h.ts, nil }
+// takeRefusal is the authorization the handler last refused (the SDK
+// turns it into a bare JSON-RPC error), once.
+func (h *grantHandler) takeRefusal() error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	err := h.refusal
+	h.refusal = nil
+	return err
+}
+
+func (h *grantHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ts, nil
+}
+
+// load takes the stored grant when it is another than the one in use (an
+// operator logged in since): true when it did.
+func (h *grantHandler) load() bool {
+	g, err := h.d.store.LoadGrant(h.name)
+	if err != nil {
+		h.d.warn("the stored OAuth authorization cannot be read", err)
+	}
+	if err != nil || g == nil || g.Token == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if g.Token.AccessToken == h.access {
+		return false
+	}
+	ts, err := h.d.stored(h.name)
+	if err != nil || ts == nil {
+		return false
+	}
+	h.ts, h.access = ts, g.Token.AccessToken
+	return true
+}
 
 func (h *grantHandler) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
 	resp.Body.Close()
-	what := "has no OAuth authorization yet"
-	if h.ts != nil {
-		what = "refused the stored OAuth authorization (revoked, expired, or more scope needed)"
+	if h.load() {
+		return nil // a newer grant: the request is sent again with it
 	}
-	return fmt.Errorf("server %s %s (HTTP %d): %w", h.name, what, resp.StatusCode, errNeedsLogin)
+	what := "has no OAuth authorization yet"
+	h.mu.Lock()
+	held := h.access != ""
+	h.mu.Unlock()
+	if held {
+		what = "refused the stored OAuth authorization (revoked or expired)"
+	}
+	challenge := resp.Header.Values("WWW-Authenticate")
+	if cs, err := oauthex.ParseWWWAuthenticate(challenge); err == nil && resp.StatusCode == http.StatusForbidden {
+		for _, c := range cs {
+			if c.Params["error"] == "insufficient_scope" {
+				what = fmt.Sprintf("needs more scope than the stored OAuth authorization holds (%s)", c.Params["scope"])
+				if g, err := h.d.store.LoadGrant(h.name); err == nil && g != nil {
+					g.Challenge = challenge // the next login asks for it
+					if err := h.d.store.SaveGrant(h.name, g); err != nil {
+						h.d.warn("the scope a server asked for could not be stored for the next login", err)
+					}
+				}
+			}
+		}
+	}
+	err := fmt.Errorf("server %s %s (HTTP %d): %w", h.name, what, resp.StatusCode, errNeedsLogin)
+	h.mu.Lock()
+	h.refusal = err
+	h.mu.Unlock()
+	return err
 }
 
 // keptSource is a refreshing token source that stores each new token.
@@ -187,10 +269,22 @@ func Login(ctx context.Context, o LoginOptions) (authorized bool, err error) {
 		fetched = true
 		return o.Fetch(ctx, a)
 	}
-	h, err := loginHandler(o.Name, o.Server.OAuth, func(n string) string { return secrets[n] },
-		grantDeps{store: o.Store, register: o.Register, warn: o.Warn}, o.Redirect, fetch)
+	d := grantDeps{store: o.Store, register: o.Register, warn: o.Warn}
+	h, err := loginHandler(o.Name, o.Server.OAuth, func(n string) string { return secrets[n] }, d, o.Redirect, fetch)
 	if err != nil {
 		return false, err
+	}
+	// A step-up the bridge was refused for: authorize for that scope now,
+	// as the SDK would have mid-call.
+	if g, err := o.Store.LoadGrant(o.Name); err == nil && g != nil && len(g.Challenge) > 0 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Server.URL, nil)
+		if err != nil {
+			return false, err
+		}
+		refused := &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{"Www-Authenticate": g.Challenge}, Body: http.NoBody, Request: req}
+		if err := h.Authorize(ctx, req, refused); err != nil {
+			return fetched, fmt.Errorf("server %s: authorizing the scope it asked for: %w", o.Name, err)
+		}
 	}
 	headers := &headerTransport{headers: map[string]string{}}
 	for k, v := range o.Server.Headers {
@@ -210,3 +304,9 @@ func Login(ctx context.Context, o LoginOptions) (authorized bool, err error) {
 	}
 	return fetched, nil
 }
+
+// noGrants is the store of a bridge that keeps none.
+type noGrants struct{}
+
+func (noGrants) LoadGrant(string) (*Grant, error) { return nil, nil }
+func (noGrants) SaveGrant(string, *Grant) error   { return errors.New("no grant store") }

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -238,11 +237,8 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 		} else {
 			st := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
 			if s.cfg.OAuth != nil {
-				h, err := s.grant()
-				if err != nil {
-					return events.Errorf(events.CodeUpstreamUnauthorized, "server %s: its stored OAuth authorization cannot be read: %v", s.name, err)
-				}
-				st.OAuthHandler = h
+				l.oauth = s.grant()
+				st.OAuthHandler = l.oauth
 			}
 			inner = st
 		}
@@ -300,8 +296,8 @@ func (s *Server) connectError(err error, ctx context.Context, l *link) error {
 			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: `%s` %s before the MCP handshake", s.name, s.cfg.Describe(), st)
 		}
 	}
-	if errors.Is(err, errNeedsLogin) {
-		return events.Errorf(events.CodeUpstreamUnauthorized, "%s", s.g.redact(s.safe(err.Error())))
+	if r := l.oauth.takeRefusal(); r != nil {
+		return events.Errorf(events.CodeUpstreamUnauthorized, "%s", s.g.redact(s.safe(r.Error())))
 	}
 	if f := l.conn.fault(); f != "" {
 		return events.Errorf(events.CodeUpstreamProtocol, "server %s (%s) %s during the MCP handshake", s.name, s.cfg.Describe(), f)
@@ -312,21 +308,20 @@ func (s *Server) connectError(err error, ctx context.Context, l *link) error {
 	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s): MCP handshake failed: %s", s.name, s.cfg.Describe(), s.g.redact(s.safe(err.Error())))
 }
 
-// grant is the server's OAuth handler over its stored grant.
-func (s *Server) grant() (*grantHandler, error) {
+// grant is the server's OAuth handler over its stored grant (none yet, or
+// one that cannot be read: the server's refusal says to log in).
+func (s *Server) grant() *grantHandler {
 	if s.g.opts.Tokens == nil {
-		return &grantHandler{name: s.name}, nil
+		return &grantHandler{name: s.name, d: grantDeps{store: noGrants{}, register: func(string) {}, warn: func(string, error) {}}}
 	}
 	d := grantDeps{store: s.g.opts.Tokens, register: func(v string) {
 		if v != "" {
 			s.g.opts.Emitter.Redactor().Register(v)
 		}
 	}, warn: func(msg string, err error) { s.g.opts.Logger.Warn(msg, "server", s.name, "err", err) }}
-	ts, err := d.stored(s.name)
-	if err != nil {
-		return nil, err
-	}
-	return &grantHandler{name: s.name, ts: ts}, nil
+	h := &grantHandler{name: s.name, d: d}
+	h.load()
+	return h
 }
 
 // recordExit records the process's end with its exit code and the last
