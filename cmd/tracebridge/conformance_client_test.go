@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 // runConformanceClient is the client command of the conformance suite's
@@ -105,7 +107,54 @@ func runConformanceClient() int {
 		}
 		fmt.Fprintf(os.Stderr, "conformance client: %s answered %q (isError %v)\n", name, textOf(res), res.IsError)
 	}
+	if strings.HasPrefix(scenario, "auth/") {
+		cs.Close()
+		if err := tokensStayOut(data); err != nil {
+			return fail(err)
+		}
+	}
 	return 0
+}
+
+// tokensStayOut checks that the stored grant's tokens are nowhere in the
+// clear: not in the sealed grant file, the log, or the bridge's log files.
+func tokensStayOut(data string) error {
+	dir := hub.DataDir(data)
+	store, err := openGrantStore(dir)
+	if err != nil {
+		return err
+	}
+	g, err := store.LoadGrant("s")
+	if err != nil || g == nil || g.Token == nil || g.Token.AccessToken == "" {
+		return fmt.Errorf("no grant stored after login: %v", err)
+	}
+	tail, err := exec.Command(os.Getenv("TB_BIN"), "--data", data, "tail", "--json", "-n", "100000").Output()
+	if err != nil {
+		return fmt.Errorf("tail: %w", err)
+	}
+	var files [][]byte
+	filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, err := os.ReadFile(p); err == nil {
+				files = append(files, b)
+			}
+		}
+		return nil
+	})
+	for _, tok := range []string{g.Token.AccessToken, g.Token.RefreshToken} {
+		if tok == "" {
+			continue
+		}
+		if strings.Contains(string(tail), tok) {
+			return fmt.Errorf("an OAuth token is in the event log")
+		}
+		for _, b := range files {
+			if strings.Contains(string(b), tok) {
+				return fmt.Errorf("an OAuth token is in the clear in a file of the data dir")
+			}
+		}
+	}
+	return nil
 }
 
 // conformanceLogin runs `tracebridge servers login s` as an operator
