@@ -61,7 +61,16 @@ The file:
   # url = "https://host/mcp"   # or a Streamable HTTP server: url, headers
   # headers = { Authorization = "Bearer ${secret:GITHUB}" }
   # transport = "sse"    # the older HTTP+SSE transport
-  start = "lazy"         # lazy (first tools/list or call) | eager (at start)
+  # oauth = { scopes = ["repo"] }   # a url server with OAuth 2.1: run
+                         # "tracebridge servers login github" once; also
+                         # client_id, client_secret = "${secret:NAME}",
+                         # client_metadata_url, redirect_port
+  start = "lazy"         # lazy (started on first use; a tools/list lists pinned
+                         # tools without starting it) | eager (at start)
+  # sessions = "per-client"   # one connection per client session (its
+                         # capabilities, roots, log level, subscriptions) |
+                         # "shared": one for all
+  # prefix = false       # serve its tools and prompts under their own names
   timeout = "30s"        # one request to the server
   allow = ["*"]          # tool-name patterns exposed (default all) ...
   deny = ["delete_*"]    # ... minus these

@@ -75,7 +75,7 @@ func (s *grantStore) SaveGrant(server string, g *upstream.Grant) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	if err := events.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
 	nonce := make([]byte, s.aead.NonceSize())
