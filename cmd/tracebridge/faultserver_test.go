@@ -171,6 +171,12 @@ func runFaultUpstream() {
 	add("touch", "tells the sessions subscribed to the resource named by text that it changed", true, func(ctx context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
 		return "touched", s.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: a.Text})
 	})
+	add("addprompt", "adds a prompt named by text (the server says prompts/list_changed)", true, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+		s.AddPrompt(&sdk.Prompt{Name: a.Text}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "added later"}}}}, nil
+		})
+		return "added", nil
+	})
 	add("ticker", "reports progress every 300ms, TB_FAULT_TICKS times (default 5), then answers", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
 		ticks, _ := strconv.Atoi(os.Getenv("TB_FAULT_TICKS"))
 		if ticks <= 0 {

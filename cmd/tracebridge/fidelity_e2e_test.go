@@ -274,3 +274,44 @@ func TestLatestProtocolClientOverHTTP(t *testing.T) {
 		t.Fatalf("the upstream was started %d times for one client's sessionless requests, want 1", n)
 	}
 }
+
+// A prompt an upstream adds while a client is connected reaches the
+// client: the server says prompts/list_changed, the gateway lists it
+// again, and the client is told in turn.
+func TestUpstreamPromptListChangesReachTheClient(t *testing.T) {
+	long(t)
+	cfg := hostileConfig(t, "", map[string]string{"f": `env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_PROMPTS = "first" }`})
+	cmd := exec.Command(tbBin, "--data", filepath.Join(t.TempDir(), "data"), "mcp")
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), cfg)
+	var changed atomic.Int32
+	c := sdk.NewClient(&sdk.Implementation{Name: "prompts", Version: "1"}, &sdk.ClientOptions{
+		PromptListChangedHandler: func(context.Context, *sdk.PromptListChangedRequest) { changed.Add(1) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	prompts := func() []string {
+		var out []string
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if got := prompts(); !slices.Contains(got, "f__first") {
+		t.Fatalf("prompts: %q", got)
+	}
+	time.Sleep(700 * time.Millisecond) // past the notifications of the first listing
+	before := changed.Load()
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "f__addprompt", Arguments: map[string]any{"text": "later"}}); err != nil || res.IsError {
+		t.Fatalf("addprompt: %v %+v", err, res)
+	}
+	eventually(t, 10*time.Second, "the client is told the prompts changed", func() bool { return changed.Load() > before })
+	eventually(t, 10*time.Second, "f__later is listed", func() bool { return slices.Contains(prompts(), "f__later") })
+}
