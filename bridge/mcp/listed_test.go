@@ -8,12 +8,13 @@ import (
 )
 
 // An upstream tool is shown as its pinned descriptor says, only renamed:
-// title, output schema and every annotation (idempotentHint came out false
+// title, output schema, icons, _meta and every annotation (idempotentHint came out false
 // when the listing was rebuilt from the executor's descriptor).
 func TestListedKeepsTheUpstreamDescriptor(t *testing.T) {
 	desc := `{"annotations":{"destructiveHint":false,"idempotentHint":true,"openWorldHint":true,"readOnlyHint":false,"title":"Make"},` +
 		`"description":"makes things","inputSchema":{"type":"object"},"name":"make",` +
-		`"outputSchema":{"properties":{"id":{"type":"string"}},"type":"object"},"title":"Make a thing"}`
+		`"outputSchema":{"properties":{"id":{"type":"string"}},"type":"object"},"title":"Make a thing",` +
+		`"icons":[{"src":"https://example.com/make.png","mimeType":"image/png"}],"_meta":{"example.com/ui":"make"}}`
 	got := listed(&executor.Tool{Descriptor: executor.Descriptor{ID: "srv__make", Description: "ignored"}, Listing: json.RawMessage(desc)},
 		json.RawMessage(`{"type":"object"}`))
 	b, _ := json.Marshal(got)
@@ -28,6 +29,12 @@ func TestListedKeepsTheUpstreamDescriptor(t *testing.T) {
 	}
 	if os, _ := m["outputSchema"].(map[string]any); os == nil || os["type"] != "object" {
 		t.Errorf("outputSchema: %s", b)
+	}
+	if icons, _ := m["icons"].([]any); len(icons) != 1 {
+		t.Errorf("icons: %s", b)
+	}
+	if meta, _ := m["_meta"].(map[string]any); meta["example.com/ui"] != "make" {
+		t.Errorf("_meta: %s", b)
 	}
 	// A built-in tool (no listing) is built from its descriptor.
 	got = listed(&executor.Tool{Descriptor: executor.Descriptor{ID: "echo", Description: "d", SideEffects: false}}, nil)

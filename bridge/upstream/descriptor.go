@@ -9,14 +9,22 @@ import (
 	"github.com/tracebridge/tracebridge/projections"
 )
 
-// Describe returns the canonical JSON of what a tool's pin covers — its
-// name, title, description, input and output schemas and annotations —
+// Describe returns the canonical JSON of what a tool's pin covers — every
+// field clients are shown: its name, title, description, input and output
+// schemas, annotations, and its icons and _meta when it has them (absent
+// ones are left out, so pins made before they were covered still hold) —
 // and its SHA-256. Canonical: keys sorted at every level (encoding/json
 // sorts map keys), no insignificant space, so the same descriptor always
 // hashes the same whatever order the upstream wrote it in.
 func Describe(t *sdk.Tool) (desc, hash string) {
 	d := map[string]any{"name": t.Name, "title": t.Title, "description": t.Description,
 		"inputSchema": canonical(t.InputSchema), "outputSchema": canonical(t.OutputSchema), "annotations": canonical(t.Annotations)}
+	if len(t.Icons) > 0 {
+		d["icons"] = canonical(t.Icons)
+	}
+	if len(t.Meta) > 0 {
+		d["_meta"] = canonical(t.Meta)
+	}
 	b, _ := json.Marshal(d)
 	sum := sha256.Sum256(b)
 	return string(b), hex.EncodeToString(sum[:])

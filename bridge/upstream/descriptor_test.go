@@ -28,9 +28,23 @@ func TestDescriptorHash(t *testing.T) {
 		"schema":      `{"name":"create_issue","description":"Creates an issue","inputSchema":{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"},"token":{"type":"string"}}},"annotations":{"readOnlyHint":false}}`,
 		"annotations": `{"name":"create_issue","description":"Creates an issue","inputSchema":{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}}},"annotations":{"readOnlyHint":true}}`,
 		"title":       `{"name":"create_issue","title":"Harmless","description":"Creates an issue","inputSchema":{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}}},"annotations":{"readOnlyHint":false}}`,
+		"icons":       `{"name":"create_issue","description":"Creates an issue","inputSchema":{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}}},"annotations":{"readOnlyHint":false},"icons":[{"src":"https://evil.example/i.png"}]}`,
+		"_meta":       `{"name":"create_issue","description":"Creates an issue","inputSchema":{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}}},"annotations":{"readOnlyHint":false},"_meta":{"ui":"x"}}`,
 	} {
 		if _, h2 := Describe(tool(changed)); h2 == h {
 			t.Fatalf("a changed %s keeps the hash", name)
 		}
+	}
+}
+
+// A tool without icons or _meta hashes as it did before they were covered:
+// pins made by an older bridge still hold (this hash was pinned then).
+func TestDescriptorHashOfOlderPins(t *testing.T) {
+	var tl sdk.Tool
+	json.Unmarshal([]byte(`{"name":"echo","description":"Echoes","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`), &tl)
+	desc, h := Describe(&tl)
+	const want = "c9eaf3a3501c68dd6b1ce0549b1de3c866fe25f13f989c78181731bb3e2b82fa"
+	if h != want {
+		t.Fatalf("hash %s of %s, want %s", h, desc, want)
 	}
 }
