@@ -38,17 +38,23 @@ const maxSecretRecord = 64 << 10
 
 // OpenSecretCache returns the cache at path for redaction key key.
 func OpenSecretCache(path string, key []byte) (*SecretCache, error) {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("tracebridge secret cache v1"))
-	block, err := aes.NewCipher(m.Sum(nil))
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
+	aead, err := SealingAEAD(key, "tracebridge secret cache v1")
 	if err != nil {
 		return nil, err
 	}
 	return &SecretCache{path: path, aead: aead}, nil
+}
+
+// SealingAEAD is AES-256-GCM under the key HMAC-SHA256(key, label): one
+// data-dir key seals several kinds of file, each under its own label.
+func SealingAEAD(key []byte, label string) (cipher.AEAD, error) {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(label))
+	block, err := aes.NewCipher(m.Sum(nil))
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
 }
 
 // Add appends v, sealed.

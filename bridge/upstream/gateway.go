@@ -194,12 +194,17 @@ func (s *Server) listFromPins(ctx context.Context) bool {
 	}
 	s.tools = tools
 	s.listed.Store(true)
-	if s.g.opts.Changed != nil {
-		s.g.changed.Lock()
-		s.g.opts.Changed()
-		s.g.changed.Unlock()
-	}
+	s.g.catalogChanged()
 	return true
+}
+
+// catalogChanged tells the Changed hook, one call at a time.
+func (g *Gateway) catalogChanged() {
+	if g.opts.Changed != nil {
+		g.changed.Lock()
+		g.opts.Changed()
+		g.changed.Unlock()
+	}
 }
 
 func sortedPinNames(m map[string]projections.Pin) []string {
@@ -315,11 +320,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 		return err
 	}
 	s.listed.Store(true)
-	if s.g.opts.Changed != nil {
-		s.g.changed.Lock()
-		s.g.opts.Changed()
-		s.g.changed.Unlock()
-	}
+	s.g.catalogChanged()
 	return nil
 }
 

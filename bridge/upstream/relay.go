@@ -92,16 +92,8 @@ func (l *link) ownerRoots(ctx context.Context) []*sdk.Root {
 // RootsChanged gives the links of ctx's client session its roots anew
 // (the go-sdk client tells each upstream roots/list_changed).
 func (g *Gateway) RootsChanged(ctx context.Context) {
-	d := downstreamOf(ctx)
-	if d == nil {
-		return
-	}
-	for _, name := range g.names {
-		s := g.servers[name]
-		s.mu.Lock()
-		l := s.links[d.Key()]
-		s.mu.Unlock()
-		if l == nil || l.client == nil || l.owner == nil {
+	for _, l := range g.linksOf(ctx) {
+		if l.client == nil {
 			continue
 		}
 		go func() {
@@ -114,6 +106,24 @@ func (g *Gateway) RootsChanged(ctx context.Context) {
 			l.client.AddRoots(roots...)
 		}()
 	}
+}
+
+// linksOf are the links ctx's client session owns.
+func (g *Gateway) linksOf(ctx context.Context) []*link {
+	d := downstreamOf(ctx)
+	if d == nil || d.Key() == "" {
+		return nil
+	}
+	var out []*link
+	for _, name := range g.names {
+		s := g.servers[name]
+		s.mu.Lock()
+		if l := s.links[d.Key()]; l != nil && l.owner != nil {
+			out = append(out, l)
+		}
+		s.mu.Unlock()
+	}
+	return out
 }
 
 // relay sends what the upstream asked (method, params) to the client
@@ -224,18 +234,8 @@ func (l *link) setLevel(ctx context.Context, level string) {
 
 // SetLevel passes a client session's logging/setLevel to its links.
 func (g *Gateway) SetLevel(ctx context.Context, level string) {
-	d := downstreamOf(ctx)
-	if d == nil {
-		return
-	}
-	for _, name := range g.names {
-		s := g.servers[name]
-		s.mu.Lock()
-		l := s.links[d.Key()]
-		s.mu.Unlock()
-		if l != nil && l.owner != nil {
-			l.setLevel(ctx, level)
-		}
+	for _, l := range g.linksOf(ctx) {
+		l.setLevel(ctx, level)
 	}
 }
 

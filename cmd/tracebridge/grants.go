@@ -1,11 +1,8 @@
 package main
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,13 +29,7 @@ func openGrantStore(dir hub.DataDir) (*grantStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oauth grants: %w", err)
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("tracebridge oauth grants v1"))
-	block, err := aes.NewCipher(m.Sum(nil))
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
+	aead, err := events.SealingAEAD(key, "tracebridge oauth grants v1")
 	if err != nil {
 		return nil, err
 	}
