@@ -43,6 +43,15 @@ func (c *clientSession) Capabilities() *sdk.ClientCapabilities {
 	return nil
 }
 
+func (c *clientSession) ProtocolVersion() string {
+	if ss := c.session(); ss != nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			return ip.ProtocolVersion
+		}
+	}
+	return ""
+}
+
 func (c *clientSession) Roots(ctx context.Context) ([]*sdk.Root, error) {
 	res, err := c.session().ListRoots(ctx, nil)
 	if err != nil {

@@ -19,8 +19,10 @@ import (
 type Downstream interface {
 	executor.Client
 	// Capabilities are those the client declared at initialize (nil:
-	// none yet).
+	// none yet); ProtocolVersion the version it asked for ("": none, as
+	// on 2026-07-28, which has no initialize).
 	Capabilities() *sdk.ClientCapabilities
+	ProtocolVersion() string
 	Roots(ctx context.Context) ([]*sdk.Root, error)
 	CreateMessage(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error)
 	CreateMessageWithTools(ctx context.Context, p *sdk.CreateMessageWithToolsParams) (*sdk.CreateMessageWithToolsResult, error)

@@ -264,7 +264,14 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	t0 := s.g.opts.Now()
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout())
 	defer cancel()
-	cs, err := client.Connect(cctx, t, nil)
+	// The link speaks its client's protocol version (what a server may ask
+	// of a client during a request differs between versions); the SDK
+	// falls back when the server does not know it.
+	var copts *sdk.ClientSessionOptions
+	if l.owner != nil && l.owner.ProtocolVersion() != "" {
+		copts = &sdk.ClientSessionOptions{ProtocolVersion: l.owner.ProtocolVersion()}
+	}
+	cs, err := client.Connect(cctx, t, copts)
 	if err != nil {
 		return s.connectError(err, cctx, l)
 	}

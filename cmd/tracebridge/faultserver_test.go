@@ -177,6 +177,17 @@ func runFaultUpstream() {
 		})
 		return "added", nil
 	})
+	add("roots", "answers the client's roots (it asks the client for them)", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return "", err
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return "roots: " + strings.Join(uris, " "), nil
+	})
 	add("ticker", "reports progress every 300ms, TB_FAULT_TICKS times (default 5), then answers", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
 		ticks, _ := strconv.Atoi(os.Getenv("TB_FAULT_TICKS"))
 		if ticks <= 0 {

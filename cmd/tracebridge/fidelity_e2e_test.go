@@ -315,3 +315,37 @@ func TestUpstreamPromptListChangesReachTheClient(t *testing.T) {
 	eventually(t, 10*time.Second, "the client is told the prompts changed", func() bool { return changed.Load() > before })
 	eventually(t, 10*time.Second, "f__later is listed", func() bool { return slices.Contains(prompts(), "f__later") })
 }
+
+// An upstream that asks the client for its roots gets the client's own
+// (server-filesystem logged "Client does not support MCP Roots" behind
+// the gateway), and the new ones after the client says they changed.
+func TestClientRootsReachTheUpstream(t *testing.T) {
+	long(t)
+	a, b := t.TempDir(), t.TempDir()
+	cfg := hostileConfig(t, "", map[string]string{"f": `env = { TB_FAULT_UPSTREAM = "1" }`})
+	cmd := exec.Command(tbBin, "--data", filepath.Join(t.TempDir(), "data"), "mcp")
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), cfg)
+	client := sdk.NewClient(&sdk.Implementation{Name: "editor", Version: "1"}, nil)
+	//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
+	client.AddRoots(&sdk.Root{URI: "file://" + a})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	roots := func() string {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "f__roots", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return textOf(res)
+	}
+	if got := roots(); got != "roots: file://"+a {
+		t.Fatalf("the upstream saw %q, want the client's root file://%s", got, a)
+	}
+	//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
+	client.AddRoots(&sdk.Root{URI: "file://" + b})
+	eventually(t, 10*time.Second, "the upstream sees the new root", func() bool { return strings.Contains(roots(), "file://"+b) })
+}
