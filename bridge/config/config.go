@@ -88,7 +88,7 @@ type Pipe struct {
 
 // PipeTimeout is the parsed pipe timeout (5s by default).
 func (c *Config) PipeTimeout() time.Duration {
-	if d, err := time.ParseDuration(c.Pipe.Timeout); err == nil && d > 0 {
+	if d := positive(c.Pipe.Timeout); d > 0 {
 		return d
 	}
 	return 5 * time.Second
@@ -139,13 +139,13 @@ func (c *Config) fill() {
 
 // ApprovalTimeout is the parsed prompt timeout.
 func (c *Config) ApprovalTimeout() time.Duration {
-	d, _ := time.ParseDuration(c.Approval.Timeout)
+	d, _ := ParseDuration(c.Approval.Timeout)
 	return d
 }
 
 // ToolTimeout is the run timeout of tool id (default 30s).
 func (c *Config) ToolTimeout(id string) time.Duration {
-	if d, err := time.ParseDuration(c.Tools[id].Timeout); err == nil && d > 0 {
+	if d := positive(c.Tools[id].Timeout); d > 0 {
 		return d
 	}
 	return 30 * time.Second
@@ -251,12 +251,12 @@ func (c *Config) validate(lines map[string]int) []Problem {
 		bad("approval.mode", "%q is not one of deny, allow, prompt", c.Approval.Mode)
 	}
 	if c.Approval.Timeout != "" {
-		if d, err := time.ParseDuration(c.Approval.Timeout); err != nil || d <= 0 {
+		if positive(c.Approval.Timeout) == 0 {
 			bad("approval.timeout", "%q is not a positive duration such as \"90s\" or \"5m\"", c.Approval.Timeout)
 		}
 	}
 	if c.Pipe.Timeout != "" {
-		if d, err := time.ParseDuration(c.Pipe.Timeout); err != nil || d <= 0 {
+		if positive(c.Pipe.Timeout) == 0 {
 			bad("pipe.timeout", "%q is not a positive duration such as \"5s\"", c.Pipe.Timeout)
 		}
 	}
@@ -278,7 +278,7 @@ func (c *Config) validate(lines map[string]int) []Problem {
 			bad("tools."+id+".approval", "%q is not one of always, never", t.Approval)
 		}
 		if t.Timeout != "" {
-			if d, err := time.ParseDuration(t.Timeout); err != nil || d <= 0 {
+			if positive(t.Timeout) == 0 {
 				bad("tools."+id+".timeout", "%q is not a positive duration", t.Timeout)
 			}
 		}

@@ -1,10 +1,6 @@
 package config
 
-import (
-	"strconv"
-	"strings"
-	"time"
-)
+import "time"
 
 // Retention archives old events on a schedule, in the hub process (serve,
 // up). Empty Keep: off.
@@ -17,30 +13,15 @@ type Retention struct {
 	Every string `toml:"every"`
 }
 
-// KeepFor is Keep parsed (days allowed); 0 when off or invalid.
-func (r Retention) KeepFor() time.Duration { return parseDays(r.Keep) }
+// KeepFor is Keep parsed (days and weeks allowed); 0 when off or invalid.
+func (r Retention) KeepFor() time.Duration { return positive(r.Keep) }
 
 // Interval is Every parsed (1h by default).
 func (r Retention) Interval() time.Duration {
-	if d := parseDays(r.Every); d > 0 {
+	if d := positive(r.Every); d > 0 {
 		return d
 	}
 	return time.Hour
-}
-
-// parseDays is time.ParseDuration that also takes whole days ("90d").
-func parseDays(s string) time.Duration {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		if days, err := strconv.Atoi(n); err == nil && days > 0 {
-			return time.Duration(days) * 24 * time.Hour
-		}
-		return 0
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0
-	}
-	return d
 }
 
 func (c *Config) validateRetention(bad func(key, format string, args ...any)) {
@@ -48,7 +29,7 @@ func (c *Config) validateRetention(bad func(key, format string, args ...any)) {
 	if r.Keep != "" && r.KeepFor() == 0 {
 		bad("retention.keep", "%q is not a duration such as \"90d\" or \"36h\"", r.Keep)
 	}
-	if r.Every != "" && parseDays(r.Every) == 0 {
+	if r.Every != "" && positive(r.Every) == 0 {
 		bad("retention.every", "%q is not a duration such as \"1h\"", r.Every)
 	}
 }

@@ -133,7 +133,7 @@ func (s Server) Eager() bool { return s.Start == "eager" }
 
 // RequestTimeout is the parsed timeout (30s by default).
 func (s Server) RequestTimeout() time.Duration {
-	if d, err := time.ParseDuration(s.Timeout); err == nil && d > 0 {
+	if d := positive(s.Timeout); d > 0 {
 		return d
 	}
 	return 30 * time.Second
@@ -251,7 +251,7 @@ func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 			bad(key+".start", "%q is not one of lazy, eager", s.Start)
 		}
 		if s.Timeout != "" {
-			if d, err := time.ParseDuration(s.Timeout); err != nil || d <= 0 {
+			if positive(s.Timeout) == 0 {
 				bad(key+".timeout", "%q is not a positive duration such as \"30s\"", s.Timeout)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
@@ -327,4 +328,19 @@ func runVersion(_ context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "tracebridge %s%s %s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil
+}
+
+// durationFlag is a flag in the configuration's duration syntax (Go's,
+// plus whole days and weeks: "7d", "2w").
+func durationFlag(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
+	d := def
+	fs.Func(name, usage+fmt.Sprintf(" (default %s)", def), func(s string) error {
+		v, err := config.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		d = v
+		return nil
+	})
+	return &d
 }

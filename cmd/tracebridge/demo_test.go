@@ -156,7 +156,9 @@ func TestPruneRemovesOnlyWhatIsOldAndUnused(t *testing.T) {
 	oldDemo := mk(filepath.Join(tmp, "tracebridge-demo-123"), true, old)
 	newDemo := mk(filepath.Join(tmp, "tracebridge-demo-456"), true, time.Now())
 	events := mk(filepath.Join(data, "events.db"), false, old)
-	cmd := exec.Command(tbBin, "--data", data, "prune")
+	// The age in days, as README writes it (one duration syntax with the
+	// configuration's "90d"; "7d" was a parse error).
+	cmd := exec.Command(tbBin, "--data", data, "prune", "--older", "7d")
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

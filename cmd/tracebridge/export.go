@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/projections/hub"
@@ -73,12 +74,12 @@ func runExport(ctx context.Context, m *Main, args []string) error {
 	if *since != "" {
 		if n, err := strconv.ParseUint(*since, 10, 64); err == nil {
 			from = n + 1
-		} else if d, err := time.ParseDuration(*since); err == nil {
+		} else if d, err := config.ParseDuration(*since); err == nil {
 			cutoff = m.Now().Add(-d)
 		} else if t, err := time.Parse(time.RFC3339, *since); err == nil {
 			cutoff = t
 		} else {
-			return usageError{fmt.Sprintf("--since %q: want a seq (1234), an RFC 3339 time or a duration (24h)", *since)}
+			return usageError{fmt.Sprintf("--since %q: want a seq (1234), an RFC 3339 time or a duration (24h, 7d)", *since)}
 		}
 	}
 	var w io.Writer = m.Stdout

@@ -234,12 +234,12 @@ func runExportOTLP(ctx context.Context, m *Main, args []string) error {
 // a duration ago).
 func seqAt(ctx context.Context, node *hub.Node, now time.Time, when string) (uint64, error) {
 	var at time.Time
-	if d, err := time.ParseDuration(when); err == nil {
+	if d, err := config.ParseDuration(when); err == nil {
 		at = now.Add(-d)
 	} else if t, err := time.Parse(time.RFC3339, when); err == nil {
 		at = t
 	} else {
-		return 0, usageError{fmt.Sprintf("--since %q: want a seq (1234), an RFC 3339 time or a duration (24h)", when)}
+		return 0, usageError{fmt.Sprintf("--since %q: want a seq (1234), an RFC 3339 time or a duration (24h, 7d)", when)}
 	}
 	for next := uint64(1); ; {
 		evs, after, err := node.Range(ctx, next, 4096)

@@ -11,7 +11,7 @@ import (
 
 func runPrune(_ context.Context, m *Main, args []string) error {
 	fs := m.flags("prune")
-	older := fs.Duration("older", 7*24*time.Hour, "remove what was last written more than `AGE` ago")
+	older := durationFlag(fs, "older", 7*24*time.Hour, "remove what was last written more than `AGE` ago (7d, 36h)")
 	dry := fs.Bool("n", false, "dry run: say what would be removed, remove nothing")
 	if err := m.parse(fs, "prune [--older AGE] [-n]\n\nRemoves what tracebridge leaves behind and no longer needs: the bridges' log files\n(logs/mcp-<pid>.log in the data dir) of processes that are gone, and the\ndemo's kept data dirs and triad dirs in the temp dir, when older than AGE\n(default 7 days). The event log itself is evidence and is never pruned here:\nruns you do not want to see are hidden by `runs --kind` (AI clients' runs by\ndefault).", args); err != nil {
 		return err

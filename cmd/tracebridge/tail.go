@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections/hub"
 )
@@ -40,12 +41,12 @@ func runTail(ctx context.Context, m *Main, args []string) error {
 	}
 	var cutoff time.Time
 	if *since != "" {
-		if d, err := time.ParseDuration(*since); err == nil {
+		if d, err := config.ParseDuration(*since); err == nil {
 			cutoff = m.Now().Add(-d)
 		} else if t, err := time.Parse(time.RFC3339, *since); err == nil {
 			cutoff = t
 		} else {
-			return usageError{fmt.Sprintf("--since %q: want a duration (10m, 2h) or an RFC 3339 time (2026-11-23T10:00:00Z)", *since)}
+			return usageError{fmt.Sprintf("--since %q: want a duration (10m, 2h, 7d) or an RFC 3339 time (2026-11-23T10:00:00Z)", *since)}
 		}
 	}
 	dir, err := m.dataDir()
