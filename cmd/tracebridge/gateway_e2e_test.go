@@ -476,6 +476,10 @@ func TestGatewayPinning(t *testing.T) {
 	if out, _ := exec.Command(tbBin, "--data", data, "tools", "list", "--state", "removed").CombinedOutput(); !strings.Contains(string(out), "fault__write") {
 		t.Fatalf("the tool the server no longer lists is not recorded as removed:\n%s", out)
 	}
+	// None changed: the answer says so, not that nothing is pinned.
+	if out, _ := exec.Command(tbBin, "--data", data, "tools", "list", "--state", "changed").CombinedOutput(); !strings.Contains(string(out), "no pinned tool is changed") {
+		t.Fatalf("tools list --state changed with none changed:\n%s", out)
+	}
 }
 
 // A server with start = "eager" is started and listed when the bridge

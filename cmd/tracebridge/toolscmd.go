@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -86,10 +87,18 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 			enc.SetIndent("", "  ")
 			return enc.Encode(pins)
 		}
+		if len(pins) == 0 && *state != "" {
+			all, err := node.View(ctx, projections.Query{View: "pins", Limit: 1 << 20})
+			if err == nil && len(all) > 0 {
+				fmt.Fprintf(m.Stdout, "no pinned tool is %s (%d pinned: tracebridge tools list)\n", *state, len(all))
+				return nil
+			}
+		}
 		if len(pins) == 0 {
 			fmt.Fprintln(m.Stdout, "no upstream tool is pinned yet (configure [servers.NAME] and let a client list the tools)")
 			return nil
 		}
+		sort.Slice(pins, func(i, j int) bool { return pins[i].Name < pins[j].Name })
 		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOOL\tSTATE\tPINNED\tNEW")
 		for _, p := range pins {
