@@ -80,9 +80,22 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 		self = "tracebridge"
 	}
 	toml, clientEnv, notes := importServers(servers)
-	line := format.entry(self, clientEnv)
+	// The entry names the file the sections go to unless the bridge finds
+	// it by itself (the default file): a --config or $TRACEBRIDGE_CONFIG
+	// the client does not have would leave it with the built-in tools.
+	path, named := m.configPath(*cfgFlag)
+	named = named && path != m.defaultConfigPath()
+	if named {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+	}
+	entryCfg := ""
+	if named {
+		entryCfg = path
+	}
+	line := format.entry(self, entryCfg, clientEnv)
 	if *write {
-		path, _ := m.configPath(*cfgFlag)
 		if path == "" {
 			return errors.New("no config file to write to: pass --config FILE")
 		}
@@ -149,9 +162,14 @@ type clientFormat struct {
 	inputs json.RawMessage
 }
 
-// entry is the client config that replaces the imported servers.
-func (f clientFormat) entry(self string, env map[string]string) []byte {
-	client := map[string]any{"command": self, "args": []string{"mcp"}}
+// entry is the client config that replaces the imported servers; cfg is
+// the tracebridge.toml it must name ("" for the default one).
+func (f clientFormat) entry(self, cfg string, env map[string]string) []byte {
+	args := []string{"mcp"}
+	if cfg != "" {
+		args = append(args, "--config", cfg)
+	}
+	client := map[string]any{"command": self, "args": args}
 	if len(env) > 0 {
 		client["env"] = env
 	}

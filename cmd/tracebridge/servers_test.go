@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/bridge/config"
@@ -102,14 +105,29 @@ func TestServersImportThenUse(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &doc); err != nil {
 		t.Fatalf("client entry %q: %v", line, err)
 	}
-	// The client launches what the entry says (the test's binary stands in
-	// for the path), with the entry's env.
-	env := []string{"TRACEBRIDGE_CONFIG=" + cfgPath}
-	for k, v := range doc.MCPServers["tracebridge"].Env {
+	// The client launches what the entry says — its args (which name the
+	// config --write wrote: without them the bridge had only its built-in
+	// tools) and its env; the test's binary stands in for the path.
+	entry := doc.MCPServers["tracebridge"]
+	if !slices.Equal(entry.Args, []string{"mcp", "--config", cfgPath}) {
+		t.Fatalf("the client entry's args %q do not name the config written (%s)", entry.Args, cfgPath)
+	}
+	var env []string
+	for k, v := range entry.Env {
 		env = append(env, k+"="+v)
 	}
 	data := filepath.Join(dir, "data")
-	b := startBridgeWith(t, tbBin, data, "", &sdk.ClientOptions{}, env...)
+	cmd := exec.Command(tbBin, append([]string{"--data", data}, entry.Args...)...)
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
+	b := &bridge{stderr: &lockedBuffer{}, data: data}
+	cmd.Stderr = b.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := sdk.NewClient(&sdk.Implementation{Name: "desktop", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, b.stderr)
+	}
+	b.session = s
 	res, req, code := b.call(t, "everything__echo", map[string]any{"message": "imported"})
 	if code != "" || !strings.Contains(textOf(res), "imported") {
 		t.Fatalf("echo through the imported server: %s %q", code, textOf(res))
