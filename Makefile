@@ -11,12 +11,14 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/tracebridge
 
-# Every test, with the race detector, after vet (also for Windows, whose
-# named-pipe code CI cannot run). The crash loop, the multi-process tests
-# and the unsafe-build check are part of it.
+# Every test, with the race detector, after vet (also for Windows and
+# macOS, whose code CI cannot run: the named pipes, the peer checks). The
+# crash loop, the multi-process tests and the unsafe-build check are part
+# of it.
 test: deps
 	$(GO) vet $(PKGS)
 	GOOS=windows $(GO) vet $(PKGS)
+	GOOS=darwin $(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	cd bench/peers && $(GO) test -count=1 ./...
 
@@ -91,6 +93,7 @@ demo:
 
 lint:
 	GOOS=windows $(GO) vet $(PKGS)
+	GOOS=darwin $(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
