@@ -75,6 +75,9 @@ func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, co
 	s.g.opts.Emitter.Emit(e)
 }
 
+// sharedProtocol is the protocol version of the shared link.
+const sharedProtocol = "2025-11-25"
+
 // maxBackoffWait is the longest restart backoff a call waits out; within
 // a longer one it is refused at once, with why the server went down.
 const maxBackoffWait = 5 * time.Second
@@ -267,9 +270,11 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	// The link speaks its client's protocol version (what a server may ask
 	// of a client during a request differs between versions); the SDK
 	// falls back when the server does not know it.
-	var copts *sdk.ClientSessionOptions
-	if l.owner != nil && l.owner.ProtocolVersion() != "" {
-		copts = &sdk.ClientSessionOptions{ProtocolVersion: l.owner.ProtocolVersion()}
+	// The shared link serves clients of any version: it speaks the newest
+	// one on which a server may still ask the client during a request.
+	copts := &sdk.ClientSessionOptions{ProtocolVersion: sharedProtocol}
+	if l.owner != nil {
+		copts.ProtocolVersion = l.owner.ProtocolVersion()
 	}
 	cs, err := client.Connect(cctx, t, copts)
 	if err != nil {

@@ -188,6 +188,14 @@ func runFaultUpstream() {
 		}
 		return "roots: " + strings.Join(uris, " "), nil
 	})
+	add("sample", "asks the client for a sampling of text and answers what it got", true, func(ctx context.Context, req *sdk.CallToolRequest, a textArgs) (string, error) {
+		res, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
+			Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: a.Text}}}})
+		if err != nil {
+			return "sampling refused: " + err.Error(), nil
+		}
+		return fmt.Sprintf("sampled: %v", res.Content), nil
+	})
 	add("ticker", "reports progress every 300ms, TB_FAULT_TICKS times (default 5), then answers", true, func(ctx context.Context, req *sdk.CallToolRequest, _ textArgs) (string, error) {
 		ticks, _ := strconv.Atoi(os.Getenv("TB_FAULT_TICKS"))
 		if ticks <= 0 {

@@ -171,3 +171,46 @@ func TestResourceUpdatesGoToTheSubscriber(t *testing.T) {
 		t.Fatalf("heard: %v", heard)
 	}
 }
+
+// On a shared link the upstream may ask for what the calling client does
+// not offer: it gets a JSON-RPC error at once (never a timeout), recorded
+// ClientIncapable; a client that offers sampling gets the request and its
+// answer goes back, recorded with it.
+func TestSharedLinkRefusesWhatTheClientLacks(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := hostileConfig(t, "", map[string]string{"f": "env = { TB_FAULT_UPSTREAM = \"1\" }\nsessions = \"shared\"\ntimeout = \"120s\""})
+	url, token, _, _ := startHTTPBridge(t, data, cfg)
+	connect := func(sampling bool) *sdk.ClientSession {
+		opts := &sdk.ClientOptions{}
+		if sampling {
+			//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but in its window; the gateway relays it
+			opts.CreateMessageHandler = func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+				//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but in its window; the gateway relays it
+				return &sdk.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdk.TextContent{Text: "from the sampling client"}}, nil
+			}
+		}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "s", Version: "1"}, opts).Connect(context.Background(),
+			&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}},
+			&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := connect(false).CallTool(ctx, &sdk.CallToolParams{Name: "f__sample", Arguments: map[string]any{"text": "x"}})
+	// -32601, as a client without the capability answers itself.
+	if err != nil || !strings.Contains(textOf(res), "sampling refused") || !strings.Contains(textOf(res), "method not found") {
+		t.Fatalf("a client without sampling: %v %q", err, textOf(res))
+	}
+	if n := countCode(t, data, "upstream.client.answered", events.CodeClientIncapable); n != 1 {
+		t.Fatalf("%d ClientIncapable answers recorded, want 1", n)
+	}
+	res, err = connect(true).CallTool(ctx, &sdk.CallToolParams{Name: "f__sample", Arguments: map[string]any{"text": "x"}})
+	if err != nil || !strings.Contains(textOf(res), "from the sampling client") {
+		t.Fatalf("a client with sampling: %v %q", err, textOf(res))
+	}
+}
