@@ -124,15 +124,15 @@ func (g *Gateway) Release(key string) {
 		delete(s.links, key)
 		s.mu.Unlock()
 		if l != nil {
-			l.close(true) // before the bridge may exit: its process ends with it
+			l.close() // before the bridge may exit: its process ends with it
 		}
 	}
 }
 
-// close ends the link's session and stops its process; requested says
-// the bridge asked for it (its exit is not a crash).
-func (l *link) close(requested bool) {
-	if l.proc != nil && requested {
+// close ends the link's session and stops its process (an exit the
+// bridge asked for, not a crash).
+func (l *link) close() {
+	if l.proc != nil {
 		l.proc.markStopping()
 	}
 	if l.sess != nil {

@@ -392,7 +392,7 @@ func (s *Server) close() {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, l := range links {
-		wg.Go(func() { l.close(true) })
+		wg.Go(func() { l.close() })
 	}
 	wg.Wait()
 }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,11 +104,9 @@ func (g *Gateway) Complete(ctx context.Context, req events.ID, p *sdk.CompletePa
 			}
 			ref.Name = own
 		case "ref/resource":
-			found := false
-			for _, t := range g.ResourceTemplates() {
-				found = found || t.URITemplate == ref.URI && s.offersTemplate(ref.URI)
-			}
-			if !found {
+			// The server's own template, and one the gateway serves.
+			served := slices.ContainsFunc(g.ResourceTemplates(), func(t *sdk.ResourceTemplate) bool { return t.URITemplate == ref.URI })
+			if !served || !s.offersTemplate(ref.URI) {
 				continue
 			}
 		default:
