@@ -64,30 +64,49 @@ func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events
 	}
 	cmd.Stdout = pw
 	p.stdout = pr
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	err = cmd.Start()
-	pw.Close() // the child holds its own copy
+	// stderr on a pipe of our own too: a descendant that inherited it (a
+	// forked child) can hold it open after the upstream exited, and the
+	// exit must not wait for that descendant.
+	er, ew, err := os.Pipe()
 	if err != nil {
 		pr.Close()
 		return nil, err
 	}
-	var stderrDone sync.WaitGroup
-	stderrDone.Add(1)
+	cmd.Stderr = ew
+	err = cmd.Start()
+	pw.Close() // the child holds its own copies
+	ew.Close()
+	if err != nil {
+		pr.Close()
+		er.Close()
+		return nil, err
+	}
+	stderrDone := make(chan struct{})
 	go func() {
-		defer stderrDone.Done()
-		p.readStderr(stderr, log, red)
+		defer close(stderrDone)
+		p.readStderr(er, log, red)
 	}()
 	go func() {
-		stderrDone.Wait() // every stderr line is read before Wait closes the pipe
-		p.err = cmd.Wait()
+		werr := cmd.Wait()
+		// The last lines an exit records are read before done says it
+		// exited, unless a descendant keeps the pipe open: then what it
+		// writes later is not the upstream's, and reading stops.
+		select {
+		case <-stderrDone:
+		case <-time.After(stderrGrace):
+			er.Close()
+			<-stderrDone
+		}
+		p.err = werr
 		p.requested = p.stopFlag.Load()
 		close(p.done)
 	}()
 	return p, nil
 }
+
+// stderrGrace is how long an upstream's exit waits for the end of its
+// stderr, which a descendant that inherited the pipe may hold open.
+const stderrGrace = time.Second
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
 

@@ -113,6 +113,9 @@ func runFaultUpstream() {
 		if escape {
 			detach(c)
 		}
+		if f, ok := strings.CutPrefix(file, "stderr:"); ok { // and holds the upstream's stderr, as a forked child does
+			file, c.Stderr = f, os.Stderr
+		}
 		if err := c.Start(); err != nil {
 			return "", err
 		}

@@ -301,8 +301,11 @@ func TestHeadersNeverFollowARedirectElsewhere(t *testing.T) {
 
 // G6, G5d, G11: an upstream that writes one 70 KB stderr line and then
 // floods stderr keeps answering (its stderr is drained whatever it holds),
-// the bridge's log holds a bounded share of the flood, and a child the
-// upstream started in its process group ends with the bridge.
+// the bridge's log holds a bounded share of the flood, and the children the
+// upstream started end with the bridge: one in its process group, one that
+// left it, and one that left it holding the upstream's stderr (a forked
+// child does: the upstream's exit once waited for that pipe's end, so the
+// stop never reached the kill).
 func TestUpstreamStderrAndChildren(t *testing.T) {
 	long(t)
 	dir := t.TempDir()
@@ -315,7 +318,7 @@ func TestUpstreamStderrAndChildren(t *testing.T) {
 		}
 	}
 	var pids []string
-	for _, spec := range []string{"", "setsid:"} { // one in its group, one that left it
+	for _, spec := range []string{"", "setsid:", "setsid:stderr:"} {
 		pidFile := filepath.Join(dir, "child"+fmt.Sprint(len(pids))+".pid")
 		if _, _, code := b.call(t, "s__spawn", map[string]any{"text": spec + pidFile}); code != "" {
 			t.Fatal(code)
