@@ -14,6 +14,7 @@ const (
 	CodeLogUnavailable  Code = "LogUnavailable"  // the store cannot be written (fsync error, closed)
 	CodeHubUnavailable  Code = "HubUnavailable"  // no hub answers for the data dir
 	CodeUnknownQuery    Code = "UnknownQuery"    // a query subject the hub does not serve
+	CodePayloadMissing  Code = "PayloadMissing"  // an event refers to a payload the store does not hold
 
 	// Bridge and host (used from the bridge issue on).
 	CodeUnknownTool       Code = "UnknownTool"
@@ -88,6 +89,7 @@ var codeTable = map[Code]codeInfo{
 	CodeLogUnavailable:  {Denied, "the event log refuses writes (the message says why: a disk, a broken chain, an unreachable cluster): run `tracebridge verify` and check the hub's stderr; free disk space if it is full, bring the cluster back if it is down"},
 	CodeHubUnavailable:  {Unavailable, "no hub answers for the data dir: start `tracebridge serve` or `tracebridge up`, or check that every process uses the same --data"},
 	CodeUnknownQuery:    {Error, "a process asked the hub a query it does not serve: check that every process of the data dir runs the same tracebridge version"},
+	CodePayloadMissing:  {Error, "an event refers to a payload the log does not hold: run `tracebridge verify`; a process that appends must store a payload before the event that refers to it"},
 
 	CodeUnknownTool:       {Error, "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)"},
 	CodePolicyDenied:      {Denied, "grant the capability the tool needs in [policy] grant, or remove the tool from [policy] deny, in tracebridge.toml"},

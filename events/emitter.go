@@ -45,6 +45,14 @@ type EmitterOptions struct {
 	// Linger is how long an event nobody flushes may wait to be sent with
 	// later ones. A Flush, or a full batch, sends at once. Zero: 2ms.
 	Linger time.Duration
+	// Payloads keeps attribute values longer than MaxAttrLen whole: each is
+	// stored there before the event that refers to it is appended. Nil:
+	// long values are cut to their first bytes, size and SHA-256.
+	Payloads PayloadStore
+	// MaxPayload is the longest value Payloads keeps; a longer one is cut
+	// and says so (TooLarge, its size and the limit). Zero:
+	// DefaultMaxPayload.
+	MaxPayload int
 }
 
 // Emitter queues events and sends them to an Appender in the background, one
@@ -57,6 +65,7 @@ type Emitter struct {
 
 	mu        sync.Mutex
 	queue     []Event
+	payloads  map[ID][]string    // the payloads of queued events, by event id
 	requests  map[ID]*flushState // outstanding events per request id
 	all       flushState         // outstanding events overall
 	closed    bool
@@ -92,10 +101,14 @@ func NewEmitter(app Appender, opts EmitterOptions) *Emitter {
 	if opts.Linger <= 0 {
 		opts.Linger = 2 * time.Millisecond
 	}
+	if opts.MaxPayload <= 0 {
+		opts.MaxPayload = DefaultMaxPayload
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	e := &Emitter{
 		app: app, opts: opts,
 		requests: map[ID]*flushState{},
+		payloads: map[ID][]string{},
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		stop:     stop,
@@ -131,7 +144,14 @@ func (e *Emitter) Emit(ev Event) ID {
 		}
 	}
 	ev.Seq, ev.Prev, ev.Hash = 0, Hash{}, Hash{}
-	e.opts.Redactor.Redact(&ev)
+	var payloads []string
+	if e.opts.Payloads != nil {
+		e.opts.Redactor.RedactWhole(&ev)
+		payloads = externalize(&ev, e.opts.MaxPayload)
+	} else {
+		e.opts.Redactor.Redact(&ev)
+		unref(&ev)
+	}
 	verr := Validate(&ev)
 
 	e.mu.Lock()
@@ -144,6 +164,9 @@ func (e *Emitter) Emit(ev Event) ID {
 		e.failLocked(ev.RequestID, &RejectedError{Code: CodeInvalidEvent, Message: verr.Error()})
 	default:
 		e.queue = append(e.queue, ev)
+		if len(payloads) > 0 {
+			e.payloads[ev.ID] = payloads
+		}
 		e.stateLocked(ev.RequestID).n++
 		e.all.n++
 		switch {
@@ -276,6 +299,9 @@ func (e *Emitter) run(ctx context.Context) {
 			if len(e.queue) == 0 {
 				e.queue = nil // let the old backing array go
 			}
+			for i := range batch {
+				delete(e.payloads, batch[i].ID)
+			}
 			e.settleLocked(batch, err)
 			e.mu.Unlock()
 			if ctx.Err() != nil {
@@ -288,9 +314,23 @@ func (e *Emitter) run(ctx context.Context) {
 // send appends batch, retrying transient errors with backoff until it is
 // stored, refused for good, or ctx ends.
 func (e *Emitter) send(ctx context.Context, batch []Event) error {
+	var payloads []string
+	e.mu.Lock()
+	for i := range batch {
+		payloads = append(payloads, e.payloads[batch[i].ID]...)
+	}
+	e.mu.Unlock()
 	backoff := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		_, err := e.app.Append(ctx, batch)
+		var err error
+		if len(payloads) > 0 {
+			// Durable before any event that refers to them is appended:
+			// an acknowledged event's payload is never missing.
+			err = e.opts.Payloads.PutPayloads(ctx, payloads)
+		}
+		if err == nil {
+			_, err = e.app.Append(ctx, batch)
+		}
 		if err == nil {
 			return nil
 		}
@@ -338,4 +378,36 @@ func release(st *flushState) {
 		close(ch)
 	}
 	st.waiters = nil
+}
+
+// externalize replaces each attribute value of ev too long for an event
+// (or spelled like a reference) with a reference to it, and returns the
+// payloads to store. A value over limit is cut instead, on record. ev's
+// attributes are the redactor's copy, changed in place.
+func externalize(ev *Event, limit int) []string {
+	var out []string
+	for i, a := range ev.Attrs {
+		v := a.Value
+		if len(v) <= MaxAttrLen && !LooksLikeRef(v) {
+			continue
+		}
+		if len(v) > limit {
+			ev.Attrs[i].Value = TooLarge(v, limit)
+			continue
+		}
+		out = append(out, v)
+		ev.Attrs[i].Value = PayloadRef(v)
+	}
+	return out
+}
+
+// unref marks a value spelled like a payload reference as a literal, for an
+// emitter without a payload store: no event it sends refers to a payload
+// it did not store.
+func unref(ev *Event) {
+	for i, a := range ev.Attrs {
+		if _, _, ok := ParseRef(a.Value); ok {
+			ev.Attrs[i].Value = "(literal) " + a.Value
+		}
+	}
 }

@@ -425,14 +425,26 @@ func isSecretKey(k string) bool {
 // Redact rewrites e.Attrs in place: secret-like keys, known secret formats
 // and registered secrets are replaced, then long values are truncated. The
 // attributes are copied first, so the caller's are never changed.
-func (r *Redactor) Redact(e *Event) {
+func (r *Redactor) Redact(e *Event) { r.redact(e, Truncate) }
+
+// RedactWhole is Redact without the truncation, for an emitter that keeps
+// long values whole in a payload store.
+func (r *Redactor) RedactWhole(e *Event) { r.redact(e, func(v string) string { return v }) }
+
+func (r *Redactor) redact(e *Event, cut func(string) string) {
 	if len(e.Attrs) == 0 {
 		return
 	}
 	r.pull()
 	out := make(Attrs, len(e.Attrs))
 	for i, a := range e.Attrs {
-		out[i] = Attr{a.Key, r.value(a.Key, a.Value)}
+		v := a.Value
+		if v != "" && isSecretKey(a.Key) {
+			v = r.mark("key", v)
+		} else if v != "" {
+			v = cut(r.scrub(v))
+		}
+		out[i] = Attr{a.Key, v}
 	}
 	e.Attrs = out
 }

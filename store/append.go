@@ -19,6 +19,7 @@ var _ events.Appender = (*Store)(nil)
 
 type appendReq struct {
 	evs      []events.Event
+	payloads []string // PutPayloads' payloads, stored before the batch's events
 	src      *Source  // AppendFrom's stream position; nil for Append
 	recs     [][]byte // the record stored for each new event; nil for duplicates
 	seqs     []uint64
@@ -60,9 +61,23 @@ func (s *Store) append(ctx context.Context, evs []events.Event, src *Source) ([]
 			return nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: err.Error()}
 		}
 	}
+	// Payloads are stored before the events that refer to them: a
+	// reference to one not stored is a bug or a forgery, never taken.
+	if sum, err := s.missingPayload(evs); err != nil {
+		return nil, err
+	} else if sum != "" {
+		return nil, &events.RejectedError{Code: events.CodePayloadMissing, Message: "an event refers to payload " + sum + ", which is not stored: store payloads before the events that refer to them"}
+	}
 	// The writer sets Seq, Prev and Hash on its own copy: the caller's slice
 	// may be read (or copied by append) while the commit runs.
-	req := &appendReq{evs: slices.Clone(evs), src: src, done: make(chan struct{})}
+	return s.send(ctx, &appendReq{evs: slices.Clone(evs), src: src, done: make(chan struct{})})
+}
+
+// send queues req for the writer and waits for its answer.
+func (s *Store) send(ctx context.Context, req *appendReq) ([]uint64, error) {
+	if rej := s.Refusal(); rej != nil {
+		return nil, rej
+	}
 	s.sendMu.RLock()
 	if s.closed || s.reqs == nil {
 		s.sendMu.RUnlock()
@@ -90,7 +105,7 @@ func (s *Store) writer() {
 	var batch []*appendReq
 	for req := range s.reqs {
 		batch = append(batch[:0], req)
-		n := len(req.evs)
+		n := len(req.evs) + len(req.payloads)
 	drain:
 		for n < s.opts.MaxBatch {
 			select {
@@ -99,7 +114,7 @@ func (s *Store) writer() {
 					break drain
 				}
 				batch = append(batch, r)
-				n += len(r.evs)
+				n += len(r.evs) + len(r.payloads)
 			default:
 				break drain
 			}
@@ -225,6 +240,9 @@ func (s *Store) notify(batch []*appendReq) {
 // put stores batch after head in tx and returns the new head.
 func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Hash) (uint64, events.Hash, error) {
 	if err := checkSource(tx, batch); err != nil {
+		return head, hash, err
+	}
+	if err := putPayloads(tx, batch); err != nil {
 		return head, hash, err
 	}
 	evb := tx.Bucket(bucketEvents)

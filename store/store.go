@@ -124,7 +124,7 @@ func Open(path string, opts Options) (*Store, error) {
 func (s *Store) init() error {
 	if !s.opts.ReadOnly {
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketEvents, bucketIDs, bucketByRequest, bucketBySession, bucketMeta} {
+			for _, b := range [][]byte{bucketEvents, bucketIDs, bucketByRequest, bucketBySession, bucketMeta, bucketPayloads} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}

@@ -131,6 +131,9 @@ func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
 						bad(seq, "hash differs from the signed checkpoint at seq %d: the log was rewritten", seq)
 						return nil
 					}
+					if !checkPayloads(tx, seq, v, bad) {
+						return nil
+					}
 					prevHash = hash
 					next++
 				}

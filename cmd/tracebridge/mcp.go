@@ -355,7 +355,18 @@ func (m *Main) emitter(dir hub.DataDir, node events.Appender, logger *slog.Logge
 			red.Register(v)
 		}
 	}
-	return events.NewEmitter(node, events.EmitterOptions{Redactor: red, Logger: logger, Now: m.Now}), nil
+	opts := events.EmitterOptions{Redactor: red, Logger: logger, Now: m.Now}
+	if ps, ok := node.(payloadKeeper); ok && ps.KeepsPayloads() {
+		opts.Payloads = ps
+	}
+	return events.NewEmitter(node, opts), nil
+}
+
+// payloadKeeper is a log that keeps long values whole (hub.Node, unless it
+// is on a cluster).
+type payloadKeeper interface {
+	events.PayloadStore
+	KeepsPayloads() bool
 }
 
 // traceResources serves trace://runs/{requestId}: a run's replay as JSON.

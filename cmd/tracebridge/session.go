@@ -269,7 +269,40 @@ func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (sessio
 		}
 		from = next
 	}
-	return in, nil
+	return in, resolvePayloads(ctx, node, &in)
+}
+
+// resolvePayloads puts the whole payloads in the evidence in place of
+// their references: a session file stands alone.
+func resolvePayloads(ctx context.Context, node *hub.Node, in *sessions.ExportInput) error {
+	resolve := func(evs []events.Event) error {
+		for i := range evs {
+			e, err := events.Resolve(ctx, node, evs[i])
+			if err != nil {
+				return err
+			}
+			evs[i] = e
+		}
+		return nil
+	}
+	for _, run := range in.Runs {
+		if err := resolve(run); err != nil {
+			return err
+		}
+	}
+	if err := resolve(in.Notifications); err != nil {
+		return err
+	}
+	for i, p := range in.Pins {
+		if sum, _, ok := events.ParseRef(p.Descriptor); ok {
+			d, err := node.Payload(ctx, sum)
+			if err != nil {
+				return fmt.Errorf("the pinned descriptor of %s: %w", p.Name, err)
+			}
+			in.Pins[i].Descriptor = d
+		}
+	}
+	return nil
 }
 
 // configText is the tracebridge.toml `tracebridge mcp` would use, as text

@@ -28,6 +28,8 @@ type backend interface {
 	checkpoint(ctx context.Context) (store.Checkpoint, error)
 	view(ctx context.Context, q projections.Query) ([]json.RawMessage, error)
 	rebuild(ctx context.Context, names []string, progress projections.Progress) (uint64, error)
+	putPayloads(ctx context.Context, ps []string) error
+	payload(ctx context.Context, sum events.Hash) (string, error)
 	// conn is the NATS connection live events arrive on; nil offline.
 	conn() *nats.Conn
 	// hubInfo describes the hub in use; ok is false offline.

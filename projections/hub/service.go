@@ -169,6 +169,8 @@ func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
 			return nil, err
 		}
 		return h.view(q)
+	case subjPayload:
+		return h.queryPayload(m.Data)
 	case subjRebuild:
 		var q rebuildQuery
 		if err := decode(&q); err != nil {

@@ -1,0 +1,81 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// An attached process stores payloads of up to 8 MiB through the hub's bus
+// and reads them back; events referring to them are taken, the log
+// verifies, and a reference to a payload nobody stored is refused.
+func TestPayloadsTravelThroughTheHub(t *testing.T) {
+	ctx := context.Background()
+	dir := newDir(t)
+	a := open(t, dir, Elect)
+	b := open(t, dir, Elect)
+	if b.IsHub() || !b.KeepsPayloads() {
+		t.Fatal("the second node should be attached and keep payloads")
+	}
+	small, big := strings.Repeat("s", 5000), strings.Repeat("0123456789abcdef", 512<<10) // 8 MiB
+	if err := b.PutPayloads(ctx, []string{small, big}); err != nil {
+		t.Fatal(err)
+	}
+	req := events.NewID()
+	e1, e2 := evt(req, 1), evt(req, 2)
+	e1.Attrs.Set("answer", events.PayloadRef(small))
+	e2.Attrs.Set("answer", events.PayloadRef(big))
+	if _, err := b.Append(ctx, []events.Event{e1, e2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*Node{a, b} {
+		got, err := n.ByRequest(ctx, req)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("%d events, %v", len(got), err)
+		}
+		whole, err := events.Resolve(ctx, n, got[1])
+		if err != nil || whole.Attrs.Get("answer") != big {
+			t.Fatalf("the 8 MiB payload read back as %d bytes, %v", len(whole.Attrs.Get("answer")), err)
+		}
+	}
+	if _, err := b.Payload(ctx, events.Hash{9}); !errors.Is(err, events.ErrNoPayload) {
+		t.Fatalf("a payload nobody stored: %v", err)
+	}
+	forged := evt(req, 3)
+	forged.Attrs.Set("answer", events.RefOf(events.Hash{7}, 4097))
+	var rej *events.RejectedError
+	if _, err := b.Append(ctx, []events.Event{forged}); !errors.As(err, &rej) || rej.Code != events.CodePayloadMissing {
+		t.Fatalf("a reference to no payload: %v", err)
+	}
+	if rep, err := b.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %v", rep, err)
+	}
+}
+
+// FuzzDecodePayloads: the payload frame decoder never panics, never takes
+// more than the frame holds, and reads back what was encoded.
+func FuzzDecodePayloads(f *testing.F) {
+	f.Add(encodePayloads([]string{"a", strings.Repeat("b", 300)}))
+	f.Add([]byte{0x02, 0x01, 'x'})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, err := decodePayloads(b)
+		if err != nil {
+			return
+		}
+		total := 0
+		for _, p := range ps {
+			total += len(p)
+		}
+		if total > len(b) {
+			t.Fatalf("%d payload bytes out of a %d-byte frame", total, len(b))
+		}
+		again, err := decodePayloads(encodePayloads(ps))
+		if err != nil || len(again) != len(ps) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
