@@ -61,7 +61,9 @@ type Options struct {
 	// (sealed in the data dir). Nil: none is stored; such a server answers
 	// UpstreamUnauthorized.
 	Tokens TokenStore
-	// MaxFrame caps one frame from an upstream. Zero: 8 MiB.
+	// MaxFrame caps one frame from an upstream. Zero: the log's payload
+	// limit and 1 MiB for the envelope, so every answer the log can keep
+	// whole can pass.
 	MaxFrame int
 	Version  string
 	Now      func() time.Time
@@ -82,7 +84,7 @@ type Gateway struct {
 // New returns a gateway over opts.Config's servers; nothing starts yet.
 func New(opts Options) *Gateway {
 	if opts.MaxFrame <= 0 {
-		opts.MaxFrame = 8 << 20
+		opts.MaxFrame = events.DefaultMaxPayload + 1<<20
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -149,8 +149,16 @@ func runFaultUpstream() {
 		time.Sleep(2 * time.Second)
 		return "late", nil
 	})
-	add("big", "answers 10 MiB", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
-		return strings.Repeat("x", 10<<20), nil
+	add("big", "answers 20 MiB, past the frame cap", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		return strings.Repeat("x", 20<<20), nil
+	})
+	add("sized", "answers as many bytes as text says, with $TB_FAULT_CANARY in the middle", true, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+		n, err := strconv.Atoi(a.Text)
+		if err != nil {
+			return "", err
+		}
+		c := os.Getenv("TB_FAULT_CANARY")
+		return strings.Repeat("a", n/2) + c + strings.Repeat("b", max(0, n-n/2-len(c))), nil
 	})
 	add("fails", "answers a tool error", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
 		return "", fmt.Errorf("the fault upstream fails on purpose")

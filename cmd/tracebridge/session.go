@@ -239,7 +239,7 @@ func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (sessio
 		}
 	}
 	if len(proposals) == 0 {
-		return in, nil
+		return in, resolvePayloads(ctx, node, &in)
 	}
 	// The operators' decisions on those proposals: a scan for the pipe
 	// commands that named them.

@@ -17,8 +17,9 @@ import (
 // writes. A file of another schema is refused, not guessed at.
 const SessionSchema = "tracebridge.session/v1"
 
-// MaxSessionLine caps one line of a session file.
-const MaxSessionLine = 8 << 20
+// MaxSessionLine caps one line of a session file: a step holding an answer
+// as long as the log keeps whole, JSON-escaped, with room to spare.
+const MaxSessionLine = 64 << 20
 
 // Step kinds.
 const (
@@ -199,7 +200,9 @@ func DecodeSession(r io.Reader) (*Session, error) {
 		}
 		s.Steps = append(s.Steps, st)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, &SessionError{line + 1, fmt.Sprintf("%v: a line of a session file holds at most %d MiB", events.CodeTooLarge, MaxSessionLine>>20)}
+	} else if err != nil {
 		return nil, &SessionError{line + 1, err.Error()}
 	}
 	if line == 0 {
