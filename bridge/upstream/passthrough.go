@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -215,9 +216,10 @@ func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, arg
 				return nil, err
 			}
 			var res *sdk.GetPromptResult
-			err := s.roundTrip(ctx, req, "prompts/get "+own, func(ctx context.Context, l *link) (err error) {
-				res, err = l.sess.GetPrompt(ctx, &sdk.GetPromptParams{Name: own, Arguments: args})
-				return err
+			params := &sdk.GetPromptParams{Name: own, Arguments: args}
+			err := s.roundTrip(ctx, req, "prompts/get "+own, params, func(ctx context.Context, l *link) (_ any, err error) {
+				res, err = l.sess.GetPrompt(ctx, params)
+				return res, err
 			})
 			return res, err
 		}
@@ -238,9 +240,10 @@ func (g *Gateway) ReadResource(ctx context.Context, req events.ID, uri string) (
 		return nil, err
 	}
 	var res *sdk.ReadResourceResult
-	err = s.roundTrip(ctx, req, "resources/read "+uri, func(ctx context.Context, l *link) (err error) {
-		res, err = l.sess.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
-		return err
+	params := &sdk.ReadResourceParams{URI: uri}
+	err = s.roundTrip(ctx, req, "resources/read "+uri, params, func(ctx context.Context, l *link) (_ any, err error) {
+		res, err = l.sess.ReadResource(ctx, params)
+		return res, err
 	})
 	return res, err
 }
@@ -277,8 +280,10 @@ func (g *Gateway) resourceServer(uri string) (*Server, error) {
 
 // roundTrip sends one request other than a tool call to the upstream,
 // recorded as upstream.request.sent (by the connection) and its answer or
-// failure, under request req.
-func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, do func(context.Context, *link) error) error {
+// failure, under request req. The params and the answer do returns are
+// recorded whole (redacted by the emitter), as a tool call's are: what a
+// recorded session serves again.
+func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, params any, do func(context.Context, *link) (any, error)) error {
 	l, err := s.session(ctx, req, events.ID{})
 	if err != nil {
 		return err
@@ -288,12 +293,19 @@ func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, do f
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, rec), s.cfg.RequestTimeout())
 	defer cancel()
 	t0 := s.g.opts.Now()
-	err = do(cctx, l)
+	res, err := do(cctx, l)
 	l.order.settle(ctx)
-	if err != nil {
-		return s.failed(ctx, cctx, err, l, rec, what, t0, map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what})
+	attrs := map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what}
+	if b, merr := json.Marshal(params); merr == nil && params != nil {
+		attrs[AttrRequest] = string(b)
 	}
-	s.emit(events.KindUpstreamResponse, req, events.ID{}, events.OK, "", t0, map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what})
+	if err != nil {
+		return s.failed(ctx, cctx, err, l, rec, what, t0, attrs)
+	}
+	if b, merr := json.Marshal(res); merr == nil && res != nil {
+		attrs[AttrAnswer] = string(b)
+	}
+	s.emit(events.KindUpstreamResponse, req, events.ID{}, events.OK, "", t0, attrs)
 	return nil
 }
 

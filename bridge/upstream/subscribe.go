@@ -59,12 +59,12 @@ func (g *Gateway) subscription(ctx context.Context, req events.ID, uri string, o
 		method = "resources/subscribe"
 	}
 	var l *link
-	err = s.roundTrip(ctx, req, method+" "+uri, func(ctx context.Context, ln *link) error {
+	err = s.roundTrip(ctx, req, method+" "+uri, map[string]string{"uri": uri}, func(ctx context.Context, ln *link) (any, error) {
 		l = ln
 		if on {
-			return ln.sess.Subscribe(ctx, &sdk.SubscribeParams{URI: uri})
+			return struct{}{}, ln.sess.Subscribe(ctx, &sdk.SubscribeParams{URI: uri})
 		}
-		return ln.sess.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri})
+		return struct{}{}, ln.sess.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri})
 	})
 	if err == nil && l != nil {
 		l.subs.set(uri, on)
@@ -118,9 +118,9 @@ func (g *Gateway) Complete(ctx context.Context, req events.ID, p *sdk.CompletePa
 		q := *p
 		q.Ref = &ref
 		var res *sdk.CompleteResult
-		err := s.roundTrip(ctx, req, "completion/complete "+ref.Name+ref.URI, func(ctx context.Context, l *link) (err error) {
+		err := s.roundTrip(ctx, req, "completion/complete "+ref.Name+ref.URI, &q, func(ctx context.Context, l *link) (_ any, err error) {
 			res, err = l.sess.Complete(ctx, &q)
-			return err
+			return res, err
 		})
 		return res, err
 	}

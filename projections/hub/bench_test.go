@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,6 +78,65 @@ func BenchmarkIngest(b *testing.B) {
 			if len(lat) > 0 {
 				b.ReportMetric(float64(lat[len(lat)/2])/1e3, "flush-p50-µs")
 				b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)])/1e3, "flush-p99-µs")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkIngestPayloads is BenchmarkIngest's bus path with one 64 KiB
+// answer among each request's 12 events (distinct per request, so nothing
+// deduplicates): payloads=whole keeps it in the payload store, payloads=cut
+// cuts it to 512 bytes as the log did before the payload store. It reports
+// events/s and the store file's bytes per event. b.N counts requests.
+func BenchmarkIngestPayloads(b *testing.B) {
+	for _, whole := range []bool{false, true} {
+		name := map[bool]string{false: "cut", true: "whole"}[whole]
+		b.Run("payloads="+name, func(b *testing.B) {
+			dir := DataDir(b.TempDir() + "/data")
+			hubNode, err := Open(context.Background(), Options{Dir: dir, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer hubNode.Close()
+			node, err := Open(context.Background(), Options{Dir: dir, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer node.Close()
+			opts := events.EmitterOptions{Logger: quiet}
+			if whole {
+				opts.Payloads = node
+			}
+			em := events.NewEmitter(node, opts)
+			defer em.Close(context.Background())
+			pad := strings.Repeat("0123456789abcdef", 4<<10) // 64 KiB
+			var next atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := 0; w < 16; w++ {
+				wg.Go(func() {
+					for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
+						req := em.NewID()
+						for i := 0; i < 12; i++ {
+							a := map[string]string{"tool": "bench", "args": `{"pattern":"foo.*bar","max":50}`}
+							if i == 6 {
+								a["answer"] = fmt.Sprint(n) + pad
+							}
+							em.Emit(events.Event{Kind: events.KindToolCompleted, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(a)})
+						}
+						if err := em.Flush(context.Background(), req); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*12)/b.Elapsed().Seconds(), "events/s")
+			if fi, err := os.Stat(dir.Store()); err == nil {
+				b.ReportMetric(float64(fi.Size())/float64(b.N*12), "file-bytes/event")
 			}
 			b.ReportMetric(0, "ns/op")
 		})

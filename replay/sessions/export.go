@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
@@ -84,22 +85,36 @@ func Export(in ExportInput) (*Session, error) {
 	if len(s.Steps) == 0 {
 		return nil, fmt.Errorf("session %s left no requests to export", in.Session)
 	}
+	// Every server of the session's configuration is served by the
+	// recording, called or not: one listed but never called must not be
+	// unavailable in the re-drive.
+	var servers []string
+	if cfg, err := config.Parse("session config", []byte(s.Header.Config)); err == nil {
+		for name := range cfg.Servers {
+			servers = append(servers, name)
+		}
+	}
 	for _, st := range s.Steps {
-		if st.Step != StepUpstream || s.Header.Upstreams[st.Server] != nil {
+		if st.Step == StepUpstream {
+			servers = append(servers, st.Server)
+		}
+	}
+	for _, server := range servers {
+		if s.Header.Upstreams[server] != nil {
 			continue
 		}
 		if s.Header.Upstreams == nil {
 			s.Header.Upstreams = map[string][]json.RawMessage{}
 		}
-		s.Header.Upstreams[st.Server] = []json.RawMessage{}
+		s.Header.Upstreams[server] = []json.RawMessage{}
 		for _, p := range in.Pins {
-			if p.Server != st.Server || p.State == projections.PinRemoved {
+			if p.Server != server || p.State == projections.PinRemoved {
 				continue
 			}
 			if !json.Valid([]byte(p.Descriptor)) {
-				return nil, fmt.Errorf("the pinned descriptor of %s was cut in the log (over 4 KiB); the session cannot serve it", p.Name)
+				return nil, fmt.Errorf("the pinned descriptor of %s is not whole JSON in the log; the session cannot serve it", p.Name)
 			}
-			s.Header.Upstreams[st.Server] = append(s.Header.Upstreams[st.Server], json.RawMessage(p.Descriptor))
+			s.Header.Upstreams[server] = append(s.Header.Upstreams[server], json.RawMessage(p.Descriptor))
 		}
 	}
 	return s, nil
