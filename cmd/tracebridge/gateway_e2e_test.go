@@ -183,14 +183,21 @@ args = [%q, %q]
 			if !hops["prompts/get"] || !hops["resources/read"] {
 				t.Fatalf("prompt and resource fetches are not recorded as upstream hops: %v", hops)
 			}
-			// The session's export and a triad of the call hold no canary
-			// either. (This export is refused: get-env's answer is over the
-			// 4 KiB an attribute keeps, so it could not be replayed; the
-			// refusal says so and names no secret.)
+			// The session exports whole (get-env's answer is over the 4 KiB
+			// an attribute keeps: it is in the payload store; the prompt and
+			// the resources were recorded with their answers) and holds no
+			// canary; it re-drives with no node on PATH and no drift.
 			sid := evs[0].SessionID.String()
-			export, err := exec.Command(tbBin, "--data", data, "session", "export", sid, "-o", "-").CombinedOutput()
-			if err == nil || !strings.Contains(string(export), "over 4 KiB") {
-				t.Fatalf("session export of a session with a 4 KiB+ answer: %v\n%.300s", err, export)
+			export, err := exec.Command(tbBin, "--data", data, "session", "export", sid, "-o", "-").Output()
+			if err != nil {
+				t.Fatalf("session export: %v\n%.600s", err, export)
+			}
+			file := filepath.Join(t.TempDir(), "third-party.jsonl")
+			os.WriteFile(file, export, 0o600)
+			redrive := exec.Command(tbBin, "session", "replay", file)
+			redrive.Env = append(os.Environ(), "PATH=")
+			if out, err := redrive.CombinedOutput(); err != nil || !strings.Contains(string(out), "no drift") {
+				t.Fatalf("re-drive of the third-party session: %v\n%.3000s", err, out)
 			}
 			artifacts := t.TempDir()
 			if out, err := exec.Command(tbBin, "--data", data, "replay", req.String(), "--artifacts", artifacts).CombinedOutput(); err != nil {

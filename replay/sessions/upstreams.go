@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -58,6 +59,29 @@ func (r *RecordedUpstreams) Dial(ctx context.Context, server string) (sdk.Transp
 			return nil, fmt.Errorf("recorded tool %s of %s: %v", name, server, err)
 		}
 	}
+	// The resources it read and the prompts it got, each answering with
+	// its next recorded answer: listed, so the gateway routes to them as
+	// it did to the server.
+	offered := map[string]bool{}
+	for _, st := range r.steps {
+		if st.Step != StepUpstream || st.Server != server || offered[st.Command] {
+			continue
+		}
+		offered[st.Command] = true
+		command := st.Command
+		if uri, ok := strings.CutPrefix(command, "resources/read "); ok {
+			srv.AddResource(&sdk.Resource{URI: uri, Name: uri}, func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+				var res sdk.ReadResourceResult
+				return &res, r.next(server, command, req.Params, &res)
+			})
+		}
+		if name, ok := strings.CutPrefix(command, "prompts/get "); ok {
+			srv.AddPrompt(&sdk.Prompt{Name: name}, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+				var res sdk.GetPromptResult
+				return &res, r.next(server, command, req.Params, &res)
+			})
+		}
+	}
 	ct, st := sdk.NewInMemoryTransports()
 	if _, err := srv.Connect(ctx, st, nil); err != nil {
 		return nil, err
@@ -77,20 +101,48 @@ func addRecordedTool(srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error
 	return nil
 }
 
-func (r *RecordedUpstreams) answer(server, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+// next decodes into res the next recorded answer of server to command
+// (resources/read URI, prompts/get NAME), whose params must be the
+// recorded ones.
+func (r *RecordedUpstreams) next(server, command string, params any, res any) error {
+	got, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	st, err := r.take(server, command, got, command+" ")
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(st.Result, res); err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the recorded answer does not decode: " + err.Error()}
+	}
+	return nil
+}
+
+// take pops the next recorded step of server's command, noting drift when
+// there is none left or its params differ from got.
+func (r *RecordedUpstreams) take(server, command string, got json.RawMessage, label string) (*Step, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := server + "/" + tool
+	k := server + "/" + command
 	if len(r.queue[k]) == 0 {
-		r.drift = append(r.drift, Drift{Step: -1, Label: "upstream " + k, Got: fmt.Sprintf("the bridge called %s's tool %s more often than the recording did", server, tool)})
+		r.drift = append(r.drift, Drift{Step: -1, Label: "upstream " + k, Got: fmt.Sprintf("the bridge asked %s for %s more often than the recording did", server, command)})
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the recording has no more answers for " + k}
 	}
 	i := r.queue[k][0]
 	r.queue[k] = r.queue[k][1:]
 	st := &r.steps[i]
-	if !sameJSON(args, st.Params) {
-		r.drift = append(r.drift, Drift{Step: i, Label: "upstream " + k, Event: 1, Want: "tools/call " + tool + " " + string(st.Params), Got: "tools/call " + tool + " " + string(args)})
+	if !sameJSON(got, st.Params) {
+		r.drift = append(r.drift, Drift{Step: i, Label: "upstream " + k, Event: 1, Want: label + string(st.Params), Got: label + string(got)})
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the arguments differ from the recording"}
+	}
+	return st, nil
+}
+
+func (r *RecordedUpstreams) answer(server, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	st, err := r.take(server, tool, args, "tools/call "+tool+" ")
+	if err != nil {
+		return nil, err
 	}
 	var e struct {
 		Error *struct {
