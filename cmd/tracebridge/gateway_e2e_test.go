@@ -199,6 +199,21 @@ args = [%q, %q]
 			if out, err := redrive.CombinedOutput(); err != nil || !strings.Contains(string(out), "no drift") {
 				t.Fatalf("re-drive of the third-party session: %v\n%.3000s", err, out)
 			}
+			// The recording says the bridge asked the prompt for Paris: the
+			// re-drive asks for Lyon, and says so.
+			var mutated []string
+			for _, l := range strings.Split(string(export), "\n") {
+				if strings.Contains(l, `"step":"upstream"`) && strings.Contains(l, "prompts/get") {
+					l = strings.Replace(l, "Lyon", "Paris", 1)
+				}
+				mutated = append(mutated, l)
+			}
+			os.WriteFile(file, []byte(strings.Join(mutated, "\n")), 0o600)
+			redrive = exec.Command(tbBin, "session", "replay", file)
+			redrive.Env = append(os.Environ(), "PATH=")
+			if out, err := redrive.CombinedOutput(); err == nil || !strings.Contains(string(out), `expected prompts/get args-prompt {"arguments":{"city":"Paris"}`) {
+				t.Fatalf("a mutated upstream request does not drift readably: %v\n%.3000s", err, out)
+			}
 			artifacts := t.TempDir()
 			if out, err := exec.Command(tbBin, "--data", data, "replay", req.String(), "--artifacts", artifacts).CombinedOutput(); err != nil {
 				t.Fatalf("replay --artifacts: %v\n%s", err, out)

@@ -109,6 +109,13 @@ func (r *RecordedUpstreams) next(server, command string, params any, res any) er
 	if err != nil {
 		return err
 	}
+	// _meta is the protocol's (the client's version, capabilities, a
+	// progress token), not the request's: the recording has none.
+	var m map[string]json.RawMessage
+	if json.Unmarshal(got, &m) == nil {
+		delete(m, "_meta")
+		got, _ = json.Marshal(m)
+	}
 	st, err := r.take(server, command, got, command+" ")
 	if err != nil {
 		return err
