@@ -367,10 +367,10 @@ func (s *Server) beforeList(next sdk.MethodHandler) sdk.MethodHandler {
 func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	c := &connState{rec: s.opts.Emitter, log: s.opts.Logger, session: s.opts.Emitter.NewID(), codeOf: s.codeOf,
 		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}}
-	started := events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK}
-	if s.opts.Config != "" {
-		started.Attrs = events.AttrsOf(map[string]string{"config": s.opts.Config})
-	}
+	// The configuration in force, whole (a payload when long; "" for the
+	// defaults): what a session export re-drives with.
+	started := events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK,
+		Attrs: events.AttrsOf(map[string]string{"config": s.opts.Config})}
 	s.opts.Emitter.Emit(started)
 	out := &lockedWriter{w: w}
 	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })

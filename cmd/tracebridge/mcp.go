@@ -240,7 +240,7 @@ func (m *Main) watchConfig(ctx context.Context, flagPath string, x *executor.Exe
 		x.Reload(cfg, err)
 		b, _ := os.ReadFile(path)
 		sum := sha256.Sum256(b)
-		e := events.Event{Kind: events.KindConfigLoaded, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"path": path, "sha256": hex.EncodeToString(sum[:])})}
+		e := events.Event{Kind: events.KindConfigLoaded, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"path": path, "sha256": hex.EncodeToString(sum[:]), "config": string(b)})}
 		if err != nil {
 			e.Outcome, e.Code = events.OutcomeOf(events.CodeConfigInvalid), events.CodeConfigInvalid
 			e.Attrs.Set("error", err.Error())

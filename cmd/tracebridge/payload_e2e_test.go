@@ -15,7 +15,8 @@ import (
 // Upstream answers of 1 KiB, 64 KiB, 1 MiB and 8 MiB pass whole through
 // the real bridge, are kept whole in the log (redacted: a secret inside
 // them is nowhere in the data dir), verify, export into a session file that
-// holds them whole, and re-drive offline with no drift.
+// holds them whole with the configuration the session ran with (not
+// today's), and re-drive offline with no drift.
 func TestLargeAnswersAreRecordedWholeAndRedriven(t *testing.T) {
 	long(t)
 	dir := t.TempDir()
@@ -55,12 +56,21 @@ func TestLargeAnswersAreRecordedWholeAndRedriven(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "ok:") {
 		t.Fatalf("verify: %v\n%s", err, out)
 	}
+	// Today's configuration is another one: the export takes the one the
+	// bridge recorded when the session started.
+	cfgFile := strings.TrimPrefix(cfg, "TRACEBRIDGE_CONFIG=")
+	os.WriteFile(cfgFile, []byte("# today's configuration: no servers\n"), 0o600)
 	file := filepath.Join(dir, "large.jsonl")
-	if out, err := exec.Command(tbBin, "--data", data, "session", "export", sid.String(), "-o", file).CombinedOutput(); err != nil {
+	export := exec.Command(tbBin, "--data", data, "session", "export", sid.String(), "-o", file)
+	export.Env = append(os.Environ(), cfg)
+	if out, err := export.CombinedOutput(); err != nil {
 		tl, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "100", "--json").CombinedOutput()
 		t.Fatalf("export: %v\n%s\n%s", err, out, tl)
 	}
 	recording, _ := os.ReadFile(file)
+	if !bytes.Contains(recording, []byte("TB_FAULT_CANARY")) || bytes.Contains(recording, []byte("today's configuration")) {
+		t.Fatal("the session file does not hold the configuration the session ran with")
+	}
 	if len(recording) < 8<<20 || bytes.Contains(recording, []byte("PAYLOAD:sha256")) || bytes.Contains(recording, []byte("TRUNCATED")) {
 		t.Fatalf("the session file (%d bytes) does not hold the answers whole", len(recording))
 	}

@@ -130,7 +130,7 @@ func runSessionList(ctx context.Context, m *Main, args []string) error {
 func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("session export")
 	out := fs.String("o", "", "write the session to `FILE` (.jsonl; - for stdout)")
-	cfgPath := fs.String("config", "", "the tracebridge.toml `FILE` the session ran with (default: as `tracebridge mcp` finds it)")
+	cfgPath := fs.String("config", "", "re-drive with the tracebridge.toml `FILE` (default: the configuration the bridge recorded when the session started)")
 	name := fs.String("name", "", "the session's name in the file (default: the file's base name)")
 	if err := m.parse(fs, sessionUsage, args); err != nil {
 		return err
@@ -145,7 +145,12 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfgText, err := m.configText(*cfgPath)
+	var cfgText, today string
+	if *cfgPath != "" {
+		cfgText, err = m.configText(*cfgPath)
+	} else {
+		today, err = m.configText("") // for a log that predates the recorded configuration
+	}
 	if err != nil {
 		return err
 	}
@@ -158,7 +163,7 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	in.Config, in.Version = cfgText, Version
+	in.Config, in.TodayConfig, in.Version = cfgText, today, Version
 	in.Name = *name
 	if in.Name == "" {
 		in.Name = strings.TrimSuffix(filepath.Base(*out), filepath.Ext(*out))

@@ -21,8 +21,12 @@ type ExportInput struct {
 	// order; Notifications are the session's events without a request.
 	Runs          [][]events.Event
 	Notifications []events.Event
-	Config        string
-	Version       string
+	// Config is the configuration to re-drive with when the operator names
+	// one; "" takes the one the bridge recorded when the session started,
+	// else TodayConfig (a log older than that record).
+	Config      string
+	TodayConfig string
+	Version     string
 	// Pins are the pinned descriptors of upstream tools (the pins view):
 	// the session file keeps those of the servers it called.
 	Pins []projections.Pin
@@ -51,13 +55,18 @@ func Export(in ExportInput) (*Session, error) {
 	sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
 	s := &Session{Header: SessionHeader{Name: in.Name, SessionID: in.Session, Config: in.Config, Tracebridge: in.Version}}
 	if s.Header.Config == "" {
-		// The configuration the bridge recorded when the session started.
+		// The configuration the bridge recorded when the session started,
+		// not today's.
+		recorded := false
 		for i := range in.Notifications {
 			if e := &in.Notifications[i]; e.Kind == events.KindMCPSessionStarted {
-				s.Header.Config = e.Attrs.Get("config")
+				s.Header.Config, recorded = e.Attrs.Lookup("config")
 			}
 		}
-		if strings.Contains(s.Header.Config, "[REDACTED") || strings.Contains(s.Header.Config, "[TRUNCATED") {
+		if !recorded {
+			s.Header.Config = in.TodayConfig
+		}
+		if strings.Contains(s.Header.Config, "[REDACTED") || strings.Contains(s.Header.Config, "[TRUNCATED") || strings.Contains(s.Header.Config, "[PAYLOAD:") {
 			return nil, fmt.Errorf("session %s: the recorded configuration was redacted or cut in the log; export with --config FILE", in.Session)
 		}
 	}
