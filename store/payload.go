@@ -53,6 +53,29 @@ func (s *Store) Payload(_ context.Context, sum events.Hash) (string, error) {
 	return p, err
 }
 
+// PayloadPart returns up to n bytes of the payload whose SHA-256 is sum,
+// from byte off, and the payload's size: a reader that takes a long payload
+// in parts copies only the part.
+func (s *Store) PayloadPart(sum events.Hash, off, n int) (part []byte, size int, err error) {
+	err = s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPayloads)
+		var v []byte
+		if b != nil {
+			v = b.Get(sum[:])
+		}
+		if v == nil {
+			return fmt.Errorf("payload %s: %w", sum, events.ErrNoPayload)
+		}
+		size = len(v)
+		if off < 0 || off > size || n < 0 {
+			return fmt.Errorf("payload %s: part at %d of %d bytes", sum, off, size)
+		}
+		part = append([]byte(nil), v[off:min(size, off+n)]...)
+		return nil
+	})
+	return part, size, err
+}
+
 // putPayloads writes the payloads of batch in tx.
 func putPayloads(tx *bolt.Tx, batch []*appendReq) error {
 	var b *bolt.Bucket

@@ -24,13 +24,14 @@ func runLoadgen(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&cfg.Events, "events", 12, "events per request")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "requests in flight at once")
 	fs.IntVar(&cfg.AttrBytes, "attr-bytes", 64, "payload bytes per event")
+	fs.IntVar(&cfg.AnswerBytes, "answer-bytes", 0, "the bytes of each request's pipe answer (over 4 KiB: a payload of its own, kept in the payload store)")
 	acks := fs.Bool("acks", false, "print each event id once it is durable, one per line, on stdout")
 	yes := fs.Bool("yes", false, "append to a data dir that already holds MCP sessions (a user's evidence)")
-	if err := m.parse(fs, "loadgen [--requests N] [--events N] [--concurrency N] [--attr-bytes N] [--acks]\n\nAppends synthetic requests (each a chain of boundary events followed by a\nflush) through the same path a bridge uses, and reports durable events/s and\nflush latency on stderr. Becomes the hub when none runs.", args); err != nil {
+	if err := m.parse(fs, "loadgen [--requests N] [--events N] [--concurrency N] [--attr-bytes N] [--answer-bytes N] [--acks]\n\nAppends synthetic requests (each a chain of boundary events followed by a\nflush) through the same path a bridge uses, and reports durable events/s and\nflush latency on stderr. Becomes the hub when none runs.", args); err != nil {
 		return err
 	}
-	if cfg.Events <= 0 || cfg.Concurrency <= 0 || cfg.Requests < 0 || cfg.AttrBytes < 0 {
-		return usageError{"--events and --concurrency must be positive, --requests and --attr-bytes not negative"}
+	if cfg.Events <= 0 || cfg.Concurrency <= 0 || cfg.Requests < 0 || cfg.AttrBytes < 0 || cfg.AnswerBytes < 0 {
+		return usageError{"--events and --concurrency must be positive, --requests, --attr-bytes and --answer-bytes not negative"}
 	}
 	node, err := m.open(ctx, hub.Elect, "loadgen")
 	if err != nil {
@@ -76,7 +77,7 @@ func runLoadgen(ctx context.Context, m *Main, args []string) error {
 
 // loadConfig shapes a synthetic load.
 type loadConfig struct {
-	Requests, Events, Concurrency, AttrBytes int
+	Requests, Events, Concurrency, AttrBytes, AnswerBytes int
 	// Acked, when set, is called with a request's id and event ids after
 	// its Flush returned nil.
 	Acked func(req events.ID, ids []events.ID)
@@ -133,10 +134,12 @@ func loadgen(ctx context.Context, em *events.Emitter, cfg loadConfig) (loadResul
 				}
 				req, sess := em.NewID(), em.NewID()
 				for i := range ids {
-					ids[i] = em.Emit(events.Event{
-						Kind: requestChain[i%len(requestChain)], RequestID: req, SessionID: sess, Outcome: events.OK,
-						Attrs: events.AttrsOf(map[string]string{"tool": "loadgen", "step": fmt.Sprint(i), "pad": pad}),
-					})
+					kind := requestChain[i%len(requestChain)]
+					a := map[string]string{"tool": "loadgen", "step": fmt.Sprint(i), "pad": pad}
+					if kind == events.KindPipeResponseReceived && cfg.AnswerBytes > 0 {
+						a["answer"] = answerOf(req, cfg.AnswerBytes) // distinct per request: a new payload each time
+					}
+					ids[i] = em.Emit(events.Event{Kind: kind, RequestID: req, SessionID: sess, Outcome: events.OK, Attrs: events.AttrsOf(a)})
 				}
 				t0 := time.Now()
 				if err := em.Flush(ctx, req); err != nil {
@@ -181,4 +184,10 @@ func (l *lockedWriter) ack(_ events.ID, ids []events.ID) {
 		io.WriteString(l.w, id.String()+"\n")
 	}
 	l.w.Flush()
+}
+
+// answerOf is a synthetic answer of n bytes that starts with req.
+func answerOf(req events.ID, n int) string {
+	s := req.String() + " "
+	return s + strings.Repeat("a", max(0, n-len(s)))
 }

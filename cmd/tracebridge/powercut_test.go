@@ -97,7 +97,7 @@ func powerCutLoop(t *testing.T, bin string, cuts int, seed uint64) cutReport {
 	for i := 1; i <= cuts; i++ {
 		mnt := filepath.Join(base, fmt.Sprintf("mnt-%d", i))
 		pfs := mountPowerCut(t, img, mnt)
-		p := start(t, bin, mnt, "loadgen", "--requests", "0", "--concurrency", "8", "--events", "12", "--acks")
+		p := start(t, bin, mnt, "loadgen", "--requests", "0", "--concurrency", "8", "--events", "12", "--answer-bytes", "6000", "--acks")
 		select {
 		case <-p.first:
 		case <-p.eof:
@@ -244,7 +244,7 @@ func TestPowerCutCatchesAStoreWithoutFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := rand.Uint64()
-	lost, acked := crashLoop(t, bin, 25, seed)
+	lost, acked := crashLoop(t, bin, 25, seed, false)
 	if len(lost) > 0 {
 		t.Fatalf("seed %d: kill -9 lost %d of %d events of the no-fsync build; it should not see the difference (the page cache survives a process)", seed, len(lost), acked)
 	}

@@ -46,6 +46,7 @@ type Hub struct {
 	checkpointFailing bool // touched by the background loop, then by Close after it ends
 
 	proj     *projections.Projector
+	uploads  uploads // long payloads arriving in parts (payload.go)
 	projWake chan struct{}
 	projDone chan struct{}
 
@@ -103,8 +104,8 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 		Authorization: hex.EncodeToString(token),
 		NoSigs:        true, // else SIGTERM calls os.Exit and skips the final commit
 		NoLog:         true,
-		HTTPPort:      0,          // no monitoring port
-		MaxPayload:    maxMessage, // a whole payload in one message (payload.go)
+		HTTPPort:      0,       // no monitoring port
+		MaxPayload:    1 << 20, // long payloads travel in parts (payload.go)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hub: nats: %w", err)
@@ -125,7 +126,7 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 		return nil, fmt.Errorf("hub: connect in-process: %w", err)
 	}
 	publish.Store(h)
-	for subj, fn := range map[string]nats.MsgHandler{subjAppend: h.serveAppend, subjQuery: h.serveQuery, subjPayloadPut: h.servePayloads} {
+	for subj, fn := range map[string]nats.MsgHandler{subjAppend: h.serveAppend, subjQuery: h.serveQuery, subjPayloadPut: h.servePayloads, subjPayloadPart: h.servePart} {
 		sub, err := h.nc.Subscribe(subj, h.bounded(fn))
 		if err != nil {
 			h.shutdownNATS()

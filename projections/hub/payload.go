@@ -2,31 +2,48 @@ package hub
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/tracebridge/tracebridge/events"
 )
 
-// Payloads travel to and from the hub whole, one request each way:
+// Payloads travel to and from the hub in messages under the bus's 1 MiB
+// cap (NATS advises against large messages; a big one would hold the
+// connection others append on):
 //
-//	tb.payload       frame: uvarint n | (uvarint len | bytes)* → {} once durable
-//	tb.q.payload     {"sha256"} → the payload's bytes
-//
-// The embedded server takes messages of up to maxMessage bytes, so a payload
-// of up to MaxPayloadLimit travels in one.
+//	tb.payload       frame of whole payloads of up to partSize bytes:
+//	                 uvarint n | (uvarint len | bytes)* → {} once durable
+//	tb.payload.part  one part of a longer payload, in order, headers Tb-Sum
+//	                 (its SHA-256), Tb-Size, Tb-Offset, Tb-Upload (the
+//	                 sender's, so two senders of one payload never mix) → {};
+//	                 the last part's reply comes once the payload is durable
+//	tb.q.payload     {"sha256","offset"} → up to partSize bytes from offset,
+//	                 header Tb-Size (the payload's size)
 const (
-	subjPayloadPut = "tb.payload"
-	subjPayload    = "tb.q.payload"
-	maxMessage     = 64 << 20
-	// MaxPayloadLimit is the largest payload limit a process may set: one
-	// payload and its framing fit one bus message.
+	subjPayloadPut  = "tb.payload"
+	subjPayloadPart = "tb.payload.part"
+	subjPayload     = "tb.q.payload"
+	partSize        = 512 << 10
+	maxPutFrame     = 900 << 10
+	// MaxPayloadLimit is the largest payload limit a process may set.
 	MaxPayloadLimit = 48 << 20
-	maxPutFrame     = maxMessage - 1<<20
+	// maxUploading bounds the parts a hub holds for payloads not yet whole;
+	// an upload idle for uploadIdle is dropped (its sender starts again).
+	maxUploading = 128 << 20
+	uploadIdle   = time.Minute
+	hdrSum       = "Tb-Sum"
+	hdrSize      = "Tb-Size"
+	hdrOffset    = "Tb-Offset"
+	hdrUpload    = "Tb-Upload"
 )
 
 var (
@@ -36,6 +53,7 @@ var (
 
 type payloadQuery struct {
 	SHA256 events.Hash `json:"sha256"`
+	Offset int         `json:"offset,omitempty"`
 }
 
 // KeepsPayloads reports whether this node's log keeps payloads whole. A node
@@ -47,6 +65,11 @@ func (n *Node) KeepsPayloads() bool { return n.opts.Cluster == nil }
 func (n *Node) PutPayloads(ctx context.Context, ps []string) error {
 	if !n.KeepsPayloads() {
 		return &events.RejectedError{Code: events.CodeLogUnavailable, Message: "payloads are not kept on a cluster"}
+	}
+	for _, p := range ps {
+		if len(p) > MaxPayloadLimit {
+			return &events.RejectedError{Code: events.CodeTooLarge, Message: fmt.Sprintf("a payload of %d bytes: the log keeps at most %d", len(p), MaxPayloadLimit)}
+		}
 	}
 	b, err := n.link(ctx)
 	if err != nil {
@@ -68,32 +91,91 @@ func (l *local) payload(ctx context.Context, sum events.Hash) (string, error) {
 	return l.st.Payload(ctx, sum)
 }
 
-// putPayloads sends ps in frames under the bus's message cap.
+// putPayloads sends the short payloads of ps in frames under the bus cap,
+// and each long one in parts.
 func (r *remote) putPayloads(ctx context.Context, ps []string) error {
-	for start := 0; start < len(ps); {
-		end, size := start, 0
-		for end < len(ps) && (end == start || size+len(ps[end])+binary.MaxVarintLen64 <= maxPutFrame) {
-			size += len(ps[end]) + binary.MaxVarintLen64
-			end++
+	var short []string
+	size := 0
+	flush := func() error {
+		if len(short) == 0 {
+			return nil
 		}
-		if _, err := r.request(ctx, subjPayloadPut, encodePayloads(ps[start:end]), r.timeout); err != nil {
+		_, err := r.request(ctx, subjPayloadPut, encodePayloads(short), r.timeout)
+		short, size = short[:0], 0
+		return err
+	}
+	for _, p := range ps {
+		if len(p) > partSize {
+			if err := r.putParts(ctx, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if size+len(p)+binary.MaxVarintLen64 > maxPutFrame {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		short = append(short, p)
+		size += len(p) + binary.MaxVarintLen64
+	}
+	return flush()
+}
+
+func (r *remote) putParts(ctx context.Context, p string) error {
+	sum := sha256.Sum256([]byte(p))
+	id := events.NewID().String()
+	for off := 0; off < len(p); off += partSize {
+		m := nats.NewMsg(subjPayloadPart)
+		m.Header.Set(hdrUpload, id)
+		m.Header.Set(hdrSum, hex.EncodeToString(sum[:]))
+		m.Header.Set(hdrSize, strconv.Itoa(len(p)))
+		m.Header.Set(hdrOffset, strconv.Itoa(off))
+		m.Data = []byte(p[off:min(len(p), off+partSize)])
+		rctx, cancel := context.WithTimeout(ctx, r.timeout)
+		reply, err := r.nc.RequestMsgWithContext(rctx, m)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: %w", subjPayloadPart, ctx.Err())
+			}
+			r.nc.Close()
+			return fmt.Errorf("%w: %s: %v", ErrHubUnavailable, subjPayloadPart, err)
+		}
+		if err := replyError(reply); err != nil {
+			var rej *events.RejectedError
+			if errors.As(err, &rej) && rej.Code == events.CodeHubUnavailable {
+				return fmt.Errorf("%w: %s", ErrHubUnavailable, rej.Message) // busy, or the upload was dropped: the emitter sends again
+			}
 			return err
 		}
-		start = end
 	}
 	return nil
 }
 
 func (r *remote) payload(ctx context.Context, sum events.Hash) (string, error) {
-	m, err := r.queryJSON(ctx, subjPayload, payloadQuery{SHA256: sum}, r.timeout)
-	if err != nil {
-		var rej *events.RejectedError
-		if errors.As(err, &rej) && rej.Code == events.CodePayloadMissing {
-			return "", fmt.Errorf("%s: %w", rej.Message, events.ErrNoPayload)
+	var out []byte
+	for {
+		m, err := r.queryJSON(ctx, subjPayload, payloadQuery{SHA256: sum, Offset: len(out)}, r.timeout)
+		if err != nil {
+			var rej *events.RejectedError
+			if errors.As(err, &rej) && rej.Code == events.CodePayloadMissing {
+				return "", fmt.Errorf("%s: %w", rej.Message, events.ErrNoPayload)
+			}
+			return "", err
 		}
-		return "", err
+		size, err := strconv.Atoi(m.Header.Get(hdrSize))
+		if err != nil || size > MaxPayloadLimit || len(out)+len(m.Data) > size || (len(m.Data) == 0 && len(out) < size) {
+			return "", fmt.Errorf("payload %s: a bad part from the hub (%d bytes at %d of %q)", sum, len(m.Data), len(out), m.Header.Get(hdrSize))
+		}
+		if out == nil {
+			out = make([]byte, 0, size)
+		}
+		out = append(out, m.Data...)
+		if len(out) == size {
+			return string(out), nil
+		}
 	}
-	return string(m.Data), nil
 }
 
 // servePayloads stores one frame of payloads and replies once durable.
@@ -106,6 +188,10 @@ func (h *Hub) servePayloads(m *nats.Msg) {
 		h.reject(m, events.CodeMalformedAppend, err)
 		return
 	}
+	h.storePayloads(m, ps)
+}
+
+func (h *Hub) storePayloads(m *nats.Msg, ps []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := h.st.PutPayloads(ctx, ps); err != nil {
@@ -115,21 +201,94 @@ func (h *Hub) servePayloads(m *nats.Msg) {
 	h.respond(m, jsonMsg(struct{}{}))
 }
 
-// queryPayload answers tb.q.payload.
+// uploads holds the parts of long payloads until each is whole.
+type uploads struct {
+	mu    sync.Mutex
+	held  int
+	byKey map[string]*upload
+}
+
+type upload struct {
+	buf  []byte
+	size int
+	last time.Time
+}
+
+// servePart takes one part of a long payload; the last one stores it.
+func (h *Hub) servePart(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	sumText, id := m.Header.Get(hdrSum), m.Header.Get(hdrUpload)
+	key := sumText + "/" + id
+	size, err1 := strconv.Atoi(m.Header.Get(hdrSize))
+	off, err2 := strconv.Atoi(m.Header.Get(hdrOffset))
+	if len(sumText) != 64 || id == "" || len(id) > 64 || err1 != nil || err2 != nil || size <= 0 || size > MaxPayloadLimit || off < 0 || off+len(m.Data) > size || len(m.Data) == 0 {
+		h.reject(m, events.CodeMalformedAppend, fmt.Errorf("payload part: sum %q, upload %q, size %q, offset %q, %d bytes", sumText, id, m.Header.Get(hdrSize), m.Header.Get(hdrOffset), len(m.Data)))
+		return
+	}
+	u := &h.uploads
+	u.mu.Lock()
+	now := time.Now()
+	for k, up := range u.byKey {
+		if now.Sub(up.last) > uploadIdle {
+			u.held -= cap(up.buf)
+			delete(u.byKey, k)
+		}
+	}
+	up := u.byKey[key]
+	switch {
+	case up == nil && off != 0, up != nil && (off != len(up.buf) || size != up.size):
+		u.mu.Unlock()
+		h.respond(m, errorMsg(events.CodeHubUnavailable, fmt.Errorf("payload %s…: part at %d is out of order (the upload was dropped?); send the payload again from its start", sumText[:12], off)))
+		return
+	case up == nil && u.held+size > maxUploading:
+		u.mu.Unlock()
+		h.respond(m, errorMsg(events.CodeHubUnavailable, fmt.Errorf("the hub holds %d bytes of payloads being sent; try again", u.held)))
+		return
+	case up == nil:
+		if u.byKey == nil {
+			u.byKey = map[string]*upload{}
+		}
+		up = &upload{buf: make([]byte, 0, size), size: size}
+		u.byKey[key] = up
+		u.held += size
+	}
+	up.buf = append(up.buf, m.Data...)
+	up.last = now
+	whole := len(up.buf) == up.size
+	if whole {
+		u.held -= cap(up.buf)
+		delete(u.byKey, key)
+	}
+	u.mu.Unlock()
+	if !whole {
+		h.respond(m, jsonMsg(struct{}{}))
+		return
+	}
+	if sum := sha256.Sum256(up.buf); hex.EncodeToString(sum[:]) != sumText {
+		h.reject(m, events.CodeMalformedAppend, fmt.Errorf("payload %s…: its parts do not hash to it", sumText[:12]))
+		return
+	}
+	h.storePayloads(m, []string{string(up.buf)})
+}
+
+// queryPayload answers tb.q.payload with one part of a payload.
 func (h *Hub) queryPayload(data []byte) (*nats.Msg, error) {
 	var q payloadQuery
 	if err := json.Unmarshal(data, &q); err != nil {
 		return nil, &events.RejectedError{Code: events.CodeMalformedAppend, Message: "query " + subjPayload + ": " + err.Error()}
 	}
-	p, err := h.st.Payload(context.Background(), q.SHA256)
+	part, size, err := h.st.PayloadPart(q.SHA256, q.Offset, partSize)
 	if errors.Is(err, events.ErrNoPayload) {
 		return nil, &events.RejectedError{Code: events.CodePayloadMissing, Message: err.Error()}
 	}
 	if err != nil {
-		return nil, err
+		return nil, &events.RejectedError{Code: events.CodeMalformedAppend, Message: err.Error()}
 	}
 	out := nats.NewMsg("")
-	out.Data = []byte(p)
+	out.Header.Set(hdrSize, strconv.Itoa(size))
+	out.Data = part
 	return out, nil
 }
 

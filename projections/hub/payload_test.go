@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/tracebridge/tracebridge/events"
 )
@@ -78,4 +81,57 @@ func FuzzDecodePayloads(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// Bad payload parts on the bus get coded answers and store nothing: a part
+// out of order (or of an upload the hub dropped) is HubUnavailable, which
+// the sender takes as "send again"; parts that do not hash to the sum they
+// claim, or headers that lie, are MalformedAppend.
+func TestBadPayloadPartsGetCodedErrors(t *testing.T) {
+	dir := newDir(t)
+	a := open(t, dir, Elect)
+	info, err := dir.readInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(info.URL, nats.Token(info.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sum := strings.Repeat("ab", 32)
+	part := func(upload, size, off string, data []byte) events.Code {
+		m := nats.NewMsg(subjPayloadPart)
+		m.Header.Set(hdrSum, sum)
+		m.Header.Set(hdrUpload, upload)
+		m.Header.Set(hdrSize, size)
+		m.Header.Set(hdrOffset, off)
+		m.Data = data
+		r, err := nc.RequestMsg(m, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return events.Code(r.Header.Get(hdrCode))
+	}
+	for _, tc := range []struct {
+		name              string
+		upload, size, off string
+		data              []byte
+		want              events.Code
+	}{
+		{"out of order", "u1", "10", "5", []byte("12345"), events.CodeHubUnavailable},
+		{"past its size", "u2", "4", "0", []byte("12345"), events.CodeMalformedAppend},
+		{"no upload id", "", "5", "0", []byte("12345"), events.CodeMalformedAppend},
+		{"size over the limit", "u3", "999999999", "0", []byte("1"), events.CodeMalformedAppend},
+		{"does not hash to its sum", "u4", "5", "0", []byte("12345"), events.CodeMalformedAppend},
+	} {
+		if got := part(tc.upload, tc.size, tc.off, tc.data); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	var h events.Hash
+	h.UnmarshalText([]byte(sum))
+	if _, err := a.Payload(context.Background(), h); !errors.Is(err, events.ErrNoPayload) {
+		t.Fatalf("a payload was stored from bad parts: %v", err)
+	}
 }
