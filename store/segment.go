@@ -36,6 +36,10 @@ type Segment struct {
 	Hash       events.Hash `json:"hash"` // the last record's hash
 	SHA256     string      `json:"sha256"`
 	Checkpoint Checkpoint  `json:"checkpoint"`
+	// Payloads names the file of the payloads the segment's events refer
+	// to, with its SHA-256; "" when they refer to none.
+	Payloads       string `json:"payloads,omitempty"`
+	PayloadsSHA256 string `json:"payloadsSha256,omitempty"`
 }
 
 // Manifest lists an archive's segments in seq order.
@@ -99,11 +103,17 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 	}
 	seg := Segment{First: anchor.Seq + 1, Last: upTo, Prev: anchor.Hash}
 	seg.File = fmt.Sprintf("segment-%012d-%012d.tbseg", seg.First, seg.Last)
-	sum, last, err := s.writeSegment(filepath.Join(dir, seg.File), seg.First, upTo, anchor.Hash)
+	sum, last, refs, err := s.writeSegment(filepath.Join(dir, seg.File), seg.First, upTo, anchor.Hash)
 	if err != nil {
 		return Segment{}, err
 	}
 	seg.SHA256, seg.Hash = sum, last
+	if len(refs) > 0 {
+		seg.Payloads = fmt.Sprintf("payloads-%012d-%012d.tbpay", seg.First, seg.Last)
+		if seg.PayloadsSHA256, err = s.writePayloads(filepath.Join(dir, seg.Payloads), refs); err != nil {
+			return Segment{}, err
+		}
+	}
 	seg.Checkpoint = SignAt(key, upTo, last, now)
 	step("segment")
 	m, err := ReadManifest(dir)
@@ -134,12 +144,13 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 }
 
 // writeSegment writes records first..last (which must follow prev) to path
-// durably and returns the file's SHA-256 and the last record's hash.
-func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) (string, events.Hash, error) {
+// durably and returns the file's SHA-256, the last record's hash and the
+// payloads the records refer to.
+func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) (_ string, _ events.Hash, refs []events.Hash, err error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		return "", prev, err
+		return "", prev, nil, err
 	}
 	defer os.Remove(tmp)
 	h := sha256.New()
@@ -151,11 +162,11 @@ func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) 
 		recs, after, err := s.RangeRecords(next, 4096, 16<<20)
 		if err != nil {
 			f.Close()
-			return "", prev, err
+			return "", prev, nil, err
 		}
 		if len(recs) == 0 {
 			f.Close()
-			return "", prev, fmt.Errorf("seq %d is missing from the store", next)
+			return "", prev, nil, fmt.Errorf("seq %d is missing from the store", next)
 		}
 		for _, rec := range recs {
 			if next > last {
@@ -164,8 +175,14 @@ func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) 
 			body, p, own, err := events.SplitRecord(rec)
 			if err != nil || p != hash || events.ChainHash(p, body) != own {
 				f.Close()
-				return "", prev, fmt.Errorf("seq %d does not verify; run `tracebridge verify` before archiving", next)
+				return "", prev, nil, fmt.Errorf("seq %d does not verify; run `tracebridge verify` before archiving", next)
 			}
+			r, err := refsOf(rec)
+			if err != nil {
+				f.Close()
+				return "", prev, nil, fmt.Errorf("seq %d: %w", next, err)
+			}
+			refs = append(refs, r...)
 			var n [binary.MaxVarintLen64]byte
 			zw.Write(n[:binary.PutUvarint(n[:], uint64(len(rec)))])
 			zw.Write(rec)
@@ -176,26 +193,26 @@ func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) 
 	}
 	if err := zw.Close(); err != nil {
 		f.Close()
-		return "", prev, err
+		return "", prev, nil, err
 	}
 	if err := bw.Flush(); err != nil {
 		f.Close()
-		return "", prev, err
+		return "", prev, nil, err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return "", prev, err
+		return "", prev, nil, err
 	}
 	if err := f.Close(); err != nil {
-		return "", prev, err
+		return "", prev, nil, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", prev, err
+		return "", prev, nil, err
 	}
 	if err := events.SyncDir(filepath.Dir(path)); err != nil {
-		return "", prev, err
+		return "", prev, nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), hash, nil
+	return hex.EncodeToString(h.Sum(nil)), hash, refs, nil
 }
 
 // removeUnlisted removes segment files the manifest does not list: the
@@ -205,8 +222,12 @@ func removeUnlisted(dir string, m Manifest) {
 	for _, seg := range m.Segments {
 		listed[seg.File] = true
 	}
+	for _, seg := range m.Segments {
+		listed[seg.Payloads] = true
+	}
 	files, _ := filepath.Glob(filepath.Join(dir, "segment-*.tbseg*"))
-	for _, f := range files {
+	more, _ := filepath.Glob(filepath.Join(dir, "payloads-*.tbpay*"))
+	for _, f := range append(files, more...) {
 		if !listed[filepath.Base(f)] {
 			os.Remove(f)
 		}

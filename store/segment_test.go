@@ -122,3 +122,56 @@ func TestArchivedRequestVerifiesFirst(t *testing.T) {
 	}
 
 }
+
+// A segment whose events refer to payloads carries them in its payload
+// file: the archive verifies on its own; a changed or missing payload file,
+// or a manifest that no longer lists it, is named.
+func TestArchiveCarriesPayloads(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	_, key, _ := ed25519.GenerateKey(nil)
+	pub := key.Public().(ed25519.PublicKey)
+	req := testIDs.New()
+	p := strings.Repeat("archived payload ", 500)
+	if err := s.PutPayloads(ctx, []string{p}); err != nil {
+		t.Fatal(err)
+	}
+	evs := []events.Event{ev(req, 1), ev(req, 2), ev(req, 3)}
+	evs[1].Attrs.Set("answer", events.PayloadRef(p))
+	if _, err := s.Append(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "archive")
+	seg, err := s.ArchiveTo(dir, 2, key, time.Now(), nil)
+	if err != nil || seg.Payloads == "" {
+		t.Fatalf("archive: %+v %v", seg, err)
+	}
+	if rep, err := s.VerifyArchive(dir, pub); err != nil || !rep.OK() {
+		t.Fatalf("archive with payloads: %v %v", rep, err)
+	}
+	file := filepath.Join(dir, seg.Payloads)
+	orig, _ := os.ReadFile(file)
+	manifest, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
+	for _, tc := range []struct {
+		name, want string
+		harm       func()
+	}{
+		{"changed", "does not have the SHA-256", func() {
+			b := bytes.Clone(orig)
+			b[len(b)/2] ^= 1
+			os.WriteFile(file, b, 0o600)
+		}},
+		{"missing", "the payloads of segment", func() { os.Remove(file) }},
+		{"unlisted", "which the archive does not hold whole", func() {
+			os.WriteFile(filepath.Join(dir, ManifestFile), bytes.Replace(manifest, []byte(`"payloads": "`+seg.Payloads+`"`), []byte(`"payloads": ""`), 1), 0o600)
+		}},
+	} {
+		tc.harm()
+		rep, err := s.VerifyArchive(dir, pub)
+		if err != nil || rep.OK() || !strings.Contains(rep.Problem, tc.want) {
+			t.Errorf("%s payload file: %v %v", tc.name, rep, err)
+		}
+		os.WriteFile(file, orig, 0o600)
+		os.WriteFile(filepath.Join(dir, ManifestFile), manifest, 0o600)
+	}
+}

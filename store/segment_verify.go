@@ -90,6 +90,19 @@ func walkArchive(dir string, trusted ed25519.PublicKey, fn func(rec []byte) erro
 		if seg.First != next || seg.Prev != prev {
 			return bad(next, "segment %s starts at seq %d after %d: a segment is missing or out of order", seg.File, seg.First, next-1)
 		}
+		var held map[events.Hash]int // the segment's payloads, by the hash each was found to have
+		if seg.Payloads != "" {
+			var psum string
+			held, psum, err = readPayloads(filepath.Join(dir, filepath.Base(seg.Payloads)))
+			switch {
+			case psum == "":
+				return bad(seg.First, "the payloads of segment %s: %v", seg.File, err)
+			case psum != seg.PayloadsSHA256:
+				return bad(seg.First, "%s does not have the SHA-256 the manifest names: it was changed", seg.Payloads)
+			case err != nil:
+				return bad(seg.First, "the payloads of segment %s: %v", seg.File, err)
+			}
+		}
 		var broken string
 		var recs [][]byte // the segment's records, handed to fn once it verified
 		sum, err := readSegment(filepath.Join(dir, filepath.Base(seg.File)), func(rec []byte) error {
@@ -106,6 +119,15 @@ func walkArchive(dir string, trusted ed25519.PublicKey, fn func(rec []byte) erro
 					broken = "prev hash does not match the record before"
 				} else if events.ChainHash(p, body) != own {
 					broken = "hash does not match the record's bytes"
+				} else if refs, err := refsOf(rec); err != nil {
+					broken = err.Error()
+				} else {
+					for _, sum := range refs {
+						if _, ok := held[sum]; !ok {
+							broken = fmt.Sprintf("the record refers to payload %s…, which the archive does not hold whole", sum.String()[:12])
+							break
+						}
+					}
 				}
 			}
 			if broken != "" {
