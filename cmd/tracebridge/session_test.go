@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/events"
 )
 
@@ -64,6 +66,14 @@ func (r *recording) decideOnly(t *testing.T, verb string) string {
 const everythingConfig = "[servers.everything]\ncommand = \"node\"\nargs = [\"testdata/upstreams/node_modules/@modelcontextprotocol/server-everything/dist/index.js\", \"stdio\"]\n"
 
 const filesystemConfig = approvalPrompt + "[policy]\ndeny = [\"fs__move_file\"]\n[servers.fs]\ncommand = \"node\"\nargs = [\"$FSJS\", \".\"]\ncwd = \"$WS\"\n"
+
+// stockConfig runs the stock npm servers of the upstream-stock scenario;
+// idle is listed and never called.
+const stockConfig = "[approval]\nmode = \"prompt\"\ntimeout = \"30s\"\n" +
+	"[servers.thinking]\ncommand = \"node\"\nargs = [\"testdata/upstreams/node_modules/@modelcontextprotocol/server-sequential-thinking/dist/index.js\"]\n" +
+	"[servers.memory]\ncommand = \"node\"\nargs = [\"testdata/upstreams/node_modules/@modelcontextprotocol/server-memory/dist/index.js\"]\nenv = { MEMORY_FILE_PATH = \"$WS/memory.jsonl\" }\n" +
+	"[servers.everything]\ncommand = \"node\"\nargs = [\"testdata/upstreams/node_modules/@modelcontextprotocol/server-everything/dist/index.js\", \"stdio\"]\n" +
+	"[servers.idle]\ncommand = \"node\"\nargs = [\"$FSJS\", \"$WS\"]\n"
 
 const approvalPrompt = "[approval]\nmode = \"prompt\"\ntimeout = \"30s\"\n[tools.regex_text_search]\napproval = \"always\"\n"
 
@@ -179,6 +189,34 @@ func sessionScenarios() []sessionScenario {
 				t.Fatalf("read_text_file: %s %s", code, textOf(res))
 			}
 		}},
+		{name: "upstream-stock", config: stockConfig, drive: func(t *testing.T, r *recording) {
+			// The stock npm servers people run: a 4.6 KB descriptor, an
+			// approved and a denied write, an answer over 4 KiB, a prompt,
+			// a resource, and a server listed but never called.
+			if _, _, code := r.b.call(t, "thinking__sequentialthinking", map[string]any{"thought": "Recorded sessions must re-drive.", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": false}); code != "" {
+				t.Fatalf("sequentialthinking: %s", code)
+			}
+			go r.answerApproval(t, "approve", "a note for the graph")
+			long := strings.Repeat("Every crossing is evidence. ", 200)
+			if _, _, code := r.b.call(t, "memory__create_entities", map[string]any{"entities": []any{map[string]any{"name": "tracebridge", "entityType": "project", "observations": []any{long}}}}); code != "" {
+				t.Fatalf("create_entities: %s", code)
+			}
+			go r.answerApproval(t, "deny", "keep the graph")
+			if _, _, code := r.b.call(t, "memory__delete_entities", map[string]any{"entityNames": []any{"tracebridge"}}); code != events.CodeApprovalDenied {
+				t.Fatalf("delete_entities: %s", code)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := r.b.session.GetPrompt(ctx, &sdk.GetPromptParams{Name: "everything__simple-prompt"}); err != nil {
+				t.Fatalf("prompts/get: %v", err)
+			}
+			if _, err := r.b.session.ReadResource(ctx, &sdk.ReadResourceParams{URI: "demo://resource/static/document/architecture.md"}); err != nil {
+				t.Fatalf("resources/read: %v", err)
+			}
+			if res, _, code := r.b.call(t, "memory__read_graph", map[string]any{}); code != "" || len(textOf(res)) < 4096 {
+				t.Fatalf("read_graph: %s, %d bytes", code, len(textOf(res)))
+			}
+		}},
 		{name: "discovered-tool", config: "[discovery]\ndirs = [\"$TOOLS\"]\n[policy]\ngrant = [\"text.search\", \"process.run\"]\n", drive: func(t *testing.T, r *recording) {
 			// A re-drive runs no process: it answers with the recorded result.
 			if res, _, code := r.b.call(t, "byte_count", map[string]any{"text": "abc"}); code != "" || !strings.Contains(textOf(res), `"bytes":14`) {
@@ -281,7 +319,7 @@ func toolOfLastCall(name string) string {
 		"proposal-drift": "propose_text_edit", "policy-denied": "regex_text_search", "approval-timeout": "regex_text_search",
 		"secret-unresolved": "regex_text_search", "host-missing": "get_selection", "review-modes": "present_review",
 		"approval-approved": "regex_text_search", "secret-redacted": "regex_text_search", "approval-denied": "regex_text_search", "trace-tools": "trace_diagram",
-		"upstream-everything": "everything__get-sum", "upstream-filesystem": "fs__read_text_file",
+		"upstream-everything": "everything__get-sum", "upstream-filesystem": "fs__read_text_file", "upstream-stock": "memory__read_graph",
 		"discovered-tool": "byte_count"}[name]
 }
 
