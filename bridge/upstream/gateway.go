@@ -65,9 +65,13 @@ type Options struct {
 	// limit and 1 MiB for the envelope, so every answer the log can keep
 	// whole can pass.
 	MaxFrame int
-	Version  string
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// OneAtATime starts servers one after another, in name order, rather
+	// than together: a session re-drive's evidence is then in one order
+	// on every run (its servers are recordings; nothing waits on a process).
+	OneAtATime bool
+	Version    string
+	Now        func() time.Time
+	Logger     *slog.Logger
 }
 
 // Gateway is every configured upstream.
@@ -144,14 +148,17 @@ func (g *Gateway) Ensure(ctx context.Context, req events.ID, method string) {
 		case s.live(ctx):
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		start := func() {
 			if _, err := s.session(ctx, req, events.ID{}); err != nil {
 				g.opts.Logger.Warn("upstream unavailable", "server", name, "err", err)
 				s.listFromPins(ctx)
 			}
-		}()
+		}
+		if g.opts.OneAtATime {
+			start()
+			continue
+		}
+		wg.Go(start)
 	}
 	wg.Wait()
 }

@@ -100,7 +100,7 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 					srv.SyncTools()
 				}
 			},
-			Dial: p.Dial, Getenv: m.Getenv, Descriptors: descriptorsOf(p.Dir), Reserved: reserved, Authorize: x.Authorize, Version: p.Version, Now: p.Now, Logger: p.Logger,
+			Dial: p.Dial, OneAtATime: p.Dial != nil, Getenv: m.Getenv, Descriptors: descriptorsOf(p.Dir), Reserved: reserved, Authorize: x.Authorize, Version: p.Version, Now: p.Now, Logger: p.Logger,
 			Tokens: grantsOf(p.Dir, p.Logger)})
 		opts.BeforeList = gw.Ensure
 		opts.Passthrough = gw
