@@ -94,7 +94,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the call waits with other arguments than the page showed: reload and look again")
 		return
 	}
-	ev := executor.Decision(*p, decision, s.opts.Operator+" (ui)", r.PostForm.Get("reason"))
+	ev := executor.Decision(*p, decision, s.opts.Operator+" (ui)", r.PostForm.Get("reason"), s.opts.Now())
 	s.opts.Rec.Emit(ev)
 	if err := s.opts.Rec.Flush(r.Context(), p.RequestID); err != nil {
 		http.Error(w, "the decision was not recorded: "+err.Error(), http.StatusServiceUnavailable)

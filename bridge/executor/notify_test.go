@@ -9,6 +9,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/replay"
 	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
@@ -39,7 +40,8 @@ func TestWaitingCallIsWokenByTheDecision(t *testing.T) {
 		for {
 			pending, err := PendingApprovals(ctx, node, time.Now())
 			if err == nil && len(pending) == 1 {
-				operator.Emit(Decision(pending[0], Approve, "operator", "ok"))
+				time.Sleep(50 * time.Millisecond) // the operator takes a moment: the wait is on record
+				operator.Emit(Decision(pending[0], Approve, "operator", "ok", time.Now()))
 				operator.Flush(ctx, pending[0].RequestID)
 				return
 			}
@@ -54,5 +56,17 @@ func TestWaitingCallIsWokenByTheDecision(t *testing.T) {
 	}
 	if pending, _ := PendingApprovals(ctx, node, time.Now()); len(pending) != 0 {
 		t.Fatalf("still pending after the decision: %+v", pending)
+	}
+	// The operator's decision carries the wait, so the run shows it.
+	evs, err := node.ByRequest(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f replay.Fold
+	for i := range evs {
+		f.Add(&evs[i])
+	}
+	if f.WaitMs < 50 {
+		t.Fatalf("the run shows a wait of %.1f ms for an operator who took at least 50", f.WaitMs)
 	}
 }

@@ -19,6 +19,7 @@ type Pending struct {
 	Pin       string    `json:"pin,omitempty"` // an upstream tool's descriptor hash the call is bound to
 	Args      string    `json:"args"`
 	Deadline  time.Time `json:"deadline"`
+	Requested time.Time `json:"requested,omitzero"` // when the call started to wait
 }
 
 // Viewer answers queries from the hub's projections (a hub.Node).
@@ -43,7 +44,7 @@ func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Pending
 			return nil, err
 		}
 		if a.Deadline.After(now) {
-			out = append(out, Pending{ID: a.ID, Tool: a.Tool, RequestID: a.RequestID, ArgsHash: a.ArgsHash, Pin: a.Pin, Args: a.Args, Deadline: a.Deadline})
+			out = append(out, Pending{ID: a.ID, Tool: a.Tool, RequestID: a.RequestID, ArgsHash: a.ArgsHash, Pin: a.Pin, Args: a.Args, Deadline: a.Deadline, Requested: a.Requested})
 		}
 	}
 	return out, nil
@@ -52,12 +53,20 @@ func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Pending
 // Decision is the event that answers p: decision is Approve or Deny, bound
 // to the arguments hash p was shown with. Its id is DecisionID(p.ID), so
 // the log (which keeps one event per id) holds at most one decision per
-// approval, whoever decides and however many try at once.
-func Decision(p Pending, decision, by, reason string) events.Event {
+// approval, whoever decides and however many try at once. Decided at now
+// (zero: no time), it carries the wait since p was requested as its
+// duration, as the bridge's own decisions (a timeout) do: runs, replay and
+// the UI show the operator's wait.
+func Decision(p Pending, decision, by, reason string, now time.Time) events.Event {
 	id, _ := events.ParseID(p.ID)
-	return events.Event{ID: DecisionID(id), Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
+	e := events.Event{ID: DecisionID(id), Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
 		Attrs: events.AttrsOf(map[string]string{AttrApprovalID: p.ID, AttrDecision: decision,
 			AttrArgsHash: p.ArgsHash, "by": by, AttrReason: reason, AttrTool: p.Tool})}
+	if !now.IsZero() && !p.Requested.IsZero() && now.After(p.Requested) {
+		e.Time = now.UTC()
+		e.DurationMs = float64(now.Sub(p.Requested).Microseconds()) / 1000
+	}
+	return e
 }
 
 // DecisionID is the event id of approval's decision: the approval id's

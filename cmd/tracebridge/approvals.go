@@ -102,7 +102,7 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pen
 	if err != nil {
 		return err
 	}
-	ev := executor.Decision(*p, decision, by, reason)
+	ev := executor.Decision(*p, decision, by, reason, m.Now())
 	em.Emit(ev)
 	if err := em.Close(ctx); err != nil {
 		return fmt.Errorf("the decision was not recorded: %w", err)

@@ -534,7 +534,7 @@ func decide(ctx context.Context, st *Step, log Log, em *events.Emitter, now func
 				d := st.Decisions[next]
 				next++
 				answered[p.ID] = true
-				em.Emit(executor.Decision(p, d.Decision, d.By, d.Reason))
+				em.Emit(executor.Decision(p, d.Decision, d.By, d.Reason, time.Time{})) // no wait: the triads carry no operator clock
 				em.Flush(dctx, p.RequestID)
 			}
 			select {
