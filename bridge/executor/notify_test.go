@@ -9,8 +9,8 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/replay"
 	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/replay"
 )
 
 // A call waiting for approval on a real hub is woken by the decision's
