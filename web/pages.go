@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -320,7 +322,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, "session", p)
 		return
 	}
-	evs, err := s.opts.Log.BySession(r.Context(), id, 0, maxSessionEvents+1)
+	evs, err := sessionEvents(r.Context(), s.opts.Log, id, maxSessionEvents+1)
 	if err != nil {
 		p.Error = err.Error()
 	}
@@ -338,6 +340,44 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Title, p.Data = "Session "+id.String(), d
 	s.render(w, r, "session", p)
+}
+
+// sessionEvents is what a session's diagram draws: the events of the
+// session and every event of its requests, which carry the request but not
+// the session (the upstream hops, an operator's decision), in seq order,
+// at most limit.
+func sessionEvents(ctx context.Context, log Log, id events.ID, limit int) ([]events.Event, error) {
+	evs, err := log.BySession(ctx, id, 0, limit)
+	if err != nil {
+		return nil, err
+	}
+	bySeq := map[uint64]bool{}
+	var reqs []events.ID
+	seen := map[events.ID]bool{}
+	for _, e := range evs {
+		bySeq[e.Seq] = true
+		if !e.RequestID.IsZero() && !seen[e.RequestID] {
+			seen[e.RequestID] = true
+			reqs = append(reqs, e.RequestID)
+		}
+	}
+	for _, req := range reqs {
+		if len(evs) >= limit {
+			break
+		}
+		more, err := log.ByRequest(ctx, req)
+		if err != nil {
+			return evs, err
+		}
+		for _, e := range more {
+			if !bySeq[e.Seq] {
+				bySeq[e.Seq] = true
+				evs = append(evs, e)
+			}
+		}
+	}
+	slices.SortFunc(evs, func(a, b events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	return evs[:min(len(evs), limit)], nil
 }
 
 // hostCall sends one operator command to the workspace host.
