@@ -13,8 +13,13 @@ import (
 // Version is the envelope version this package speaks.
 const Version = 1
 
-// MaxFrame caps one frame, newline included.
-const MaxFrame = 1 << 20
+// MaxFrame caps one frame, newline included: a file or an answer as long
+// as the log keeps whole (events.DefaultMaxPayload), and its envelope. A
+// frame is read in pieces; memory grows with the frame, not the cap.
+const MaxFrame = events.DefaultMaxPayload + 1<<20
+
+// readBuffer is the reader's buffer: most frames fit it.
+const readBuffer = 64 << 10
 
 // Request is what the bridge sends.
 type Request struct {
@@ -52,21 +57,36 @@ func (e *FrameError) Error() string { return string(e.Code) + ": " + e.Msg }
 // errFrameTooLarge is returned by readFrame for a line over MaxFrame.
 var errFrameTooLarge = errors.New("frame exceeds the size cap")
 
-// readFrame reads one line with a reader whose buffer is MaxFrame: a longer
-// line is refused before it is buffered further.
+// readFrame reads one line: a line longer than MaxFrame is refused once it
+// passes the cap, before it is buffered further. A frame that fits the
+// reader's buffer is returned without a copy (valid until the next read).
 func readFrame(r *bufio.Reader) ([]byte, error) {
-	line, err := r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		return nil, errFrameTooLarge
+	var long []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		n := len(long) + len(frag)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if n >= MaxFrame { // MaxFrame bytes and no newline yet
+				return nil, errFrameTooLarge
+			}
+			long = append(long, frag...)
+			continue
+		}
+		if n > MaxFrame {
+			return nil, errFrameTooLarge
+		}
+		if err != nil {
+			return nil, err
+		}
+		if long != nil {
+			frag = append(long, frag...)
+		}
+		return bytes.TrimRight(frag, "\r\n"), nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(line, "\r\n"), nil
 }
 
 func newReader(r interface{ Read([]byte) (int, error) }) *bufio.Reader {
-	return bufio.NewReaderSize(r, MaxFrame)
+	return bufio.NewReaderSize(r, readBuffer)
 }
 
 // DecodeRequest parses one request frame strictly: version 1, known fields

@@ -336,3 +336,16 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// Frames as long as the log keeps whole (8 MiB here) pass both ways; the
+// reader's memory grows with the frame, not with the cap.
+func TestLongFramesPass(t *testing.T) {
+	r := newRig(t, nil)
+	c := r.client(30 * time.Second)
+	defer c.Close()
+	big := fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", 8<<20))
+	resp, err := c.Call(context.Background(), request("echo", big))
+	if err != nil || !resp.OK || len(resp.Payload) != len(big) {
+		t.Fatalf("an 8 MiB frame: ok=%v %d bytes back, %v", resp.OK, len(resp.Payload), err)
+	}
+}
