@@ -149,8 +149,10 @@ func runFaultUpstream() {
 		time.Sleep(2 * time.Second)
 		return "late", nil
 	})
-	add("big", "answers 20 MiB, past the frame cap", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
-		return strings.Repeat("x", 20<<20), nil
+	add("big", "writes a 20 MiB line, past the frame cap (raw: encoding it as JSON took seconds under -race)", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
+		os.Stdout.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("x", 20<<20) + "\"}}\n")
+		time.Sleep(2 * time.Second)
+		return "late", nil
 	})
 	add("sized", "answers as many bytes as text says, with $TB_FAULT_CANARY in the middle", true, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
 		n, err := strconv.Atoi(a.Text)
