@@ -39,18 +39,23 @@ func (s *Store) PutPayloads(ctx context.Context, ps []string) error {
 func (s *Store) Payload(_ context.Context, sum events.Hash) (string, error) {
 	var p string
 	err := s.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPayloads)
-		var v []byte
-		if b != nil {
-			v = b.Get(sum[:])
-		}
-		if v == nil {
-			return fmt.Errorf("payload %s: %w", sum, events.ErrNoPayload)
-		}
+		v, err := payloadIn(tx, sum)
 		p = string(v)
-		return nil
+		return err
 	})
 	return p, err
+}
+
+// payloadIn is the stored payload sum, valid for tx.
+func payloadIn(tx *bolt.Tx, sum events.Hash) ([]byte, error) {
+	var v []byte
+	if b := tx.Bucket(bucketPayloads); b != nil {
+		v = b.Get(sum[:])
+	}
+	if v == nil {
+		return nil, fmt.Errorf("payload %s: %w", sum, events.ErrNoPayload)
+	}
+	return v, nil
 }
 
 // PayloadPart returns up to n bytes of the payload whose SHA-256 is sum,
@@ -58,13 +63,9 @@ func (s *Store) Payload(_ context.Context, sum events.Hash) (string, error) {
 // in parts copies only the part.
 func (s *Store) PayloadPart(sum events.Hash, off, n int) (part []byte, size int, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPayloads)
-		var v []byte
-		if b != nil {
-			v = b.Get(sum[:])
-		}
-		if v == nil {
-			return fmt.Errorf("payload %s: %w", sum, events.ErrNoPayload)
+		v, err := payloadIn(tx, sum)
+		if err != nil {
+			return err
 		}
 		size = len(v)
 		if off < 0 || off > size || n < 0 {

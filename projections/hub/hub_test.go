@@ -38,6 +38,22 @@ func evt(req events.ID, i int) events.Event {
 	}
 }
 
+// busConn is a raw connection to dir's hub, as another process of the
+// user would make (hub.json's URL and token).
+func busConn(t *testing.T, dir DataDir) *nats.Conn {
+	t.Helper()
+	info, err := dir.readInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(info.URL, nats.Token(info.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // eventually polls cond until it holds or 10s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -131,15 +147,7 @@ func TestHubDeathReelectsAndLosesNothing(t *testing.T) {
 func TestBadRequestsOnTheBusGetCodedErrors(t *testing.T) {
 	dir := newDir(t)
 	a := open(t, dir, Elect)
-	info, err := dir.readInfo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(info.URL, nats.Token(info.Token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := busConn(t, dir)
 	bad := evt(events.NewID(), 1)
 	bad.Kind = "not.a.kind"
 	tests := []struct {

@@ -90,15 +90,7 @@ func FuzzDecodePayloads(f *testing.F) {
 func TestBadPayloadPartsGetCodedErrors(t *testing.T) {
 	dir := newDir(t)
 	a := open(t, dir, Elect)
-	info, err := dir.readInfo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(info.URL, nats.Token(info.Token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := busConn(t, dir)
 	sum := strings.Repeat("ab", 32)
 	part := func(upload, size, off string, data []byte) events.Code {
 		m := nats.NewMsg(subjPayloadPart)
