@@ -276,3 +276,33 @@ func TestClusterOriginIsEnforced(t *testing.T) {
 		})
 	}
 }
+
+// A hub on a cluster keeps no payloads (its collectors could not resolve
+// them): a process attached to it without asking for the cluster learns so
+// from the hub, and an event referring to a payload is refused before it
+// reaches the stream, where every collector would refuse it.
+func TestClusterHubKeepsNoPayloads(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1})
+	h := clusterHub(t, c, "carol")
+	defer h.Close()
+	if h.KeepsPayloads() {
+		t.Fatal("the cluster hub says it keeps payloads")
+	}
+	attached, err := Open(context.Background(), Options{Dir: h.opts.Dir, Logger: quiet, Name: "attached"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attached.Close()
+	if attached.IsHub() || attached.KeepsPayloads() {
+		t.Fatalf("a process attached to the cluster hub: hub=%v keeps payloads=%v", attached.IsHub(), attached.KeepsPayloads())
+	}
+	e := events.Event{ID: events.NewID(), Time: time.Now().UTC(), Kind: events.KindToolCompleted, Boundary: events.BoundaryTool,
+		RequestID: events.NewID(), Outcome: events.OK, Attrs: events.A("answer", events.PayloadRef(strings.Repeat("p", 5000)))}
+	var rej *events.RejectedError
+	if _, err := attached.Append(context.Background(), []events.Event{e}); !errors.As(err, &rej) || rej.Code != events.CodePayloadMissing {
+		t.Fatalf("an event referring to a payload on a cluster: %v", err)
+	}
+	if err := attached.PutPayloads(context.Background(), []string{"x"}); !errors.As(err, &rej) || rej.Code != events.CodePayloadMissing {
+		t.Fatalf("a payload put to a cluster hub: %v", err)
+	}
+}

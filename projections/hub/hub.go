@@ -60,6 +60,11 @@ func (h *Hub) append(ctx context.Context, evs []events.Event) ([]uint64, error) 
 	if h.cl == nil {
 		return h.st.Append(ctx, evs)
 	}
+	for i := range evs {
+		if len(evs[i].Refs()) > 0 { // refused before the stream, where collectors would stall on it
+			return nil, &events.RejectedError{Code: events.CodePayloadMissing, Message: errNoPayloadsOnCluster.Error()}
+		}
+	}
 	seqs, err := h.cl.append(ctx, evs)
 	if err == nil {
 		h.cl.wait(ctx, slicesMax(seqs), 2*time.Second) // read your writes, bounded

@@ -56,15 +56,22 @@ type payloadQuery struct {
 	Offset int         `json:"offset,omitempty"`
 }
 
-// KeepsPayloads reports whether this node's log keeps payloads whole. A node
+// KeepsPayloads reports whether this node's log keeps payloads whole. A log
 // on a cluster does not (yet): its collectors would hold references to
-// payloads only this machine has, so long values are cut there as before.
-func (n *Node) KeepsPayloads() bool { return n.opts.Cluster == nil }
+// payloads only this machine has, so long values are cut there as before —
+// whether this node was asked for the cluster or attached to a hub on one.
+func (n *Node) KeepsPayloads() bool {
+	if n.opts.Cluster != nil {
+		return false
+	}
+	info, ok := n.Hub()
+	return !ok || info.Stream == ""
+}
 
 // PutPayloads stores ps durably in the log's payload store.
 func (n *Node) PutPayloads(ctx context.Context, ps []string) error {
 	if !n.KeepsPayloads() {
-		return &events.RejectedError{Code: events.CodeLogUnavailable, Message: "payloads are not kept on a cluster"}
+		return &events.RejectedError{Code: events.CodePayloadMissing, Message: errNoPayloadsOnCluster.Error()}
 	}
 	for _, p := range ps {
 		if len(p) > MaxPayloadLimit {
@@ -188,6 +195,10 @@ func (h *Hub) servePayloads(m *nats.Msg) {
 		h.reject(m, events.CodeMalformedAppend, err)
 		return
 	}
+	if h.cl != nil {
+		h.reject(m, events.CodePayloadMissing, errNoPayloadsOnCluster)
+		return
+	}
 	h.storePayloads(m, ps)
 }
 
@@ -200,6 +211,8 @@ func (h *Hub) storePayloads(m *nats.Msg, ps []string) {
 	}
 	h.respond(m, jsonMsg(struct{}{}))
 }
+
+var errNoPayloadsOnCluster = errors.New("a hub on a cluster keeps no payloads (its collectors could not resolve them): long values are cut there")
 
 // uploads holds the parts of long payloads until each is whole.
 type uploads struct {
@@ -225,6 +238,10 @@ func (h *Hub) servePart(m *nats.Msg) {
 	off, err2 := strconv.Atoi(m.Header.Get(hdrOffset))
 	if len(sumText) != 64 || id == "" || len(id) > 64 || err1 != nil || err2 != nil || size <= 0 || size > MaxPayloadLimit || off < 0 || off+len(m.Data) > size || len(m.Data) == 0 {
 		h.reject(m, events.CodeMalformedAppend, fmt.Errorf("payload part: sum %q, upload %q, size %q, offset %q, %d bytes", sumText, id, m.Header.Get(hdrSize), m.Header.Get(hdrOffset), len(m.Data)))
+		return
+	}
+	if h.cl != nil {
+		h.reject(m, events.CodePayloadMissing, errNoPayloadsOnCluster)
 		return
 	}
 	u := &h.uploads
