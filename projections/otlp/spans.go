@@ -156,6 +156,15 @@ func closer(evs []events.Event, i int, closers []string) int {
 
 func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.SpanStub {
 	method, tool := req.Attrs.Get("method"), req.Attrs.Get("tool")
+	if tool == "" && !strings.HasPrefix(method, "resources/") {
+		// The target the run names, as the runs table does (a prompt's name
+		// is on its policy step); a resource's URI, unbounded, never is.
+		for i := range evs {
+			if tool = evs[i].Attrs.Get("tool"); tool != "" {
+				break
+			}
+		}
+	}
 	name := method
 	if tool != "" {
 		name += " " + tool
