@@ -91,15 +91,17 @@ func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) 
 	key, owner := s.keyOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for {
+	for waited := false; ; waited = true {
 		if l := s.links[key]; l != nil {
 			return l, nil
 		}
 		if s.closed {
 			return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: the bridge is shutting down", s.name)
 		}
+		// One wait for the backoff, on the real clock: the injected one
+		// (a re-drive's recorded clock) need not move while we sleep.
 		wait := s.nextStart.Sub(s.g.opts.Now())
-		if wait <= 0 {
+		if wait <= 0 || waited {
 			break
 		}
 		if d, ok := ctx.Deadline(); wait > maxBackoffWait || ok && time.Until(d) < wait {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -119,3 +120,30 @@ func TestHostileSessionFileRunsNothing(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A recording that lacks one of its configuration's servers re-drives to a
+// drift that says the server is unavailable — not a wait: the restart
+// backoff once measured its wait on the re-drive's recorded clock, which
+// does not move, and every later request hung until the client gave up.
+func TestRedriveOfAMissingServerDrifts(t *testing.T) {
+	long(t)
+	b, err := os.ReadFile(filepath.Join("..", "..", "artifacts", "sessions", "upstream-stock.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, rest, _ := strings.Cut(string(b), "\n")
+	var h map[string]any
+	if err := json.Unmarshal([]byte(head), &h); err != nil {
+		t.Fatal(err)
+	}
+	delete(h["upstreams"].(map[string]any), "idle")
+	nh, _ := json.Marshal(h)
+	file := filepath.Join(t.TempDir(), "missing-server.jsonl")
+	os.WriteFile(file, append(append(nh, '\n'), rest...), 0o600)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, tbBin, "session", "replay", file).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "UpstreamUnavailable") || strings.Contains(string(out), "no answer within") {
+		t.Fatalf("a recording without one of its servers: %v\n%.2000s", err, out)
+	}
+}
