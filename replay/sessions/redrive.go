@@ -162,7 +162,8 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	}
 
 	upstreams := NewRecordedUpstreams(s)
-	inR, inW := io.Pipe()
+	inR, pipeW := io.Pipe()
+	inW := &lockedWriter{w: pipeW} // the steps and the answers to the bridge's own requests share it
 	outR, outW := io.Pipe()
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -173,7 +174,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 			Upstreams: upstreams.Dial, Tools: RecordedTools(s)})
 		outW.Close()
 	}()
-	answers := readAnswers(outR)
+	answers := readAnswers(outR, inW)
 
 	operator := pipe.NewClient(pipe.ClientOptions{Path: opts.PipePath, Recorder: em, Logger: opts.Logger, Timeout: opts.StepTimeout})
 	defer operator.Close()
@@ -220,7 +221,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 			stepOf = append(stepOf, i)
 		}
 	}
-	inW.Close()
+	pipeW.Close()
 	select {
 	case err := <-served:
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
@@ -460,26 +461,34 @@ func (a *answerBox) box(id int) chan struct{} {
 	return ch
 }
 
-func readAnswers(r io.Reader) *answerBox {
+func readAnswers(r io.Reader, w io.Writer) *answerBox {
 	a := &answerBox{waiting: map[int]chan struct{}{}, reqs: map[int]string{}}
 	go func() {
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		sc.Buffer(make([]byte, 64<<10), MaxSessionLine)
 		for sc.Scan() {
 			var m struct {
-				ID     *int   `json:"id"`
-				Method string `json:"method"`
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
 				Result struct {
 					Meta map[string]any `json:"_meta"`
 				} `json:"result"`
 			}
-			if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil || m.Method != "" {
-				continue // a notification or a server request (its ids are the bridge's own)
+			if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
+				continue // a notification
 			}
-			ch := a.box(*m.ID)
+			if m.Method != "" { // the bridge asks the client (its ids are the bridge's own)
+				answerBridge(w, m.ID, m.Method)
+				continue
+			}
+			var id int
+			if json.Unmarshal(m.ID, &id) != nil {
+				continue
+			}
+			ch := a.box(id)
 			a.mu.Lock()
 			if req, ok := m.Result.Meta["tracebridge/requestId"].(string); ok {
-				a.reqs[*m.ID] = req
+				a.reqs[id] = req
 			}
 			select {
 			case <-ch:
@@ -491,6 +500,33 @@ func readAnswers(r io.Reader) *answerBox {
 		io.Copy(io.Discard, r)
 	}()
 	return a
+}
+
+// answerBridge answers a request the bridge sends the client at once, as a
+// client without roots would: roots/list with none, anything else (the
+// recording holds no client answers yet) with an error. Unanswered, each
+// upstream link waited a second for the client's roots.
+func answerBridge(w io.Writer, id json.RawMessage, method string) {
+	msg := map[string]any{"jsonrpc": "2.0", "id": id}
+	if method == "roots/list" {
+		msg["result"] = map[string]any{"roots": []any{}}
+	} else {
+		msg["error"] = map[string]any{"code": -32601, "message": "the recording holds no answer of the client to " + method}
+	}
+	b, _ := json.Marshal(msg)
+	w.Write(append(b, '\n'))
+}
+
+// lockedWriter serialises whole lines from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // withRequestIDs is st with every recorded request id its params name
