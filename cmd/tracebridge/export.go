@@ -45,8 +45,8 @@ type auditLine struct {
 	Outcome   events.Outcome  `json:"outcome"`
 	Code      events.Code     `json:"code,omitempty"`
 	Envelope  json.RawMessage `json:"envelope,omitempty"`
-	// EnvelopeCut is the envelope's text when redaction cut it (over 4 KiB)
-	// and it is no longer JSON.
+	// EnvelopeCut is the envelope's text when it is not JSON: cut by a log
+	// older than the payload store (over 4 KiB), or over the payload limit.
 	EnvelopeCut string            `json:"envelopeCut,omitempty"`
 	Checkpoint  *store.Checkpoint `json:"checkpoint"`
 }
@@ -135,7 +135,7 @@ func (x *auditExport) upToHead(ctx context.Context, from uint64) error {
 		}
 		from = next
 	}
-	return x.flush(&cp)
+	return x.flush(ctx, &cp)
 }
 
 // follow writes what the log holds, then what it commits, a batch at a
@@ -152,7 +152,7 @@ func (x *auditExport) follow(ctx context.Context, from uint64) error {
 		if err != nil {
 			return err
 		}
-		return x.flush(&cp)
+		return x.flush(ctx, &cp)
 	})
 }
 
@@ -164,7 +164,7 @@ func (x *auditExport) add(e events.Event) {
 }
 
 // flush writes the pending envelopes cp covers.
-func (x *auditExport) flush(cp *store.Checkpoint) error {
+func (x *auditExport) flush(ctx context.Context, cp *store.Checkpoint) error {
 	enc := json.NewEncoder(x.w)
 	enc.SetEscapeHTML(false)
 	kept := x.pending[:0]
@@ -175,7 +175,15 @@ func (x *auditExport) flush(cp *store.Checkpoint) error {
 		}
 		l := auditLine{Seq: e.Seq, EventID: e.ID, Time: e.Time, Hash: e.Hash.String(), RequestID: e.RequestID, SessionID: e.SessionID,
 			Tool: e.Attrs.Get(events.AttrTool), Outcome: e.Outcome, Code: e.Code, Checkpoint: cp}
-		if env := e.Attrs.Get("envelope"); json.Valid([]byte(env)) {
+		env := e.Attrs.Get("envelope")
+		if sum, _, ok := events.ParseRef(env); ok { // over 4 KiB: whole in the payload store
+			p, err := x.node.Payload(ctx, sum)
+			if err != nil {
+				return fmt.Errorf("the envelope of seq %d: %w", e.Seq, err)
+			}
+			env = p
+		}
+		if json.Valid([]byte(env)) {
 			l.Envelope = json.RawMessage(env)
 		} else {
 			l.EnvelopeCut = env

@@ -116,3 +116,34 @@ func TestExportAudit(t *testing.T) {
 		return n == 3
 	})
 }
+
+// An audit envelope over 4 KiB (an upstream tool with a long description)
+// is exported whole, as JSON, from the payload store: not cut, and not the
+// reference the event holds.
+func TestExportAuditLongEnvelope(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	desc := filepath.Join(dir, "desc.txt")
+	os.WriteFile(desc, []byte("Answers ok. "+strings.Repeat("A long, honest description. ", 250)+"END-OF-DESCRIPTION\n"), 0o600)
+	cfg := hostileConfig(t, "", map[string]string{"up": fmt.Sprintf("env = { TB_FAULT_UPSTREAM = \"1\", TB_FAULT_DESC = %q }", desc)})
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg)
+	if _, _, code := b.call(t, "up__ok", map[string]any{}); code != "" {
+		t.Fatal(code)
+	}
+	b.close(t)
+	out, err := exec.Command(tbBin, "--data", data, "export", "audit").Output()
+	if err != nil {
+		t.Fatalf("export audit: %v", err)
+	}
+	var line struct {
+		Envelope    json.RawMessage `json:"envelope"`
+		EnvelopeCut string          `json:"envelopeCut"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line.EnvelopeCut != "" || len(line.Envelope) < 4096 || !strings.Contains(string(line.Envelope), "END-OF-DESCRIPTION") {
+		t.Fatalf("the long envelope was exported as %d bytes of JSON, cut %.120q", len(line.Envelope), line.EnvelopeCut)
+	}
+}
