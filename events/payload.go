@@ -22,8 +22,10 @@ import (
 // reference in the log was made by an emitter and names a payload it stored:
 // a hostile answer cannot point at another payload by spelling a reference.
 const (
-	payloadPrefix = "[PAYLOAD:sha256="
-	refLen        = len(payloadPrefix) + 64 + len(":size=") + 1 + 1 // shortest: size of one digit
+	// PayloadPrefix starts every reference (and every value stored as a
+	// payload for looking like one).
+	PayloadPrefix = "[PAYLOAD:sha256="
+	refLen        = len(PayloadPrefix) + 64 + len(":size=") + 1 + 1 // shortest: size of one digit
 )
 
 // DefaultMaxPayload is the longest value kept whole when no limit is set.
@@ -38,16 +40,16 @@ func PayloadRef(p string) string {
 
 // RefOf is the reference to a payload of size bytes whose SHA-256 is sum.
 func RefOf(sum Hash, size int) string {
-	return payloadPrefix + hex.EncodeToString(sum[:]) + ":size=" + strconv.Itoa(size) + "]"
+	return PayloadPrefix + hex.EncodeToString(sum[:]) + ":size=" + strconv.Itoa(size) + "]"
 }
 
 // ParseRef reports whether v is a payload reference and which payload it
 // names. Anything else — a value that only starts like one — is not.
 func ParseRef(v string) (sum Hash, size int, ok bool) {
-	if len(v) < refLen || !strings.HasPrefix(v, payloadPrefix) || v[len(v)-1] != ']' {
+	if len(v) < refLen || !strings.HasPrefix(v, PayloadPrefix) || v[len(v)-1] != ']' {
 		return sum, 0, false
 	}
-	rest := v[len(payloadPrefix) : len(v)-1]
+	rest := v[len(PayloadPrefix) : len(v)-1]
 	hexSum, sizeText, found := strings.Cut(rest, ":size=")
 	if !found || len(hexSum) != 64 || len(sizeText) == 0 || len(sizeText) > 12 {
 		return sum, 0, false
@@ -64,7 +66,7 @@ func ParseRef(v string) (sum Hash, size int, ok bool) {
 
 // LooksLikeRef reports whether v starts as a reference does: such a value
 // is stored as a payload even when it is short (see the package comment).
-func LooksLikeRef(v string) bool { return strings.HasPrefix(v, payloadPrefix) }
+func LooksLikeRef(v string) bool { return strings.HasPrefix(v, PayloadPrefix) }
 
 // Refs returns the payloads e's attributes refer to.
 func (e *Event) Refs() []Hash {
@@ -101,11 +103,16 @@ var ErrNoPayload = fmt.Errorf("payload not stored")
 // and never silent.
 func TooLarge(v string, limit int) string {
 	sum := sha256.Sum256([]byte(v))
-	cut := TruncatedPrefix
-	for cut > 0 && cut < len(v) && !isRuneStart(v[cut]) {
-		cut--
+	return fmt.Sprintf("%s…[%s:size=%d:sha256=%x:limit=%d]", keptPrefix(v), CodeTooLarge, len(v), sum, limit)
+}
+
+// ResolveValue returns v, or the payload v refers to, read from r.
+func ResolveValue(ctx context.Context, r PayloadReader, v string) (string, error) {
+	sum, _, ok := ParseRef(v)
+	if !ok {
+		return v, nil
 	}
-	return fmt.Sprintf("%s…[%s:size=%d:sha256=%x:limit=%d]", v[:min(cut, len(v))], CodeTooLarge, len(v), sum, limit)
+	return r.Payload(ctx, sum)
 }
 
 // Resolve returns e with every payload reference in its attributes replaced
@@ -114,11 +121,10 @@ func TooLarge(v string, limit int) string {
 func Resolve(ctx context.Context, r PayloadReader, e Event) (Event, error) {
 	var out Attrs
 	for i, a := range e.Attrs {
-		sum, _, ok := ParseRef(a.Value)
-		if !ok {
+		if _, _, ok := ParseRef(a.Value); !ok {
 			continue
 		}
-		p, err := r.Payload(ctx, sum)
+		p, err := ResolveValue(ctx, r, a.Value)
 		if err != nil {
 			return e, fmt.Errorf("event %s attribute %s: %w", e.ID, a.Key, err)
 		}

@@ -497,11 +497,17 @@ func Truncate(v string) string {
 		return v
 	}
 	sum := sha256.Sum256([]byte(v))
-	cut := TruncatedPrefix
+	return fmt.Sprintf("%s…[TRUNCATED:size=%d:sha256=%x]", keptPrefix(v), len(v), sum)
+}
+
+// keptPrefix is what a cut value keeps: its first TruncatedPrefix bytes,
+// cut at a rune boundary.
+func keptPrefix(v string) string {
+	cut := min(TruncatedPrefix, len(v))
 	for cut > 0 && cut < len(v) && !isRuneStart(v[cut]) {
 		cut--
 	}
-	return fmt.Sprintf("%s…[TRUNCATED:size=%d:sha256=%x]", v[:cut], len(v), sum)
+	return v[:cut]
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -126,7 +126,7 @@ func (s *Store) missingPayload(evs []events.Event) (string, error) {
 
 // payloadMark is how a record that may refer to a payload starts one:
 // records without it are not decoded by verify's payload check.
-var payloadMark = []byte("[PAYLOAD:sha256=")
+var payloadMark = []byte(events.PayloadPrefix)
 
 // checkPayloads verifies, for one record, that every payload it refers to
 // is stored and hashes to the hash its reference names.

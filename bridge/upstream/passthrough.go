@@ -296,15 +296,16 @@ func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, para
 	res, err := do(cctx, l)
 	l.order.settle(ctx)
 	attrs := map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what}
-	if b, merr := json.Marshal(params); merr == nil && params != nil {
-		attrs[AttrRequest] = string(b)
+	record := func(key string, v any) {
+		if b, merr := json.Marshal(v); merr == nil {
+			attrs[key] = string(b)
+		}
 	}
+	record(AttrRequest, params)
 	if err != nil {
 		return s.failed(ctx, cctx, err, l, rec, what, t0, attrs)
 	}
-	if b, merr := json.Marshal(res); merr == nil && res != nil {
-		attrs[AttrAnswer] = string(b)
-	}
+	record(AttrAnswer, res)
 	s.emit(events.KindUpstreamResponse, req, events.ID{}, events.OK, "", t0, attrs)
 	return nil
 }

@@ -175,13 +175,9 @@ func (x *auditExport) flush(ctx context.Context, cp *store.Checkpoint) error {
 		}
 		l := auditLine{Seq: e.Seq, EventID: e.ID, Time: e.Time, Hash: e.Hash.String(), RequestID: e.RequestID, SessionID: e.SessionID,
 			Tool: e.Attrs.Get(events.AttrTool), Outcome: e.Outcome, Code: e.Code, Checkpoint: cp}
-		env := e.Attrs.Get("envelope")
-		if sum, _, ok := events.ParseRef(env); ok { // over 4 KiB: whole in the payload store
-			p, err := x.node.Payload(ctx, sum)
-			if err != nil {
-				return fmt.Errorf("the envelope of seq %d: %w", e.Seq, err)
-			}
-			env = p
+		env, err := events.ResolveValue(ctx, x.node, e.Attrs.Get("envelope")) // over 4 KiB: whole in the payload store
+		if err != nil {
+			return fmt.Errorf("the envelope of seq %d: %w", e.Seq, err)
 		}
 		if json.Valid([]byte(env)) {
 			l.Envelope = json.RawMessage(env)

@@ -299,13 +299,11 @@ func resolvePayloads(ctx context.Context, node *hub.Node, in *sessions.ExportInp
 		return err
 	}
 	for i, p := range in.Pins {
-		if sum, _, ok := events.ParseRef(p.Descriptor); ok {
-			d, err := node.Payload(ctx, sum)
-			if err != nil {
-				return fmt.Errorf("the pinned descriptor of %s: %w", p.Name, err)
-			}
-			in.Pins[i].Descriptor = d
+		d, err := events.ResolveValue(ctx, node, p.Descriptor)
+		if err != nil {
+			return fmt.Errorf("the pinned descriptor of %s: %w", p.Name, err)
 		}
+		in.Pins[i].Descriptor = d
 	}
 	return nil
 }

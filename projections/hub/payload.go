@@ -249,7 +249,7 @@ func (h *Hub) servePart(m *nats.Msg) {
 	now := time.Now()
 	for k, up := range u.byKey {
 		if now.Sub(up.last) > uploadIdle {
-			u.held -= cap(up.buf)
+			u.held -= up.size
 			delete(u.byKey, k)
 		}
 	}
@@ -275,7 +275,7 @@ func (h *Hub) servePart(m *nats.Msg) {
 	up.last = now
 	whole := len(up.buf) == up.size
 	if whole {
-		u.held -= cap(up.buf)
+		u.held -= up.size
 		delete(u.byKey, key)
 	}
 	u.mu.Unlock()
