@@ -303,6 +303,7 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 			e.Outcome, e.Code = events.OutcomeOf(code), code
 		}
 	}
+	attrs["answer"] = answerOf(resp)
 	e.Attrs = events.AttrsOf(attrs)
 	c.rec.Emit(e)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.flushTimeout)
@@ -355,6 +356,28 @@ func tagResult(raw json.RawMessage, req events.ID) (json.RawMessage, bool) {
 		return raw, isError
 	}
 	return out, isError
+}
+
+// answerOf is what the client is answered, for the evidence and for a
+// re-drive to compare: {"result": …} or {"error": {"code", "message"}}.
+// A long one is kept whole by the emitter's payload store.
+func answerOf(resp *jsonrpc.Response) string {
+	var b []byte
+	if resp.Error != nil {
+		var e struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		}
+		e.Message = resp.Error.Error() // as the SDK writes it
+		var we *jsonrpc.Error
+		if errors.As(resp.Error, &we) {
+			e.Code = we.Code
+		}
+		b, _ = json.Marshal(map[string]any{"error": e})
+	} else {
+		b, _ = json.Marshal(map[string]json.RawMessage{"result": resp.Result})
+	}
+	return string(b)
 }
 
 func truncate(s string, n int) string {

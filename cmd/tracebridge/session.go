@@ -430,6 +430,12 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 		for k, run := range res.Runs {
 			st := &s.Steps[res.Steps[k]]
 			label := st.Label()
+			// The triad's log holds what the re-drive's log holds, whole.
+			for i := range run.Events {
+				if run.Events[i], err = events.Resolve(ctx, node, run.Events[i]); err != nil {
+					return replayed{}, err
+				}
+			}
 			_, err := sessions.WriteTriad(artifacts, run, sessions.TriadOptions{
 				Slug: sessions.Slug(name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
 				Source: "artifacts/sessions/" + filepath.Base(path), Scrub: scrub.Replace})
@@ -444,7 +450,13 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	}
 	if update {
 		for k, run := range res.Runs {
-			s.Steps[res.Steps[k]].Expect = sessions.Crossings(run.Events)
+			st := &s.Steps[res.Steps[k]]
+			st.Expect = sessions.Crossings(run.Events)
+			if st.Step == sessions.StepClient {
+				if st.Reply, err = sessions.Reply(ctx, node, run.Events); err != nil {
+					return replayed{}, err
+				}
+			}
 		}
 		var buf bytes.Buffer
 		if err := s.Encode(&buf); err != nil {
@@ -528,7 +540,7 @@ func (m *Main) writeReport(path string, r *junitSuites) error {
 // and the disk (secrets resolve as recorded, on every machine).
 func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
 	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath,
-		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: "session-replay",
+		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: Version,
 		Dial: env.Upstreams, Extra: env.Tools})
 	if err != nil {
 		return err

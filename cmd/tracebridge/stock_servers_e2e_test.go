@@ -21,8 +21,8 @@ import (
 // (an approved and a denied write, reads), server-everything (a 4 KiB+
 // answer, a prompt, a resource) and server-filesystem listed but never
 // called — exports whole and re-drives with no node on PATH and no drift;
-// a mutated answer changes what the client gets and a mutated request
-// drifts, each shown.
+// a mutated answer (what the client gets differs from what it got) and a
+// mutated request drift, each shown where it differs.
 func TestStockServersSessionRedrives(t *testing.T) {
 	long(t)
 	thinking, memory := npmServer(t, "server-sequential-thinking"), npmServer(t, "server-memory")
@@ -161,5 +161,12 @@ args = [%q, %q]
 	out2, err := redrive(mutate(`"step":"upstream"`, `Recorded sessions must re-drive.`, `Recorded sessions may drift.`))
 	if err == nil || !strings.Contains(out2, "Recorded sessions may drift.") || !strings.Contains(out2, "DRIFT") {
 		t.Fatalf("a mutated upstream request does not drift readably: %v\n%.3000s", err, out2)
+	}
+	// A mutated answer: the recording says the upstream gave another
+	// prompt; the client now gets it, which is not what it got.
+	out3, err := redrive(mutate(`"step":"upstream"`, `This is a simple prompt without arguments.`, `This prompt was changed.`))
+	if err == nil || !strings.Contains(out3, "prompts/get everything__simple-prompt") || !strings.Contains(out3, "answer differs at result.messages[0].content.text") ||
+		!strings.Contains(out3, `expected "This is a simple prompt without arguments."`) || !strings.Contains(out3, `got      "This prompt was changed."`) {
+		t.Fatalf("a mutated upstream answer does not drift readably: %v\n%.3000s", err, out3)
 	}
 }

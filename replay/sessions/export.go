@@ -159,7 +159,14 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 				}
 				lead.Params = json.RawMessage(p)
 			}
+			if a := e.Attrs.Get("answer"); json.Valid([]byte(a)) {
+				lead.Reply = json.RawMessage(a) // cut (a log without a payload store): not compared
+			}
 			answered = true
+		case events.KindPipeAttempt:
+			if s.Header.Pipe == "" {
+				s.Header.Pipe = e.Attrs.Get("path")
+			}
 		case events.KindPipeRequestSent:
 			if lead == nil { // an operator's request: no MCP in front of it
 				lead = &Step{Step: StepOperator, Command: e.Attrs.Get("command"), Payload: json.RawMessage(e.Attrs.Get("payload"))}

@@ -65,6 +65,8 @@ type Log interface {
 	Range(ctx context.Context, from uint64, limit int) ([]events.Event, uint64, error)
 	ByRequest(ctx context.Context, id events.ID) ([]events.Event, error)
 	View(ctx context.Context, q projections.Query) ([]json.RawMessage, error)
+	events.PayloadStore // answers and results are kept whole, as in the recording
+	events.PayloadReader
 }
 
 // RedriveOptions configures a re-drive.
@@ -93,6 +95,7 @@ type Drift struct {
 	Step  int    // index in the session's steps
 	Label string // the step, as a person names it
 	Event int    // 1-based position among the step's in-scope events; 0: the whole step
+	At    string // where the client's answer differs (a JSON path); "": not the answer
 	Want  string
 	Got   string
 }
@@ -103,6 +106,9 @@ func (d Drift) String() string {
 	}
 	if d.Run == 0 { // an upstream request, not a run
 		return fmt.Sprintf("%s (line %d of the file): the bridge would send the upstream another request:\n    expected %s\n    got      %s", d.Label, d.Step+2, d.Want, d.Got)
+	}
+	if d.At != "" {
+		return fmt.Sprintf("run %02d (%s, line %d of the file): the client's answer differs at %s:\n    expected %s\n    got      %s", d.Run, d.Label, d.Step+2, d.At, d.Want, d.Got)
 	}
 	if d.Event == 0 {
 		return fmt.Sprintf("run %02d (%s, line %d of the file): %s", d.Run, d.Label, d.Step+2, d.Got)
@@ -150,7 +156,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	node := opts.Log
 	seed := sha256.Sum256([]byte("tracebridge session " + s.Header.Name))
 	em := events.NewEmitter(node, events.EmitterOptions{
-		Redactor: events.NewRedactor(seed[:]), IDs: events.NewIDSource(now, rand.NewChaCha8(seed)), Now: now, Logger: opts.Logger})
+		Redactor: events.NewRedactor(seed[:]), IDs: events.NewIDSource(now, rand.NewChaCha8(seed)), Now: now, Logger: opts.Logger, Payloads: node})
 	defer em.Close(context.Background())
 
 	if s.Header.Host {
@@ -233,7 +239,11 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	if err := em.FlushAll(ctx); err != nil {
 		return nil, err
 	}
-	res, err := collect(ctx, s, node, stepOf, operatorReqs)
+	scrub := func(v string) string { return v }
+	if s.Header.Pipe != "" {
+		scrub = strings.NewReplacer(opts.PipePath, s.Header.Pipe).Replace
+	}
+	res, err := collect(ctx, s, node, stepOf, operatorReqs, scrub)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +263,9 @@ func Clock(s *Session) func() time.Time {
 
 // collect gathers each step's run from the re-drive's log and compares it
 // with the recording.
-func collect(ctx context.Context, s *Session, node Log, stepOf []int, operatorReqs []events.ID) (*Redriven, error) {
+// Answers name the re-drive's pipe path where the recording's named its
+// own: scrub puts the recorded one back.
+func collect(ctx context.Context, s *Session, node Log, stepOf []int, operatorReqs []events.ID, scrub func(string) string) (*Redriven, error) {
 	head, _, err := node.Head(ctx)
 	if err != nil {
 		return nil, err
@@ -296,7 +308,13 @@ func collect(ctx context.Context, s *Session, node Log, stepOf []int, operatorRe
 		}
 		run := replay.Judge(req, evs)
 		out.Runs = append(out.Runs, run)
-		for _, d := range compare(idx, st, evs) {
+		drift := compare(idx, st, evs)
+		if d, err := compareReply(ctx, node, idx, st, evs, scrub); err != nil {
+			return nil, err
+		} else if d != nil {
+			drift = append(drift, *d)
+		}
+		for _, d := range drift {
 			d.Run = k + 1
 			out.Drift = append(out.Drift, d)
 		}
@@ -338,6 +356,37 @@ func compare(idx int, st *Step, evs []events.Event) []Drift {
 		}
 	}
 	return out
+}
+
+// compareReply compares the client's answer in the re-drive with the
+// recorded one (steps recorded with their answer).
+func compareReply(ctx context.Context, node Log, idx int, st *Step, evs []events.Event, scrub func(string) string) (*Drift, error) {
+	if len(st.Reply) == 0 {
+		return nil, nil
+	}
+	got, err := Reply(ctx, node, evs)
+	if err != nil {
+		return nil, err
+	}
+	at, w, g := answerDiff(string(st.Reply), scrub(string(got)))
+	if at == "" {
+		return nil, nil
+	}
+	return &Drift{Step: idx, Label: st.Label(), At: at, Want: w, Got: g}, nil
+}
+
+// Reply is the answer a run's client got, whole (nil: none recorded).
+func Reply(ctx context.Context, r events.PayloadReader, evs []events.Event) (json.RawMessage, error) {
+	for i := range evs {
+		if evs[i].Kind == events.KindMCPResponseSent {
+			a, err := events.ResolveValue(ctx, r, evs[i].Attrs.Get("answer"))
+			if err != nil || !json.Valid([]byte(a)) {
+				return nil, err
+			}
+			return json.RawMessage(a), nil
+		}
+	}
+	return nil, nil
 }
 
 type placed struct {

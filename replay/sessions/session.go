@@ -52,6 +52,9 @@ type SessionHeader struct {
 	// Host says a workspace host answered; a re-drive without one leaves
 	// the pipe unanswered, as the recording found it.
 	Host bool `json:"host"`
+	// Pipe is where the bridge looked for the workspace host: an answer
+	// that names it names the re-drive's path instead, which is not drift.
+	Pipe string `json:"pipe,omitempty"`
 	// Upstreams are the tool descriptors of each upstream server the
 	// session used, as pinned: a re-drive serves them from the recording.
 	Upstreams map[string][]json.RawMessage `json:"upstreams,omitempty"`
@@ -84,6 +87,10 @@ type Step struct {
 	// Expect is the evidence the step left in the recording, within the
 	// re-driven scope (client and operator steps).
 	Expect []Crossing `json:"expect,omitempty"`
+	// Reply is what the client was answered (client steps):
+	// {"result": …} or {"error": {"code", "message"}}. A re-drive's answer
+	// must agree with it, ids, times and _meta aside.
+	Reply json.RawMessage `json:"reply,omitempty"`
 }
 
 // Decision is an operator's answer to an approval prompt.
@@ -222,6 +229,9 @@ func (st *Step) check() error {
 		}
 		if len(st.Params) > 0 && !json.Valid(st.Params) {
 			return errors.New("params are not JSON")
+		}
+		if len(st.Reply) > 0 && !json.Valid(st.Reply) {
+			return errors.New("reply is not JSON")
 		}
 	case StepHost:
 		if st.Command == "" || st.Answer == nil {
