@@ -77,6 +77,7 @@ const (
 	KindMCPResponseSent         = "mcp.response.sent"
 	KindMCPNotificationReceived = "mcp.notification.received"
 	KindMCPHTTPRejected         = "mcp.http.rejected" // the HTTP front door refused a request (token, Host, Origin, size)
+	KindMCPRootsListed          = "mcp.roots.listed"  // the bridge asked the client for its roots (they choose the workspace host)
 )
 
 // Kinds of the executor and the steps it drives.
@@ -172,6 +173,7 @@ func init() {
 	kind(KindMCPResponseSent, BoundaryMCP, Bridge, Client, true)
 	kind(KindMCPNotificationReceived, BoundaryMCP, Client, Bridge, true)
 	kind(KindMCPHTTPRejected, BoundaryMCP, Client, Bridge, true)
+	kind(KindMCPRootsListed, BoundaryMCP, Bridge, Client, true)
 
 	kind(KindExecutorStarted, BoundaryExecutor, Bridge, Executor, false)
 	kind(KindExecutorCatalog, BoundaryExecutor, Executor, Executor, true)

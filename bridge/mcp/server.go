@@ -407,7 +407,7 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 			inv.Client = ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
 		}
-		ctx = executor.WithClientRoots(ctx, s.clientRoots(ctx, ss))
+		ctx = executor.WithClientRoots(ctx, s.clientRoots(ctx, ss, inv))
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			inv.Progress = func(progress, total float64, message string) {
 				ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: progress, Total: total, Message: message})
@@ -422,7 +422,9 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 // clientRoots are the roots the client of ss declared (asked once per
 // session, again after notifications/roots/list_changed); none when the
 // client has no roots capability or does not answer within a second.
-func (s *Server) clientRoots(ctx context.Context, ss *sdk.ServerSession) []string {
+// Asking is a crossing (mcp.roots.listed, in the run of the call that
+// asked, with the roots): the roots choose the workspace host.
+func (s *Server) clientRoots(ctx context.Context, ss *sdk.ServerSession, inv executor.Invocation) []string {
 	if v, ok := s.roots.Load(ss); ok {
 		return v.([]string)
 	}
@@ -431,12 +433,19 @@ func (s *Server) clientRoots(ctx context.Context, ss *sdk.ServerSession) []strin
 	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.RootsV2 != nil {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
+		e := events.Event{Kind: events.KindMCPRootsListed, RequestID: inv.RequestID, SessionID: inv.SessionID, Traceparent: inv.Traceparent, Outcome: events.OK}
 		//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; they pick the workspace (issue 18)
 		if res, err := ss.ListRoots(rctx, nil); err == nil {
 			for _, r := range res.Roots {
 				out = append(out, r.URI)
 			}
+			b, _ := json.Marshal(out)
+			e.Attrs = events.AttrsOf(map[string]string{"roots": string(b)})
+		} else {
+			// Not a failure of the call: it goes on without roots.
+			e.Attrs = events.AttrsOf(map[string]string{"error": truncate(err.Error(), 300)})
 		}
+		s.opts.Emitter.Emit(e)
 	}
 	s.roots.Store(ss, out)
 	return out

@@ -17,7 +17,11 @@ import (
 
 // ClientOptions configures NewClient. Path and Recorder are required.
 type ClientOptions struct {
-	Path     string
+	Path string
+	// Root is the workspace root the host at Path serves, when the caller
+	// chose it among several: recorded on every pipe event ("root"), so a
+	// re-drive routes each call to the same host.
+	Root     string
 	Recorder Recorder
 	// Timeout bounds one call. Zero: 5s.
 	Timeout time.Duration
@@ -65,7 +69,13 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 		}
 		c.opts.Recorder.Emit(e)
 	}
-	attrs := func() map[string]string { return map[string]string{"command": req.Command, "path": c.opts.Path} }
+	attrs := func() map[string]string {
+		a := map[string]string{"command": req.Command, "path": c.opts.Path}
+		if c.opts.Root != "" {
+			a["root"] = c.opts.Root
+		}
+		return a
+	}
 	emit(events.KindPipeAttempt, events.OK, "", time.Time{}, attrs())
 	frame, err := encodeFrame(req)
 	if err != nil {

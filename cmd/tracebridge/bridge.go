@@ -29,6 +29,9 @@ type bridgeParts struct {
 	// Dir, when set, routes workspace calls among the data dir's hosts
 	// (several roots) instead of only PipePath.
 	Dir hub.DataDir
+	// Hosts, when set, are the hosts to route among instead of the data
+	// dir's (a re-drive's recorded hosts).
+	Hosts []hostEntry
 	// Getenv and ReadFile resolve secrets (a re-drive answers from the
 	// recording); nil: the process's own.
 	Getenv   func(string) string
@@ -66,9 +69,12 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 		tools.HostCaller
 		Close()
 	}
-	if p.Dir != "" {
+	switch {
+	case len(p.Hosts) > 0:
+		hostClient = &hostRouter{opts: copts, fixed: p.Hosts, clients: map[string]*pipe.Client{}}
+	case p.Dir != "":
 		hostClient = m.hostRouter(p.Dir, copts)
-	} else {
+	default:
 		hostClient = closer{pipe.NewClient(copts)}
 	}
 	catalog, err := m.catalog(p.Config, p.Emitter, hostClient, p.Node, p.Extra...)

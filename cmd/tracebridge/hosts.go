@@ -105,6 +105,9 @@ type hostRouter struct {
 	env  string // $TRACEBRIDGE_HOST
 	cwd  string
 	opts pipe.ClientOptions // Path is chosen per call
+	// fixed are the hosts when they do not come from the registry: a
+	// re-drive's recorded hosts.
+	fixed []hostEntry
 
 	mu      sync.Mutex
 	clients map[string]*pipe.Client
@@ -115,15 +118,18 @@ func (m *Main) hostRouter(dir hub.DataDir, opts pipe.ClientOptions) *hostRouter 
 	return &hostRouter{dir: dir, env: m.Getenv("TRACEBRIDGE_HOST"), cwd: cwd, opts: opts, clients: map[string]*pipe.Client{}}
 }
 
-func (r *hostRouter) client(path string) *pipe.Client {
+// client is the connection to the host at path, serving root ("" when
+// it was not chosen among several).
+func (r *hostRouter) client(path, root string) *pipe.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.clients[path]
+	key := path + "\x00" + root
+	c := r.clients[key]
 	if c == nil {
 		o := r.opts
-		o.Path = path
+		o.Path, o.Root = path, root
 		c = pipe.NewClient(o)
-		r.clients[path] = c
+		r.clients[key] = c
 	}
 	return c
 }
@@ -147,7 +153,13 @@ func (r *hostRouter) Call(ctx context.Context, req pipe.Request) (pipe.Response,
 	if err != nil {
 		return pipe.Response{}, err
 	}
-	return r.client(path).Call(ctx, req)
+	root := ""
+	for _, h := range hosts {
+		if h.Socket == path && len(hosts) > 1 {
+			root = h.Root
+		}
+	}
+	return r.client(path, root).Call(ctx, req)
 }
 
 // Path is the socket a call without client roots goes to (the UI, the
@@ -155,8 +167,11 @@ func (r *hostRouter) Call(ctx context.Context, req pipe.Request) (pipe.Response,
 func (r *hostRouter) Path() (string, error) { return r.choose(context.Background(), r.hosts()) }
 
 func (r *hostRouter) hosts() []hostEntry {
-	if r.env != "" {
+	switch {
+	case r.env != "":
 		return nil
+	case r.fixed != nil:
+		return r.fixed
 	}
 	return liveHosts(r.dir)
 }
@@ -218,7 +233,7 @@ func (r *hostRouter) choose(ctx context.Context, hosts []hostEntry) (string, err
 func (r *hostRouter) listAll(ctx context.Context, req pipe.Request, hosts []hostEntry) (pipe.Response, error) {
 	var all host.ProjectList
 	for _, h := range hosts {
-		resp, err := r.client(h.Socket).Call(ctx, req)
+		resp, err := r.client(h.Socket, h.Root).Call(ctx, req)
 		if err != nil {
 			return resp, err
 		}

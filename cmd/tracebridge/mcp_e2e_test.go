@@ -63,7 +63,8 @@ func TestMCPWorksInEveryProtocolMode(t *testing.T) {
 			}
 			b.close(t)
 			evs := requestEvents(t, data, req)
-			want := []string{"mcp.request.received", "executor.started", "executor.catalog.resolved", "policy.decided",
+			// The session's first call asks the client for its roots.
+			want := []string{"mcp.request.received", "mcp.roots.listed", "executor.started", "executor.catalog.resolved", "policy.decided",
 				"tool.started", "tool.completed", "executor.audit", "mcp.response.sent"}
 			if got := kindsOf(evs); !slices.Equal(got, want) {
 				t.Fatalf("request events:\n got %v\nwant %v", got, want)
@@ -76,7 +77,7 @@ func TestMCPWorksInEveryProtocolMode(t *testing.T) {
 			if evs[0].Attrs.Get("tool") != "regex_text_search" || evs[0].Attrs.Get("jsonrpcId") == "" || evs[0].Attrs.Get("method") != "tools/call" {
 				t.Fatalf("request event attrs %v", evs[0].Attrs)
 			}
-			if len(requestEvents(t, data, bmReq)) != len(want) {
+			if len(requestEvents(t, data, bmReq)) != len(want)-1 { // roots were asked once
 				t.Fatal("bm25 call not fully recorded")
 			}
 		})
@@ -412,9 +413,13 @@ func TestMCPTwoClientsShareOneHub(t *testing.T) {
 	}
 	a.close(t)
 	b.close(t)
-	for _, r := range reqs {
-		if n := len(requestEvents(t, data, r)); n != 8 {
-			t.Fatalf("request %s has %d events, want 8", r, n)
+	for i, r := range reqs {
+		want := 8
+		if i < 2 { // each session's first call asks the client for its roots
+			want = 9
+		}
+		if n := len(requestEvents(t, data, r)); n != want {
+			t.Fatalf("request %s has %d events, want %d", r, n, want)
 		}
 	}
 	if !strings.Contains(string(info), `"pid"`) {

@@ -539,7 +539,11 @@ func (m *Main) writeReport(path string, r *junitSuites) error {
 // stdio and evidence, with the recording standing in for the environment
 // and the disk (secrets resolve as recorded, on every machine).
 func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
-	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath,
+	var hosts []hostEntry
+	for _, h := range env.Hosts {
+		hosts = append(hosts, hostEntry{Root: h.Root, Socket: h.Socket})
+	}
+	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath, Hosts: hosts,
 		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: Version,
 		Dial: env.Upstreams, Extra: env.Tools})
 	if err != nil {

@@ -163,6 +163,17 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 				lead.Reply = json.RawMessage(a) // cut (a log without a payload store): not compared
 			}
 			answered = true
+		case events.KindMCPRootsListed:
+			if lead != nil && lead.Step == StepClient {
+				if msg, failed := e.Attrs.Lookup("error"); failed {
+					lead.Roots, _ = json.Marshal(msg)
+				} else {
+					lead.Roots = json.RawMessage(e.Attrs.Get("roots"))
+				}
+				if !json.Valid(lead.Roots) {
+					return nil, fmt.Errorf("request %s (seq %d): the client's roots were cut in the log", e.RequestID, e.Seq)
+				}
+			}
 		case events.KindPipeAttempt:
 			if s.Header.Pipe == "" {
 				s.Header.Pipe = e.Attrs.Get("path")
@@ -208,7 +219,7 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			if err := json.Unmarshal([]byte(e.Attrs.Get("answer")), &a); err != nil {
 				return nil, fmt.Errorf("request %s (seq %d): the host's answer was cut in the log (over 4 KiB) or is missing: %v", e.RequestID, e.Seq, err)
 			}
-			hosts = append(hosts, Step{Step: StepHost, Command: e.Attrs.Get("command"), Answer: &a})
+			hosts = append(hosts, Step{Step: StepHost, Command: e.Attrs.Get("command"), Root: e.Attrs.Get("root"), Answer: &a})
 			s.Header.Host = true
 		}
 	}

@@ -12,8 +12,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,6 +57,15 @@ type BridgeEnv struct {
 	// Tools are stand-ins for the recorded tools (discovered ones) the
 	// bridge must serve instead of running them.
 	Tools []*executor.Tool
+	// Hosts are the recorded workspace hosts the bridge chose among, by
+	// root, each on its own socket; none: the one host at PipePath.
+	Hosts []RecordedHost
+}
+
+// RecordedHost is a workspace host of the recording, served again.
+type RecordedHost struct {
+	Root   string
+	Socket string
 }
 
 // Log is the re-drive's own, fresh event log (a hub on a temporary data
@@ -159,13 +170,16 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		Redactor: events.NewRedactor(seed[:]), IDs: events.NewIDSource(now, rand.NewChaCha8(seed)), Now: now, Logger: opts.Logger, Payloads: node})
 	defer em.Close(context.Background())
 
+	var hosts []RecordedHost
 	if s.Header.Host {
-		stop, err := recordedHost(ctx, s, opts, em)
-		if err != nil {
+		var stop func()
+		var err error
+		if hosts, stop, err = recordedHosts(ctx, s, opts, em); err != nil {
 			return nil, err
 		}
 		defer stop()
 	}
+	roots := &recordedRoots{}
 
 	upstreams := NewRecordedUpstreams(s)
 	inR, pipeW := io.Pipe()
@@ -177,10 +191,10 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	go func() {
 		served <- opts.Bridge(bctx, BridgeEnv{Emitter: em, Config: cfg, PipePath: opts.PipePath,
 			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger, Getenv: secrets.Getenv, ReadFile: secrets.ReadFile, After: secrets.After,
-			Upstreams: upstreams.Dial, Tools: RecordedTools(s)})
+			Upstreams: upstreams.Dial, Tools: RecordedTools(s), Hosts: hosts})
 		outW.Close()
 	}()
-	answers := readAnswers(outR, inW)
+	answers := readAnswers(outR, inW, roots)
 
 	operator := pipe.NewClient(pipe.ClientOptions{Path: opts.PipePath, Recorder: em, Logger: opts.Logger, Timeout: opts.StepTimeout})
 	defer operator.Close()
@@ -193,6 +207,9 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		switch st.Step {
 		case StepClient:
 			secrets.step.Store(st)
+			if len(st.Roots) > 0 {
+				roots.answer.Store(&st.Roots)
+			}
 			nextID++
 			stopDeciding := decide(ctx, st, node, em, now)
 			if err := writeMessage(inW, nextID, withRequestIDs(st, redriven)); err != nil {
@@ -423,46 +440,80 @@ func Crossings(evs []events.Event) []Crossing {
 	return out
 }
 
-// recordedHost serves the session's host answers on a real pipe server:
-// each command gets its recorded answers in order.
-func recordedHost(ctx context.Context, s *Session, opts RedriveOptions, em *events.Emitter) (func(), error) {
+// recordedHosts serves the session's host answers on real pipe servers:
+// each command gets its recorded answers in order, from the host of the
+// root that gave them. Answers of no chosen root come from the host at
+// PipePath; each root the bridge chose among several gets its own socket
+// beside it, returned for the bridge to choose among again.
+func recordedHosts(ctx context.Context, s *Session, opts RedriveOptions, em *events.Emitter) ([]RecordedHost, func(), error) {
 	var mu sync.Mutex
-	queue := map[string][]*pipe.Answer{}
+	queues := map[string]map[string][]*pipe.Answer{} // root → command → answers
+	var roots []string
 	for i := range s.Steps {
 		if st := &s.Steps[i]; st.Step == StepHost {
-			queue[st.Command] = append(queue[st.Command], st.Answer)
+			if queues[st.Root] == nil {
+				queues[st.Root] = map[string][]*pipe.Answer{}
+				if st.Root != "" {
+					roots = append(roots, st.Root)
+				}
+			}
+			queues[st.Root][st.Command] = append(queues[st.Root][st.Command], st.Answer)
 		}
 	}
-	handlers := map[string]pipe.Handler{}
-	for cmd := range queue {
-		handlers[cmd] = func(context.Context, pipe.Request) (any, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if len(queue[cmd]) == 0 {
-				return nil, &events.Err{Code: events.CodeToolError, Msg: "the recording has no more answers for " + cmd}
-			}
-			a := queue[cmd][0]
-			queue[cmd] = queue[cmd][1:]
-			if !a.OK {
-				return nil, &events.Err{Code: a.Code, Msg: a.Message}
-			}
-			return a.Payload, nil
-		}
-	}
+	sort.Strings(roots)
 	if err := os.MkdirAll(filepath.Dir(opts.PipePath), 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	l, err := pipe.Listen(opts.PipePath)
-	if err != nil {
-		return nil, fmt.Errorf("recorded host: %w", err)
+	var hosts []RecordedHost
+	var stops []func()
+	stopAll := func() {
+		for _, stop := range stops {
+			stop()
+		}
 	}
-	hctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		pipe.NewServer(pipe.ServerOptions{Handlers: handlers, Recorder: em, Logger: opts.Logger}).Serve(hctx, l)
-	}()
-	return func() { cancel(); l.Close(); <-done }, nil
+	for i, root := range append([]string{""}, roots...) {
+		queue := queues[root]
+		path := opts.PipePath
+		if root != "" {
+			path = filepath.Join(filepath.Dir(opts.PipePath), fmt.Sprintf("host-%d.sock", i))
+			hosts = append(hosts, RecordedHost{Root: root, Socket: path})
+		}
+		handlers := map[string]pipe.Handler{}
+		for cmd := range queue {
+			handlers[cmd] = func(context.Context, pipe.Request) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if len(queue[cmd]) == 0 {
+					return nil, &events.Err{Code: events.CodeToolError, Msg: "the recording has no more answers for " + cmd}
+				}
+				a := queue[cmd][0]
+				queue[cmd] = queue[cmd][1:]
+				if !a.OK {
+					return nil, &events.Err{Code: a.Code, Msg: a.Message}
+				}
+				return a.Payload, nil
+			}
+		}
+		l, err := pipe.Listen(path)
+		if err != nil {
+			stopAll()
+			return nil, nil, fmt.Errorf("recorded host: %w", err)
+		}
+		hctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			pipe.NewServer(pipe.ServerOptions{Handlers: handlers, Recorder: em, Logger: opts.Logger}).Serve(hctx, l)
+		}()
+		stops = append(stops, func() { cancel(); l.Close(); <-done })
+	}
+	return hosts, stopAll, nil
+}
+
+// recordedRoots is what the client answers when the bridge asks for its
+// roots: what it answered in the step being re-driven (none before any).
+type recordedRoots struct {
+	answer atomic.Pointer[json.RawMessage]
 }
 
 // writeMessage sends one JSON-RPC line: a request when id > 0, else a
@@ -510,7 +561,7 @@ func (a *answerBox) box(id int) chan struct{} {
 	return ch
 }
 
-func readAnswers(r io.Reader, w io.Writer) *answerBox {
+func readAnswers(r io.Reader, w io.Writer, roots *recordedRoots) *answerBox {
 	a := &answerBox{waiting: map[int]chan struct{}{}, reqs: map[int]string{}}
 	go func() {
 		sc := bufio.NewScanner(r)
@@ -527,7 +578,7 @@ func readAnswers(r io.Reader, w io.Writer) *answerBox {
 				continue // a notification
 			}
 			if m.Method != "" { // the bridge asks the client (its ids are the bridge's own)
-				answerBridge(w, m.ID, m.Method)
+				answerBridge(w, m.ID, m.Method, roots)
 				continue
 			}
 			var id int
@@ -551,14 +602,31 @@ func readAnswers(r io.Reader, w io.Writer) *answerBox {
 	return a
 }
 
-// answerBridge answers a request the bridge sends the client at once, as a
-// client without roots would: roots/list with none, anything else (the
-// recording holds no client answers yet) with an error. Unanswered, each
-// upstream link waited a second for the client's roots.
-func answerBridge(w io.Writer, id json.RawMessage, method string) {
+// answerBridge answers a request the bridge sends the client at once:
+// roots/list as the client answered in the recording (no roots when it
+// was not asked), anything else (the recording holds no other client
+// answers yet) with an error. Unanswered, each upstream link waited a
+// second for the client's roots.
+func answerBridge(w io.Writer, id json.RawMessage, method string, roots *recordedRoots) {
 	msg := map[string]any{"jsonrpc": "2.0", "id": id}
 	if method == "roots/list" {
-		msg["result"] = map[string]any{"roots": []any{}}
+		list := []any{}
+		var failed string
+		if a := roots.answer.Load(); a != nil {
+			var uris []string
+			if json.Unmarshal(*a, &uris) == nil {
+				for _, u := range uris {
+					list = append(list, map[string]string{"uri": u})
+				}
+			} else {
+				json.Unmarshal(*a, &failed)
+			}
+		}
+		msg["result"] = map[string]any{"roots": list}
+		if failed != "" {
+			delete(msg, "result")
+			msg["error"] = map[string]any{"code": -32603, "message": failed}
+		}
 	} else {
 		msg["error"] = map[string]any{"code": -32601, "message": "the recording holds no answer of the client to " + method}
 	}

@@ -87,6 +87,13 @@ type Step struct {
 	// Expect is the evidence the step left in the recording, within the
 	// re-driven scope (client and operator steps).
 	Expect []Crossing `json:"expect,omitempty"`
+	// Roots is what the client answered when the bridge asked for its
+	// roots during the step (client steps): a JSON array of URIs, or a
+	// string, the error. A re-drive answers the same.
+	Roots json.RawMessage `json:"roots,omitempty"`
+	// Root is the workspace root of the host that answered (host steps),
+	// when the bridge chose it among several.
+	Root string `json:"root,omitempty"`
 	// Reply is what the client was answered (client steps):
 	// {"result": …} or {"error": {"code", "message"}}. A re-drive's answer
 	// must agree with it, ids, times and _meta aside.
@@ -232,6 +239,13 @@ func (st *Step) check() error {
 		}
 		if len(st.Reply) > 0 && !json.Valid(st.Reply) {
 			return errors.New("reply is not JSON")
+		}
+		if len(st.Roots) > 0 {
+			var uris []string
+			var msg string
+			if json.Unmarshal(st.Roots, &uris) != nil && json.Unmarshal(st.Roots, &msg) != nil {
+				return errors.New("roots are neither a list of URIs nor an error message")
+			}
 		}
 	case StepHost:
 		if st.Command == "" || st.Answer == nil {
