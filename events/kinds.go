@@ -127,6 +127,7 @@ const (
 	KindUpstreamToolRemoved  = "upstream.tool.removed"    // a pinned tool is no longer listed
 	KindUpstreamToolAccepted = "upstream.tool.accepted"   // an operator accepted a changed descriptor
 	KindUpstreamOfferRefused = "upstream.offer.refused"   // a resource or template not served: it collides with the bridge's own or another server's
+	KindUpstreamOffers       = "upstream.offers.listed"   // what the server offers besides tools, as it listed them: prompts, resources, templates
 	KindUpstreamAsked        = "upstream.client.asked"    // the upstream sent the client a request (sampling, elicitation, roots), relayed to its client session
 	KindUpstreamAnswered     = "upstream.client.answered" // the client's answer to it, relayed back (or why there was none)
 )
@@ -212,6 +213,7 @@ func init() {
 	kind(KindUpstreamToolRemoved, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamToolAccepted, BoundaryUpstream, Operator, Executor, true)
 	kind(KindUpstreamOfferRefused, BoundaryUpstream, Upstream, Executor, true)
+	kind(KindUpstreamOffers, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamAsked, BoundaryUpstream, Upstream, Client, false)
 	kind(KindUpstreamAnswered, BoundaryUpstream, Client, Upstream, true)
 

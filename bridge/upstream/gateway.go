@@ -319,7 +319,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 			tools = append(tools, t)
 		}
 	}
-	if err := s.listExtrasLocked(ctx, cs); err != nil {
+	if err := s.listExtrasLocked(ctx, req, cs); err != nil {
 		s.g.opts.Logger.Warn("upstream prompts or resources could not be listed", "server", s.name, "err", err)
 	}
 	s.g.recordConflicts()

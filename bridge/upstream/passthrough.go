@@ -27,17 +27,20 @@ type extras struct {
 
 // listExtras lists what the server offers besides tools; a server without
 // the capability is not asked. Each list stands on its own: one the server
-// fails (an optional method it lacks) leaves the others listed. s.mu is
-// held.
-func (s *Server) listExtrasLocked(ctx context.Context, cs *sdk.ClientSession) error {
+// fails (an optional method it lacks) leaves the others listed. What it
+// listed is recorded (upstream.offers.listed, as the server named them),
+// for a re-drive to list the same. s.mu is held.
+func (s *Server) listExtrasLocked(ctx context.Context, req events.ID, cs *sdk.ClientSession) error {
 	ex := extras{upstream: map[string]string{}}
 	caps := &sdk.ServerCapabilities{}
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		caps = ir.Capabilities
 	}
 	var errs []error
+	var listed []*sdk.Prompt
 	if caps.Prompts != nil {
 		ps, err := collect(cs.Prompts(ctx, nil))
+		listed = ps
 		for _, p := range ps {
 			exposed := *p
 			exposed.Name = s.exposed(p.Name)
@@ -54,6 +57,15 @@ func (s *Server) listExtrasLocked(ctx context.Context, cs *sdk.ClientSession) er
 		errs = append(errs, listErr("resources/templates/list", err))
 	}
 	s.extras.Store(&ex)
+	if caps.Prompts != nil || caps.Resources != nil {
+		attrs := map[string]string{}
+		for name, v := range map[string]any{"prompts": listed, "resources": ex.resources, "templates": ex.templates} {
+			if b, err := json.Marshal(v); err == nil && string(b) != "null" {
+				attrs[name] = string(b)
+			}
+		}
+		s.emit(events.KindUpstreamOffers, req, events.ID{}, events.OK, "", zeroTime, attrs)
+	}
 	return errors.Join(errs...)
 }
 

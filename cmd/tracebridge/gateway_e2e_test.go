@@ -159,12 +159,13 @@ args = [%q, %q]
 			b.close(t)
 
 			evs := requestEvents(t, data, req)
-			want := []string{"mcp.request.received", "executor.started", "executor.catalog.resolved", "policy.decided",
+			// The session's first call asks the client for its roots.
+			want := []string{"mcp.request.received", "mcp.roots.listed", "executor.started", "executor.catalog.resolved", "policy.decided",
 				"tool.started", "upstream.request.sent", "upstream.response.received", "tool.completed", "executor.audit", "mcp.response.sent"}
 			if got := kindsOf(evs); !slices.Equal(got, want) {
 				t.Fatalf("echo's events:\n got %v\nwant %v", got, want)
 			}
-			if e := evs[5]; e.Attrs.Get("server") != "everything" || e.Attrs.Get("rpcId") == "" || e.Attrs.Get("method") != "tools/call" {
+			if e := evs[6]; e.Attrs.Get("server") != "everything" || e.Attrs.Get("rpcId") == "" || e.Attrs.Get("method") != "tools/call" {
 				t.Fatalf("upstream.request.sent attrs %v", e.Attrs)
 			}
 			out, err := exec.Command(tbBin, "--data", data, "replay", req.String()).CombinedOutput()

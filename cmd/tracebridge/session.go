@@ -243,6 +243,15 @@ func sessionEvidence(ctx context.Context, node *hub.Node, sid events.ID) (sessio
 			in.Pins = append(in.Pins, p)
 		}
 	}
+	if rows, err = node.View(ctx, projections.Query{View: "offers", Limit: 1 << 20}); err != nil {
+		return in, err
+	}
+	for _, r := range rows {
+		var o projections.Offers
+		if json.Unmarshal(r, &o) == nil {
+			in.Offers = append(in.Offers, o)
+		}
+	}
 	if len(proposals) == 0 {
 		return in, resolvePayloads(ctx, node, &in)
 	}
@@ -297,6 +306,14 @@ func resolvePayloads(ctx context.Context, node *hub.Node, in *sessions.ExportInp
 	}
 	if err := resolve(in.Notifications); err != nil {
 		return err
+	}
+	for i := range in.Offers {
+		for _, v := range []*string{&in.Offers[i].Prompts, &in.Offers[i].Resources, &in.Offers[i].Templates} {
+			var err error
+			if *v, err = events.ResolveValue(ctx, node, *v); err != nil {
+				return fmt.Errorf("what %s listed: %w", in.Offers[i].Server, err)
+			}
+		}
 	}
 	for i, p := range in.Pins {
 		d, err := events.ResolveValue(ctx, node, p.Descriptor)

@@ -30,6 +30,9 @@ type ExportInput struct {
 	// Pins are the pinned descriptors of upstream tools (the pins view):
 	// the session file keeps those of the servers it called.
 	Pins []projections.Pin
+	// Offers are what each upstream last listed besides tools (the offers
+	// view), whole.
+	Offers []projections.Offers
 }
 
 // Export turns a session's evidence into a session file: the client's
@@ -116,6 +119,28 @@ func Export(in ExportInput) (*Session, error) {
 			s.Header.Upstreams = map[string][]json.RawMessage{}
 		}
 		s.Header.Upstreams[server] = []json.RawMessage{}
+		for _, o := range in.Offers {
+			if o.Server != server {
+				continue
+			}
+			var uo UpstreamOffers
+			for _, f := range []struct {
+				v  string
+				to *json.RawMessage
+			}{{o.Prompts, &uo.Prompts}, {o.Resources, &uo.Resources}, {o.Templates, &uo.Templates}} {
+				if f.v == "" {
+					continue
+				}
+				if !json.Valid([]byte(f.v)) {
+					return nil, fmt.Errorf("what %s listed besides tools is not whole JSON in the log; the session cannot list it", server)
+				}
+				*f.to = json.RawMessage(f.v)
+			}
+			if s.Header.Offers == nil {
+				s.Header.Offers = map[string]UpstreamOffers{}
+			}
+			s.Header.Offers[server] = uo
+		}
 		for _, p := range in.Pins {
 			if p.Server != server || p.State == projections.PinRemoved {
 				continue

@@ -58,10 +58,21 @@ type SessionHeader struct {
 	// Upstreams are the tool descriptors of each upstream server the
 	// session used, as pinned: a re-drive serves them from the recording.
 	Upstreams map[string][]json.RawMessage `json:"upstreams,omitempty"`
+	// Offers are what each upstream server listed besides tools, as it
+	// named them: a re-drive lists the same.
+	Offers map[string]UpstreamOffers `json:"offers,omitempty"`
 	// Tools are the descriptors of the recorded tools the session called
 	// (discovered tools), by id: a re-drive answers for them.
 	Tools map[string]json.RawMessage `json:"tools,omitempty"`
 	Steps int                        `json:"steps"`
+}
+
+// UpstreamOffers are an upstream's prompts, resources and resource
+// templates as it listed them (JSON arrays of the protocol's objects).
+type UpstreamOffers struct {
+	Prompts   json.RawMessage `json:"prompts,omitempty"`
+	Resources json.RawMessage `json:"resources,omitempty"`
+	Templates json.RawMessage `json:"templates,omitempty"`
 }
 
 // Step is one line after the header.
@@ -136,7 +147,7 @@ func CrossingOf(e *events.Event) Crossing {
 var outOfScopeKinds = map[string]bool{
 	events.KindUpstreamStarted: true, events.KindUpstreamExited: true, events.KindUpstreamConnected: true,
 	events.KindUpstreamNotification: true, events.KindUpstreamToolPinned: true, events.KindUpstreamToolChanged: true,
-	events.KindUpstreamToolRemoved: true, events.KindUpstreamToolAccepted: true,
+	events.KindUpstreamToolRemoved: true, events.KindUpstreamToolAccepted: true, events.KindUpstreamOffers: true,
 	// What an upstream asked the client (sampling, elicitation, roots) is
 	// not in the recording's cassette yet: its re-drive is issue 26's.
 	events.KindUpstreamAsked: true, events.KindUpstreamAnswered: true,

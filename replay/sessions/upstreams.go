@@ -22,7 +22,8 @@ import (
 // Nothing is started or dialed.
 type RecordedUpstreams struct {
 	mu    sync.Mutex
-	tools map[string][]json.RawMessage
+	tools  map[string][]json.RawMessage
+	offers map[string]UpstreamOffers
 	queue map[string][]int // server/tool → indexes of its upstream steps, in order
 	steps []Step
 	drift []Drift
@@ -30,7 +31,7 @@ type RecordedUpstreams struct {
 
 // NewRecordedUpstreams reads s's upstream steps.
 func NewRecordedUpstreams(s *Session) *RecordedUpstreams {
-	r := &RecordedUpstreams{tools: s.Header.Upstreams, queue: map[string][]int{}, steps: s.Steps}
+	r := &RecordedUpstreams{tools: s.Header.Upstreams, offers: s.Header.Offers, queue: map[string][]int{}, steps: s.Steps}
 	for i := range s.Steps {
 		if st := &s.Steps[i]; st.Step == StepUpstream {
 			k := st.Server + "/" + st.Command
@@ -53,15 +54,92 @@ func (r *RecordedUpstreams) Dial(ctx context.Context, server string) (sdk.Transp
 			continue
 		}
 		name := t.Name
-		if err := addRecordedTool(srv, &t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return r.answer(server, name, req.Params.Arguments)
+		if err := guard(func() {
+			srv.AddTool(&t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return r.answer(server, name, req.Params.Arguments)
+			})
 		}); err != nil {
 			return nil, fmt.Errorf("recorded tool %s of %s: %v", name, server, err)
 		}
 	}
-	// The resources it read and the prompts it got, each answering with
-	// its next recorded answer: listed, so the gateway routes to them as
-	// it did to the server.
+	if o, ok := r.offers[server]; ok {
+		if err := r.offer(srv, server, o); err != nil {
+			return nil, err
+		}
+	} else {
+		r.offerUsed(srv, server)
+	}
+	ct, st := sdk.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		return nil, err
+	}
+	return ct, nil
+}
+
+// offer lists what the server listed besides tools, as it listed them; a
+// read or a get answers with the next recorded answer to it (none
+// recorded: an error, and the re-drive drifts).
+func (r *RecordedUpstreams) offer(srv *sdk.Server, server string, o UpstreamOffers) error {
+	var prompts []*sdk.Prompt
+	var resources []*sdk.Resource
+	var templates []*sdk.ResourceTemplate
+	for _, l := range []struct {
+		raw json.RawMessage
+		to  any
+	}{{o.Prompts, &prompts}, {o.Resources, &resources}, {o.Templates, &templates}} {
+		if len(l.raw) > 0 {
+			if err := json.Unmarshal(l.raw, l.to); err != nil {
+				return fmt.Errorf("what %s listed besides tools: %v", server, err)
+			}
+		}
+	}
+	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		var res sdk.ReadResourceResult
+		return &res, r.next(server, "resources/read "+req.Params.URI, req.Params, &res)
+	}
+	for _, p := range prompts {
+		if p == nil || p.Name == "" {
+			continue
+		}
+		command := "prompts/get " + p.Name
+		srv.AddPrompt(p, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			var res sdk.GetPromptResult
+			return &res, r.next(server, command, req.Params, &res)
+		})
+	}
+	for _, res := range resources {
+		if res != nil && res.URI != "" {
+			if err := guard(func() { srv.AddResource(res, read) }); err != nil {
+				return fmt.Errorf("recorded resource %s of %s: %v", res.URI, server, err)
+			}
+		}
+	}
+	for _, t := range templates {
+		if t != nil && t.URITemplate != "" {
+			if err := guard(func() { srv.AddResourceTemplate(t, read) }); err != nil {
+				return fmt.Errorf("recorded resource template %s of %s: %v", t.URITemplate, server, err)
+			}
+		}
+	}
+	return nil
+}
+
+// guard is f with its panic (a descriptor the SDK refuses) as an error:
+// a session file is data.
+func guard(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	f()
+	return nil
+}
+
+// offerUsed lists, for a session file without the server's listings, the
+// resources it read and the prompts it got, each answering with its next
+// recorded answer, so the gateway routes to them as it did to the server.
+func (r *RecordedUpstreams) offerUsed(srv *sdk.Server, server string) {
 	offered := map[string]bool{}
 	for _, st := range r.steps {
 		if st.Step != StepUpstream || st.Server != server || offered[st.Command] {
@@ -82,23 +160,6 @@ func (r *RecordedUpstreams) Dial(ctx context.Context, server string) (sdk.Transp
 			})
 		}
 	}
-	ct, st := sdk.NewInMemoryTransports()
-	if _, err := srv.Connect(ctx, st, nil); err != nil {
-		return nil, err
-	}
-	return ct, nil
-}
-
-// addRecordedTool is AddTool with its panic (a schema it refuses) as an
-// error: a session file is data.
-func addRecordedTool(srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
-		}
-	}()
-	srv.AddTool(t, h)
-	return nil
 }
 
 // next decodes into res the next recorded answer of server to command
