@@ -21,12 +21,12 @@ import (
 // noted as drift: the bridge would have sent the upstream something else.
 // Nothing is started or dialed.
 type RecordedUpstreams struct {
-	mu    sync.Mutex
+	mu     sync.Mutex
 	tools  map[string][]json.RawMessage
 	offers map[string]UpstreamOffers
-	queue map[string][]int // server/tool → indexes of its upstream steps, in order
-	steps []Step
-	drift []Drift
+	queue  map[string][]int // server/tool → indexes of its upstream steps, in order
+	steps  []Step
+	drift  []Drift
 }
 
 // NewRecordedUpstreams reads s's upstream steps.
