@@ -13,21 +13,20 @@ import (
 // use it, so a replay and the projection always agree. Its JSON form is the
 // projection's stored state.
 type Fold struct {
-	RequestID events.ID          `json:"requestId"`
-	SessionID events.ID          `json:"sessionId,omitzero"`
-	Tool      string             `json:"tool,omitempty"`
-	Method    string             `json:"method,omitempty"`
-	Start     time.Time          `json:"start,omitzero"`
-	End       time.Time          `json:"end,omitzero"`
-	FirstSeq  uint64             `json:"firstSeq,omitempty"`
-	LastSeq   uint64             `json:"lastSeq,omitempty"`
-	Events    int                `json:"events"`
-	Durations map[string]float64 `json:"boundaryMs,omitempty"`
-	Failure   *Verdict           `json:"failure,omitempty"` // the first failing step
-	Open      []string           `json:"open,omitempty"`    // kinds of the steps opened and not yet closed
-	LastKind  string             `json:"lastKind,omitempty"`
-	LastBound events.Boundary    `json:"lastBoundary,omitempty"`
-	MCP       bool               `json:"mcp,omitempty"` // the run came from an MCP request
+	RequestID events.ID       `json:"requestId"`
+	SessionID events.ID       `json:"sessionId,omitzero"`
+	Tool      string          `json:"tool,omitempty"`
+	Method    string          `json:"method,omitempty"`
+	Start     time.Time       `json:"start,omitzero"`
+	End       time.Time       `json:"end,omitzero"`
+	FirstSeq  uint64          `json:"firstSeq,omitempty"`
+	LastSeq   uint64          `json:"lastSeq,omitempty"`
+	Events    int             `json:"events"`
+	Failure   *Verdict        `json:"failure,omitempty"` // the first failing step
+	Open      []string        `json:"open,omitempty"`    // kinds of the steps opened and not yet closed
+	LastKind  string          `json:"lastKind,omitempty"`
+	LastBound events.Boundary `json:"lastBoundary,omitempty"`
+	MCP       bool            `json:"mcp,omitempty"` // the run came from an MCP request
 	// Answered is when the MCP response was sent: the call's own end.
 	Answered time.Time `json:"answered,omitzero"`
 	// WaitMs is the time the call waited for an operator's approval.
@@ -52,12 +51,6 @@ func (f *Fold) Add(e *events.Event) {
 	}
 	if f.Method == "" {
 		f.Method = e.Attrs.Get("method")
-	}
-	if e.DurationMs != 0 {
-		if f.Durations == nil {
-			f.Durations = map[string]float64{}
-		}
-		f.Durations[string(e.Boundary)] += e.DurationMs
 	}
 	if e.Kind == events.KindMCPRequestReceived {
 		f.MCP = true

@@ -37,13 +37,16 @@ type Run struct {
 	Verdict   Verdict            `json:"verdict"`
 	Later     *Verdict           `json:"later,omitempty"`  // what happened to the call's proposal after it was answered
 	WaitMs    float64            `json:"waitMs,omitempty"` // time spent waiting for an operator's approval
-	Durations map[string]float64 `json:"boundaryMs"`       // summed durationMs per boundary
+	// Durations are each boundary's time with every instant counted once
+	// (SelfTime), from Spans.
+	Durations map[string]float64 `json:"boundaryMs"`
+	Spans     []Span             `json:"spans,omitempty"` // the waterfall
 	Events    []events.Event     `json:"events"`
 }
 
 // Judge builds the run of one request from its events (in seq order).
 func Judge(req events.ID, evs []events.Event) Run {
-	r := Run{RequestID: req, Events: evs, Durations: map[string]float64{}}
+	r := Run{RequestID: req, Events: evs}
 	if evs == nil {
 		r.Events = []events.Event{}
 	}
@@ -52,11 +55,10 @@ func Judge(req events.ID, evs []events.Event) Run {
 		f.Add(&evs[i])
 	}
 	r.SessionID, r.Tool, r.Method = f.SessionID, f.Tool, f.Method
-	for b, d := range f.Durations {
-		r.Durations[b] = d
-	}
 	r.Status, r.Verdict = f.Judgement()
 	r.Events = Causal(r.Events)
+	r.Spans = Waterfall(r.Events)
+	r.Durations = SelfTime(r.Spans)
 	r.Later, r.WaitMs = f.Later, f.WaitMs
 	return r
 }

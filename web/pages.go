@@ -219,9 +219,33 @@ type runData struct {
 	Diagram string
 	Audit   string // the executor.audit envelope, indented JSON
 	Bounds  []boundaryTime
+	Bars    []bar // the waterfall
 	Raw     string
 	Start   time.Time
 	Offsets []float64
+}
+
+// bar is a span of the waterfall, placed on a 1000-wide axis.
+type bar struct {
+	replay.Span
+	X, W float64
+}
+
+// waterfall places a run's spans on a 1000-wide axis: the run's length.
+func waterfall(spans []replay.Span) []bar {
+	total := 0.0
+	for _, s := range spans {
+		total = max(total, s.End())
+	}
+	var out []bar
+	for _, s := range spans {
+		b := bar{Span: s, W: 1000}
+		if total > 0 {
+			b.X, b.W = s.StartMs/total*1000, max(s.Ms/total*1000, 2)
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 type boundaryTime struct {
@@ -262,7 +286,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, "run", page{Title: "Run", Nav: "runs", Error: err.Error()})
 		return
 	}
-	d := runData{Run: run, Diagram: mermaid.Sequence(run.Events, mermaid.Options{Timings: true})}
+	d := runData{Run: run, Diagram: mermaid.Sequence(run.Events, mermaid.Options{Timings: true}), Bars: waterfall(run.Spans)}
 	for b, ms := range run.Durations {
 		d.Bounds = append(d.Bounds, boundaryTime{b, ms})
 	}

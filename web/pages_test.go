@@ -12,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tracebridge/tracebridge/events"
 )
@@ -136,6 +138,46 @@ func TestRunPageKeepsTheCallApartFromItsProposal(t *testing.T) {
 	code, body, _ := get(t, c, f.url+"/runs/"+req.String())
 	if code != 200 || !strings.Contains(body, `data-status="ok"`) || !strings.Contains(body, `id="later"`) || !strings.Contains(body, "Drift") || !strings.Contains(body, "waited 1500 ms") {
 		t.Fatalf("run page: %d\n%s", code, body)
+	}
+}
+
+// The run page draws a waterfall with the operator's wait as its own bar,
+// and its time per boundary counts each instant once: an upstream call of
+// 200 ms after a 5 s approval is 200 ms of upstream, not 5.2 s, and the
+// boundaries add up to the request's 5.25 s.
+func TestRunPageWaterfall(t *testing.T) {
+	f := newFixture(t)
+	c, _ := f.login()
+	req := f.em.NewID()
+	t0 := time.Now().UTC()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	for _, e := range []events.Event{
+		{Kind: events.KindMCPRequestReceived, Time: at(0), Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "gh__create_issue"})},
+		{Kind: events.KindApprovalDecided, Time: at(5010), DurationMs: 5000},
+		{Kind: events.KindUpstreamResponse, Time: at(5220), DurationMs: 200},
+		{Kind: events.KindToolCompleted, Time: at(5230), DurationMs: 215},
+		{Kind: events.KindExecutorAudit, Time: at(5240), DurationMs: 5235},
+		{Kind: events.KindMCPResponseSent, Time: at(5250), DurationMs: 5250},
+	} {
+		e.RequestID, e.Outcome = req, events.OK
+		f.em.Emit(e)
+	}
+	if err := f.em.Flush(f.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := get(t, c, f.url+"/runs/"+req.String())
+	if code != 200 || !strings.Contains(body, `id="waterfall"`) {
+		t.Fatalf("run page: %d\n%s", code, body)
+	}
+	wait := regexp.MustCompile(`data-kind="approval.decided" data-start-ms="10" data-ms="5000"><td>approval.decided \(operator's wait\)`)
+	if !wait.MatchString(body) {
+		t.Errorf("no bar for the operator's wait from 10 ms for 5000 ms:\n%s", body)
+	}
+	for boundary, ms := range map[string]string{"approval": "5000", "upstream": "200", "tool": "15", "executor": "20", "mcp": "15"} {
+		row := regexp.MustCompile(`<tr data-boundary="` + boundary + `"><td>` + boundary + `</td><td class="num">` + ms + `(\.0+)? ms</td>`)
+		if !row.MatchString(body) {
+			t.Errorf("time per boundary: %s should be %s ms:\n%s", boundary, ms, body[strings.Index(body, `id="bounds"`):])
+		}
 	}
 }
 
