@@ -29,14 +29,14 @@ type Verdict struct {
 
 // Run is one request, reconstructed.
 type Run struct {
-	RequestID events.ID          `json:"requestId"`
-	SessionID events.ID          `json:"sessionId,omitzero"`
-	Tool      string             `json:"tool,omitempty"`
-	Method    string             `json:"method,omitempty"`
-	Status    string             `json:"status"`
-	Verdict   Verdict            `json:"verdict"`
-	Later     *Verdict           `json:"later,omitempty"`  // what happened to the call's proposal after it was answered
-	WaitMs    float64            `json:"waitMs,omitempty"` // time spent waiting for an operator's approval
+	RequestID events.ID `json:"requestId"`
+	SessionID events.ID `json:"sessionId,omitzero"`
+	Tool      string    `json:"tool,omitempty"`
+	Method    string    `json:"method,omitempty"`
+	Status    string    `json:"status"`
+	Verdict   Verdict   `json:"verdict"`
+	Later     *Verdict  `json:"later,omitempty"`  // what happened to the call's proposal after it was answered
+	WaitMs    float64   `json:"waitMs,omitempty"` // time spent waiting for an operator's approval
 	// Durations are each boundary's time with every instant counted once
 	// (SelfTime), from Spans.
 	Durations map[string]float64 `json:"boundaryMs"`

@@ -158,6 +158,7 @@ func Export(in ExportInput) (*Session, error) {
 func exportRun(s *Session, run []events.Event) ([]Step, error) {
 	var lead *Step
 	var hosts []Step
+	var asks []Ask // of the upstream call in flight
 	var expect []Crossing
 	answered := false
 	for i := range run {
@@ -238,7 +239,25 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 				return nil, fmt.Errorf("request %s (seq %d): the upstream's answer was cut in the log (over 4 KiB) or is missing, so it cannot be replayed", e.RequestID, e.Seq)
 			}
 			hosts = append(hosts, Step{Step: StepUpstream, Server: e.Attrs.Get("server"), Command: e.Attrs.Get("upstreamTool"),
-				Params: json.RawMessage(req), Result: json.RawMessage(ans)})
+				Params: json.RawMessage(req), Result: json.RawMessage(ans), Asks: asks})
+			asks = nil
+		case events.KindUpstreamAsked:
+			p := e.Attrs.Get("request")
+			if !json.Valid([]byte(p)) {
+				return nil, fmt.Errorf("request %s (seq %d): what the upstream asked the client was cut in the log", e.RequestID, e.Seq)
+			}
+			asks = append(asks, Ask{Method: e.Attrs.Get("method"), Params: json.RawMessage(p)})
+		case events.KindUpstreamAnswered:
+			if len(asks) == 0 {
+				continue
+			}
+			a := &asks[len(asks)-1]
+			if ans, ok := e.Attrs.Lookup("answer"); ok && json.Valid([]byte(ans)) {
+				a.Answer, _ = json.Marshal(map[string]json.RawMessage{"result": json.RawMessage(ans)})
+			} else {
+				a.Answer, _ = json.Marshal(map[string]any{"error": map[string]any{"code": -32603, "message": e.Attrs.Get("error")}})
+				a.Bridge = e.Code == events.CodeClientIncapable
+			}
 		case events.KindPipeResponseReceived:
 			var a pipe.Answer
 			if err := json.Unmarshal([]byte(e.Attrs.Get("answer")), &a); err != nil {

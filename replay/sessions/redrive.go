@@ -179,7 +179,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		}
 		defer stop()
 	}
-	roots := &recordedRoots{}
+	client := newRecordedClient(s)
 
 	upstreams := NewRecordedUpstreams(s)
 	inR, pipeW := io.Pipe()
@@ -194,7 +194,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 			Upstreams: upstreams.Dial, Tools: RecordedTools(s), Hosts: hosts})
 		outW.Close()
 	}()
-	answers := readAnswers(outR, inW, roots)
+	answers := readAnswers(outR, inW, client)
 
 	operator := pipe.NewClient(pipe.ClientOptions{Path: opts.PipePath, Recorder: em, Logger: opts.Logger, Timeout: opts.StepTimeout})
 	defer operator.Close()
@@ -208,7 +208,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		case StepClient:
 			secrets.step.Store(st)
 			if len(st.Roots) > 0 {
-				roots.answer.Store(&st.Roots)
+				client.roots.Store(&st.Roots)
 			}
 			nextID++
 			stopDeciding := decide(ctx, st, node, em, now)
@@ -510,10 +510,39 @@ func recordedHosts(ctx context.Context, s *Session, opts RedriveOptions, em *eve
 	return hosts, stopAll, nil
 }
 
-// recordedRoots is what the client answers when the bridge asks for its
-// roots: what it answered in the step being re-driven (none before any).
-type recordedRoots struct {
-	answer atomic.Pointer[json.RawMessage]
+// recordedClient answers what the bridge asks the client as the client
+// answered in the recording: its roots as it gave them in the step being
+// re-driven (none before any), and the upstreams' sampling and
+// elicitation requests the bridge relays, each method's answers in order.
+type recordedClient struct {
+	roots   atomic.Pointer[json.RawMessage]
+	mu      sync.Mutex
+	relayed map[string][]json.RawMessage
+}
+
+func newRecordedClient(s *Session) *recordedClient {
+	c := &recordedClient{relayed: map[string][]json.RawMessage{}}
+	for _, st := range s.Steps {
+		for _, a := range st.Asks {
+			if !a.Bridge {
+				c.relayed[a.Method] = append(c.relayed[a.Method], a.Answer)
+			}
+		}
+	}
+	return c
+}
+
+// next is the client's next recorded answer to a relayed method, whole
+// ({"result": …} or {"error": …}); nil: none left.
+func (c *recordedClient) next(method string) json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.relayed[method]
+	if len(q) == 0 {
+		return nil
+	}
+	c.relayed[method] = q[1:]
+	return q[0]
 }
 
 // writeMessage sends one JSON-RPC line: a request when id > 0, else a
@@ -561,7 +590,7 @@ func (a *answerBox) box(id int) chan struct{} {
 	return ch
 }
 
-func readAnswers(r io.Reader, w io.Writer, roots *recordedRoots) *answerBox {
+func readAnswers(r io.Reader, w io.Writer, client *recordedClient) *answerBox {
 	a := &answerBox{waiting: map[int]chan struct{}{}, reqs: map[int]string{}}
 	go func() {
 		sc := bufio.NewScanner(r)
@@ -578,7 +607,7 @@ func readAnswers(r io.Reader, w io.Writer, roots *recordedRoots) *answerBox {
 				continue // a notification
 			}
 			if m.Method != "" { // the bridge asks the client (its ids are the bridge's own)
-				answerBridge(w, m.ID, m.Method, roots)
+				answerBridge(w, m.ID, m.Method, client)
 				continue
 			}
 			var id int
@@ -602,33 +631,36 @@ func readAnswers(r io.Reader, w io.Writer, roots *recordedRoots) *answerBox {
 	return a
 }
 
-// answerBridge answers a request the bridge sends the client at once:
-// roots/list as the client answered in the recording (no roots when it
-// was not asked), anything else (the recording holds no other client
-// answers yet) with an error. Unanswered, each upstream link waited a
-// second for the client's roots.
-func answerBridge(w io.Writer, id json.RawMessage, method string, roots *recordedRoots) {
+// answerBridge answers a request the bridge sends the client at once, as
+// the client answered in the recording: roots/list with the step's roots
+// (none when it was not asked), a relayed request with the next recorded
+// answer to its method, anything else with an error. Unanswered, each
+// upstream link waited a second for the client's roots.
+func answerBridge(w io.Writer, id json.RawMessage, method string, client *recordedClient) {
 	msg := map[string]any{"jsonrpc": "2.0", "id": id}
-	if method == "roots/list" {
-		list := []any{}
+	switch a := client.roots.Load(); {
+	case method == "roots/list" && a != nil && json.Valid(*a) && (*a)[0] == '"':
 		var failed string
-		if a := roots.answer.Load(); a != nil {
-			var uris []string
-			if json.Unmarshal(*a, &uris) == nil {
-				for _, u := range uris {
-					list = append(list, map[string]string{"uri": u})
-				}
-			} else {
-				json.Unmarshal(*a, &failed)
-			}
+		json.Unmarshal(*a, &failed)
+		msg["error"] = map[string]any{"code": -32603, "message": failed}
+	case method == "roots/list":
+		list := []any{}
+		var uris []string
+		if a != nil {
+			json.Unmarshal(*a, &uris)
+		}
+		for _, u := range uris {
+			list = append(list, map[string]string{"uri": u})
 		}
 		msg["result"] = map[string]any{"roots": list}
-		if failed != "" {
-			delete(msg, "result")
-			msg["error"] = map[string]any{"code": -32603, "message": failed}
+	default:
+		var ans map[string]json.RawMessage
+		if json.Unmarshal(client.next(method), &ans) != nil || (ans["result"] == nil && ans["error"] == nil) {
+			ans = map[string]json.RawMessage{"error": json.RawMessage(`{"code":-32601,"message":"the recording holds no more answers of the client to ` + method + `"}`)}
 		}
-	} else {
-		msg["error"] = map[string]any{"code": -32601, "message": "the recording holds no answer of the client to " + method}
+		for k, v := range ans {
+			msg[k] = v
+		}
 	}
 	b, _ := json.Marshal(msg)
 	w.Write(append(b, '\n'))

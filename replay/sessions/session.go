@@ -102,6 +102,10 @@ type Step struct {
 	// roots during the step (client steps): a JSON array of URIs, or a
 	// string, the error. A re-drive answers the same.
 	Roots json.RawMessage `json:"roots,omitempty"`
+	// Asks are what the upstream asked the client during the call
+	// (upstream steps: sampling, elicitation, roots) and what the client
+	// answered: a re-drive's upstream asks again, its client answers again.
+	Asks []Ask `json:"asks,omitempty"`
 	// Root is the workspace root of the host that answered (host steps),
 	// when the bridge chose it among several.
 	Root string `json:"root,omitempty"`
@@ -109,6 +113,17 @@ type Step struct {
 	// {"result": …} or {"error": {"code", "message"}}. A re-drive's answer
 	// must agree with it, ids, times and _meta aside.
 	Reply json.RawMessage `json:"reply,omitempty"`
+}
+
+// Ask is a request an upstream sent the client through the bridge, and
+// the client's answer: {"result": …} or {"error": {"code", "message"}}.
+type Ask struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Answer json.RawMessage `json:"answer"`
+	// Bridge says the bridge answered for the client (it lacks the
+	// capability, or no call of it was in flight): not the client's answer.
+	Bridge bool `json:"bridge,omitempty"`
 }
 
 // Decision is an operator's answer to an approval prompt.
@@ -148,9 +163,6 @@ var outOfScopeKinds = map[string]bool{
 	events.KindUpstreamStarted: true, events.KindUpstreamExited: true, events.KindUpstreamConnected: true,
 	events.KindUpstreamNotification: true, events.KindUpstreamToolPinned: true, events.KindUpstreamToolChanged: true,
 	events.KindUpstreamToolRemoved: true, events.KindUpstreamToolAccepted: true, events.KindUpstreamOffers: true,
-	// What an upstream asked the client (sampling, elicitation, roots) is
-	// not in the recording's cassette yet: its re-drive is issue 26's.
-	events.KindUpstreamAsked: true, events.KindUpstreamAnswered: true,
 }
 
 // InScopeEvent says whether a re-drive reproduces e.

@@ -56,7 +56,7 @@ func (r *RecordedUpstreams) Dial(ctx context.Context, server string) (sdk.Transp
 		name := t.Name
 		if err := guard(func() {
 			srv.AddTool(&t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-				return r.answer(server, name, req.Params.Arguments)
+				return r.answer(ctx, req.Session, server, name, req.Params.Arguments)
 			})
 		}); err != nil {
 			return nil, fmt.Errorf("recorded tool %s of %s: %v", name, server, err)
@@ -207,10 +207,13 @@ func (r *RecordedUpstreams) take(server, command string, got json.RawMessage, la
 	return st, nil
 }
 
-func (r *RecordedUpstreams) answer(server, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+func (r *RecordedUpstreams) answer(ctx context.Context, ss *sdk.ServerSession, server, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
 	st, err := r.take(server, tool, args, "tools/call "+tool+" ")
 	if err != nil {
 		return nil, err
+	}
+	for _, a := range st.Asks {
+		r.ask(ctx, ss, server, tool, a)
 	}
 	var e struct {
 		Error *struct {
@@ -226,6 +229,54 @@ func (r *RecordedUpstreams) answer(server, tool string, args json.RawMessage) (*
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the recorded answer does not decode: " + err.Error()}
 	}
 	return &res, nil
+}
+
+// ask sends the client (through the bridge) what the upstream asked it
+// during the recorded call; an answer other than the recorded one is
+// drift: the bridge relayed something else.
+func (r *RecordedUpstreams) ask(ctx context.Context, ss *sdk.ServerSession, server, tool string, a Ask) {
+	var got any
+	var err error
+	switch a.Method {
+	case "sampling/createMessage":
+		var p sdk.CreateMessageParams
+		if err = json.Unmarshal(a.Params, &p); err == nil {
+			//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but in its window; the gateway relays it
+			got, err = ss.CreateMessage(ctx, &p)
+		}
+	case "elicitation/create":
+		var p sdk.ElicitParams
+		if err = json.Unmarshal(a.Params, &p); err == nil {
+			got, err = ss.Elicit(ctx, &p)
+		}
+	case "roots/list":
+		//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; the gateway relays them
+		got, err = ss.ListRoots(ctx, nil)
+	default:
+		err = fmt.Errorf("the recording asks the client for %s, which a re-drive cannot ask", a.Method)
+	}
+	var answer []byte
+	if err != nil {
+		answer, _ = json.Marshal(map[string]any{"error": map[string]any{"code": -32603, "message": err.Error()}})
+	} else {
+		res, _ := json.Marshal(got)
+		answer, _ = json.Marshal(map[string]json.RawMessage{"result": res})
+	}
+	if at, w, g := answerDiff(string(a.Answer), string(answer)); at != "" && !bothErrors(a.Answer, answer) {
+		r.mu.Lock()
+		r.drift = append(r.drift, Drift{Step: -1, Label: fmt.Sprintf("upstream %s/%s asked the client for %s", server, tool, a.Method),
+			Got: fmt.Sprintf("the answer differs at %s: expected %s, got %s", at, w, g)})
+		r.mu.Unlock()
+	}
+}
+
+// bothErrors: two error answers are the same answer (their messages name
+// the process that failed; the crossings compare their codes).
+func bothErrors(a, b []byte) bool {
+	var x, y struct {
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && x.Error != nil && y.Error != nil
 }
 
 // Drift lists the upstream requests that differed from the recording.
