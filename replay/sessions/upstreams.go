@@ -239,6 +239,7 @@ func (r *RecordedUpstreams) ask(ctx context.Context, ss *sdk.ServerSession, serv
 	var err error
 	switch a.Method {
 	case "sampling/createMessage":
+		//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but in its window; the gateway relays it
 		var p sdk.CreateMessageParams
 		if err = json.Unmarshal(a.Params, &p); err == nil {
 			//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but in its window; the gateway relays it
