@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,17 +37,9 @@ func TestRelayedSamplingRedrives(t *testing.T) {
 	}
 	b.close(t)
 
-	r := &recording{data: data}
-	var run struct {
-		SessionID string `json:"sessionId"`
-	}
-	line := strings.SplitN(r.cli(t, "runs", "--json", "--limit", "1", "--tool", "f__sample"), "\n", 2)[0]
-	if err := json.Unmarshal([]byte(line), &run); err != nil || run.SessionID == "" {
-		t.Fatalf("runs: %q %v", line, err)
-	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "sampling.jsonl")
-	r.cli(t, "session", "export", run.SessionID, "-o", file, "--name", "sampling")
+	(&recording{data: data}).exportLast(t, "f__sample", file, "sampling")
 	b2, _ := os.ReadFile(file)
 	if !strings.Contains(string(b2), `"asks":[{"method":"sampling/createMessage"`) {
 		t.Fatalf("the session file lacks the relayed sampling:\n%s", b2)

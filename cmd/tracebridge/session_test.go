@@ -42,6 +42,20 @@ func (r *recording) cli(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// exportLast exports, with the real CLI, the session of the latest call of
+// tool to file, named name.
+func (r *recording) exportLast(t *testing.T, tool, file, name string) {
+	t.Helper()
+	var run struct {
+		SessionID string `json:"sessionId"`
+	}
+	line := strings.SplitN(r.cli(t, "runs", "--json", "--limit", "1", "--tool", tool), "\n", 2)[0]
+	if err := json.Unmarshal([]byte(line), &run); err != nil || run.SessionID == "" {
+		t.Fatalf("runs: %q %v", line, err)
+	}
+	r.cli(t, "session", "export", run.SessionID, "-o", file, "--name", name)
+}
+
 // decideOnly approves or rejects the one pending proposal with the real CLI.
 func (r *recording) decideOnly(t *testing.T, verb string) string {
 	t.Helper()

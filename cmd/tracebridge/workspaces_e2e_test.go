@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,16 +91,8 @@ func TestSeveralWorkspaces(t *testing.T) {
 		b.close(t)
 		// The session re-drives offline: the client's roots choose the
 		// same recorded host, list_projects asks both again.
-		r := &recording{data: data}
-		var run struct {
-			SessionID string `json:"sessionId"`
-		}
-		line := strings.SplitN(r.cli(t, "runs", "--json", "--limit", "1", "--tool", "list_projects"), "\n", 2)[0]
-		if err := json.Unmarshal([]byte(line), &run); err != nil || run.SessionID == "" {
-			t.Fatalf("runs: %q %v", line, err)
-		}
 		file := filepath.Join(base, name+".jsonl")
-		r.cli(t, "session", "export", run.SessionID, "-o", file, "--name", "two-hosts-"+name)
+		(&recording{data: data}).exportLast(t, "list_projects", file, "two-hosts-"+name)
 		if out, err := exec.Command(tbBin, "session", "replay", file).CombinedOutput(); err != nil || !strings.Contains(string(out), "no drift") {
 			b, _ := os.ReadFile(file)
 			t.Fatalf("a session over two workspace hosts does not re-drive cleanly: %v\n%s\nfile:\n%.6000s", err, out, b)
