@@ -46,9 +46,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzAttrsJSON$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRef$$' -fuzztime $(FUZZTIME) ./events
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodePayloads$$' -fuzztime $(FUZZTIME) ./projections/hub
-	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./projections/hub
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./bridge/config
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodePayloads$$' -fuzztime $(FUZZTIME) ./hub
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./hub
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bridge/tools
 	$(GO) test -run '^$$' -fuzz '^FuzzTagResult$$' -fuzztime $(FUZZTIME) ./bridge/mcp
 	$(GO) test -run '^$$' -fuzz '^FuzzLineGuard$$' -fuzztime $(FUZZTIME) ./bridge/mcp
@@ -57,7 +57,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRefs$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDiagnostics$$' -fuzztime $(FUZZTIME) ./bridge/host
 	$(GO) test -run '^$$' -fuzz '^FuzzSequenceLabels$$' -fuzztime $(FUZZTIME) ./mermaid
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSession$$' -fuzztime $(FUZZTIME) ./replay/sessions
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSession$$' -fuzztime $(FUZZTIME) ./sessions
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderReview$$' -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClientConfig$$' -fuzztime $(FUZZTIME) ./cmd/tracebridge
 

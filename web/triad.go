@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tracebridge/tracebridge/replay/sessions"
+	"github.com/tracebridge/tracebridge/sessions"
 )
 
 // triad downloads a run's triad (log, metadata.json, .mmd) as a zip, the

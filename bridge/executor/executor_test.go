@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store"
 )

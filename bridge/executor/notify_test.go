@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/replay"
 )
 

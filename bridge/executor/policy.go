@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 )
 
 // decision is the policy's answer for one call.

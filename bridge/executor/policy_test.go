@@ -3,7 +3,7 @@ package executor
 import (
 	"testing"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 )
 
 // G15: policy.deny takes patterns as [servers.*] deny does, so a glob

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 )
 

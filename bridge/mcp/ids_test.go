@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/tools"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store"
 )

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/config"
 )
 
 // Standard Okapi BM25 parameters.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 )
 

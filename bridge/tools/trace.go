@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/projections"

@@ -6,9 +6,9 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/config"
 )
 
 // HostCaller is what workspace tools need of the pipe client.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 func runApprovals(ctx context.Context, m *Main, args []string) error {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 const archiveHelp = `archive --before SEQ|TIME [--out DIR]

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/bridge/upstream"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 // bridgeParts is what a bridge is built from: `tracebridge mcp` and a

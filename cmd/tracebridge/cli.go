@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=…".

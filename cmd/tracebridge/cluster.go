@@ -3,8 +3,8 @@ package main
 import (
 	"flag"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 // clusterFlags attach a data dir's hub to a NATS JetStream cluster (ADR

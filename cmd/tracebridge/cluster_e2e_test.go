@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub/clustertest"
+	"github.com/tracebridge/tracebridge/hub/clustertest"
 )
 
 // With the whole cluster down a bridge refuses side-effecting calls

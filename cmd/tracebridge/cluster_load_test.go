@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
-	"github.com/tracebridge/tracebridge/projections/hub/clustertest"
+	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/clustertest"
 	"github.com/tracebridge/tracebridge/store"
 )
 

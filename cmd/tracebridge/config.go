@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/bridge/upstream"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 )
 

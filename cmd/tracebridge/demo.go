@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/projections"
-	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/replay"
-	"github.com/tracebridge/tracebridge/replay/sessions"
+	"github.com/tracebridge/tracebridge/sessions"
 	"github.com/tracebridge/tracebridge/store"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/host"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/web"
 )
 

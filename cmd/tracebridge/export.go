@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/projections"
-	"github.com/tracebridge/tracebridge/projections/hub"
 	"github.com/tracebridge/tracebridge/store"
 )
 

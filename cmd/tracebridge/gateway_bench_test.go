@@ -14,7 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 // faultServerCmd is this test binary as a go-sdk MCP server (its "ok" tool

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 // grantStore keeps each url server's OAuth grant in keys/oauth/NAME.grant

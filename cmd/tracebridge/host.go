@@ -14,7 +14,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 // pipePath is where the host listens: $TRACEBRIDGE_HOST, else run/host.sock

@@ -19,7 +19,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 // Several workspace hosts can serve one data dir, one per root: the first

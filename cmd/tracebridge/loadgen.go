@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 func runLoadgen(ctx context.Context, m *Main, args []string) error {

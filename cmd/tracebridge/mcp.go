@@ -15,13 +15,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/bridge/tools"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/internal/loopback"
-	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 func runMCP(ctx context.Context, m *Main, args []string) error {

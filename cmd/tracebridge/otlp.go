@@ -24,8 +24,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/projections/otlp"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/projections"
-	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 func runRebuild(ctx context.Context, m *Main, args []string) error {

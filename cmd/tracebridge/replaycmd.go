@@ -9,7 +9,7 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/replay"
-	"github.com/tracebridge/tracebridge/replay/sessions"
+	"github.com/tracebridge/tracebridge/sessions"
 	"github.com/tracebridge/tracebridge/store"
 )
 

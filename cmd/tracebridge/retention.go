@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/store"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 )
 

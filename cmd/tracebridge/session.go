@@ -14,11 +14,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/projections"
-	"github.com/tracebridge/tracebridge/projections/hub"
-	"github.com/tracebridge/tracebridge/replay/sessions"
+	"github.com/tracebridge/tracebridge/sessions"
 )
 
 const sessionUsage = `session list [--limit N] [--json]

@@ -10,9 +10,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 func runTail(ctx context.Context, m *Main, args []string) error {

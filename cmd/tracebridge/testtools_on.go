@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/config"
 )
 
 // testTools are compiled only into the binary the end-to-end tests build

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/projections"
-	"github.com/tracebridge/tracebridge/projections/hub"
 )
 
 const toolsHelp = `tools list [--state pinned|changed|removed] [--json]

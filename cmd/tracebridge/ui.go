@@ -16,7 +16,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/web"
 )
 

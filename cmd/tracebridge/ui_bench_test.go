@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 )
 
 func median(xs []float64) float64 {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/store"
 )
 

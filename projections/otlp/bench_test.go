@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub"
+	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/store"
 	"github.com/tracebridge/tracebridge/store/storetest"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub/clustertest"
+	"github.com/tracebridge/tracebridge/hub/clustertest"
 )
 
 // BenchmarkCluster is durable ingest from bridges into the log, the

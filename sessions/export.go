@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/config"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections/hub/clustertest"
+	"github.com/tracebridge/tracebridge/hub/clustertest"
 )
 
 // pki writes a CA, a server certificate for 127.0.0.1 and a client
