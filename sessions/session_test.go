@@ -10,7 +10,7 @@ import (
 )
 
 func recorded(t testing.TB) [][]byte {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "artifacts", "sessions", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join("..", "artifacts", "sessions", "*.jsonl"))
 	var out [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
