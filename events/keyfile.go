@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 )
@@ -49,7 +50,7 @@ func LoadKeyFile(path string, size int) ([]byte, error) {
 // to path, which fails with os.ErrExist when path exists.
 func createKey(path string, key []byte) error {
 	dir := filepath.Dir(path)
-	if err := MkdirAll(dir, 0o700); err != nil {
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
@@ -64,7 +65,7 @@ func createKey(path string, key []byte) error {
 	if err := os.Link(tmp.Name(), path); err != nil {
 		return err
 	}
-	return SyncDir(dir)
+	return durable.SyncDir(dir)
 }
 
 // removeEmpty removes path if it is still an empty regular file.

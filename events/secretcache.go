@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 	"sync"
@@ -67,7 +68,7 @@ func (c *SecretCache) Add(v string) error {
 	sealed := c.aead.Seal(nonce, nonce, []byte(v), nil)
 	rec := binary.BigEndian.AppendUint32(nil, uint32(len(sealed)))
 	rec = append(rec, sealed...)
-	if err := MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
+	if err := durable.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
 		return err
 	}
 	_, statErr := os.Stat(c.path)
@@ -80,7 +81,7 @@ func (c *SecretCache) Add(v string) error {
 		return err
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
-		return SyncDir(filepath.Dir(c.path)) // created here: its name too
+		return durable.SyncDir(filepath.Dir(c.path)) // created here: its name too
 	}
 	return nil
 }

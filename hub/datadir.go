@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/tracebridge/tracebridge/events"
 )
 
 // DataDir names the files of one data dir.
@@ -35,7 +34,7 @@ func (d DataDir) Descriptors() string { return filepath.Join(string(d), "descrip
 // Ensure creates the data dir with mode 0700, and refuses one that others
 // can read or write.
 func (d DataDir) Ensure() error {
-	if err := events.MkdirAll(string(d), 0o700); err != nil {
+	if err := durable.MkdirAll(string(d), 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	fi, err := os.Stat(string(d))
@@ -67,7 +66,7 @@ func (d DataDir) writeInfo(info Info) error {
 	if err != nil {
 		return err
 	}
-	return events.WriteFileAtomic(d.HubFile(), append(b, '\n'), 0o600)
+	return durable.WriteFileAtomic(d.HubFile(), append(b, '\n'), 0o600)
 }
 
 func (d DataDir) readInfo() (Info, error) {

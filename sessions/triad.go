@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,10 +108,10 @@ func WriteTriad(root string, run replay.Run, opts TriadOptions) (Triad, error) {
 	}
 	diagram := mermaid.Sequence(run.Events, mermaid.Options{Timings: !opts.Deterministic})
 	for path, data := range map[string][]byte{t.Log: []byte(timeline(run, opts)), t.Metadata: append(mdb, '\n'), t.Diagram: []byte(diagram)} {
-		if err := events.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := durable.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return t, err
 		}
-		if err := events.WriteFileAtomic(path, data, 0o644); err != nil {
+		if err := durable.WriteFileAtomic(path, data, 0o644); err != nil {
 			return t, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"time"
 
@@ -66,7 +67,7 @@ func WriteCheckpoint(path string, c Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	return events.WriteFileAtomic(path, append(b, '\n'), 0o600)
+	return durable.WriteFileAtomic(path, append(b, '\n'), 0o600)
 }
 
 // ReadCheckpoint reads a checkpoint file and checks its signature against

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"io"
 	"os"
 	"path/filepath"
@@ -98,7 +99,7 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 	if upTo <= anchor.Seq {
 		return Segment{}, fmt.Errorf("nothing to archive: the store starts after seq %d already", anchor.Seq)
 	}
-	if err := events.MkdirAll(dir, 0o700); err != nil {
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return Segment{}, err
 	}
 	seg := Segment{First: anchor.Seq + 1, Last: upTo, Prev: anchor.Hash}
@@ -128,10 +129,10 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 	}
 	m.Segments = append(kept, seg)
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := events.WriteFileAtomic(filepath.Join(dir, ManifestFile), b, 0o600); err != nil {
+	if err := durable.WriteFileAtomic(filepath.Join(dir, ManifestFile), b, 0o600); err != nil {
 		return Segment{}, err
 	}
-	if err := events.SyncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return Segment{}, err
 	}
 	removeUnlisted(dir, m)
@@ -209,7 +210,7 @@ func (s *Store) writeSegment(path string, first, last uint64, prev events.Hash) 
 	if err := os.Rename(tmp, path); err != nil {
 		return "", prev, nil, err
 	}
-	if err := events.SyncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return "", prev, nil, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), hash, refs, nil

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"io"
 	"os"
 	"path/filepath"
@@ -74,7 +75,7 @@ func (s *Store) writePayloads(path string, sums []events.Hash) (string, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), events.SyncDir(filepath.Dir(path))
+	return hex.EncodeToString(h.Sum(nil)), durable.SyncDir(filepath.Dir(path))
 }
 
 // readPayloads reads a segment's payload file (a regular file only) and

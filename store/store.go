@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if !opts.ReadOnly {
 		// bbolt syncs the file, never its name: a log created here would
 		// vanish in a power loss with everything acknowledged into it.
-		if err := events.SyncDir(filepath.Dir(path)); err != nil {
+		if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: sync its directory: %w", path, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 	"sort"
@@ -57,7 +58,7 @@ func OpenProposals(ws *Workspace, rec Recorder, dir string, now func() time.Time
 	if now == nil {
 		now = time.Now
 	}
-	if err := events.MkdirAll(dir, 0o700); err != nil {
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	p := &Proposals{ws: ws, rec: rec, dir: dir, now: now, byID: map[string]*Proposal{}}
@@ -93,7 +94,7 @@ func (p *Proposals) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	return events.WriteFileAtomic(p.statePath(), b, 0o600)
+	return durable.WriteFileAtomic(p.statePath(), b, 0o600)
 }
 
 func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs map[string]string) {
@@ -252,7 +253,7 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 	}
 	beforeJournal()
 	jb, _ := json.Marshal(j)
-	if err := events.WriteFileAtomic(p.journalPath(), jb, 0o600); err != nil {
+	if err := durable.WriteFileAtomic(p.journalPath(), jb, 0o600); err != nil {
 		return nil, err
 	}
 	if err := p.finishLocked(j); err != nil {
@@ -312,7 +313,7 @@ func (p *Proposals) finishLocked(j journal) error {
 	if err := os.Remove(p.journalPath()); err != nil {
 		return err
 	}
-	return events.SyncDir(p.dir)
+	return durable.SyncDir(p.dir)
 }
 
 // tempName is the temporary file a journal entry is written through: known

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"net/url"
 	"os"
 	"path"
@@ -68,7 +69,7 @@ func OpenReviews(ws *Workspace, dir string, now func() time.Time) (*Reviews, err
 	if now == nil {
 		now = time.Now
 	}
-	if err := events.MkdirAll(dir, 0o700); err != nil {
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	r := &Reviews{ws: ws, path: filepath.Join(dir, "reviews.json"), now: now}
@@ -126,7 +127,7 @@ func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion
 	r.versions = append(r.versions, v)
 	b, err := json.MarshalIndent(r.versions, "", "  ")
 	if err == nil {
-		err = events.WriteFileAtomic(r.path, b, 0o600)
+		err = durable.WriteFileAtomic(r.path, b, 0o600)
 	}
 	if err != nil {
 		r.versions = r.versions[:len(r.versions)-1]

@@ -3,11 +3,10 @@ package upstream
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 	"regexp"
-
-	"github.com/tracebridge/tracebridge/events"
 )
 
 // A descriptor longer than an event attribute keeps (4 KiB) is recorded
@@ -31,10 +30,10 @@ func SaveDescriptor(dir, desc, hash string) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	if err := events.MkdirAll(dir, 0o700); err != nil {
+	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return events.WriteFileAtomic(path, []byte(desc), 0o600)
+	return durable.WriteFileAtomic(path, []byte(desc), 0o600)
 }
 
 // LoadDescriptor returns the descriptor kept in dir under hash, when there

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 
@@ -66,10 +67,10 @@ func (s *grantStore) SaveGrant(server string, g *upstream.Grant) error {
 	if err != nil {
 		return err
 	}
-	if err := events.MkdirAll(s.dir, 0o700); err != nil {
+	if err := durable.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
 	nonce := make([]byte, s.aead.NonceSize())
 	rand.Read(nonce)
-	return events.WriteFileAtomic(s.path(server), s.aead.Seal(nonce, nonce, plain, []byte(server)), 0o600)
+	return durable.WriteFileAtomic(s.path(server), s.aead.Seal(nonce, nonce, plain, []byte(server)), 0o600)
 }

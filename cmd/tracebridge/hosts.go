@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -85,11 +86,11 @@ func (m *Main) listenHost(dir hub.DataDir, root string) (*pipe.Listener, string,
 	}
 	entry := filepath.Join(hostsDir(dir), rootHash(root)+".json")
 	b, _ := json.Marshal(hostEntry{Root: root, Socket: path, PID: os.Getpid(), Started: m.Now().UTC()})
-	if err := events.MkdirAll(hostsDir(dir), 0o700); err != nil {
+	if err := durable.MkdirAll(hostsDir(dir), 0o700); err != nil {
 		l.Close()
 		return nil, "", nil, err
 	}
-	if err := events.WriteFileAtomic(entry, b, 0o600); err != nil {
+	if err := durable.WriteFileAtomic(entry, b, 0o600); err != nil {
 		l.Close()
 		return nil, "", nil, err
 	}

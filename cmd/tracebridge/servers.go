@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -363,8 +364,8 @@ func appendServers(path, sections string) (string, error) {
 	if _, err := config.Parse(path, next); err != nil {
 		return "", fmt.Errorf("the imported sections do not fit %s (nothing written):\n%w", path, err)
 	}
-	if err := events.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := durable.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
-	return path, events.WriteFileAtomic(path, next, 0o600)
+	return path, durable.WriteFileAtomic(path, next, 0o600)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"io"
 	"log/slog"
 	"os"
@@ -183,7 +184,7 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 		_, err := m.Stdout.Write(buf.Bytes())
 		return err
 	}
-	if err := events.WriteFileAtomic(*out, buf.Bytes(), 0o600); err != nil {
+	if err := durable.WriteFileAtomic(*out, buf.Bytes(), 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "wrote %s: %d steps of session %s\n", *out, len(s.Steps), sid)
@@ -479,7 +480,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 		if err := s.Encode(&buf); err != nil {
 			return replayed{}, err
 		}
-		if err := events.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
+		if err := durable.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
 			return replayed{}, err
 		}
 		fmt.Fprintf(m.Stdout, "%s: %d difference(s) accepted into %s\n", name, len(res.Drift), path)
@@ -549,7 +550,7 @@ func (m *Main) writeReport(path string, r *junitSuites) error {
 	if err := r.write(&buf); err != nil {
 		return err
 	}
-	return events.WriteFileAtomic(path, buf.Bytes(), 0o644)
+	return durable.WriteFileAtomic(path, buf.Bytes(), 0o644)
 }
 
 // sessionBridge is the bridge `tracebridge mcp` runs, on a re-drive's

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"log/slog"
 	"net"
 	"os"
@@ -79,7 +80,7 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 		l.Close()
 		return "", nil, err
 	}
-	if err := events.WriteFileAtomic(uiInfoPath(dir), b, 0o600); err != nil {
+	if err := durable.WriteFileAtomic(uiInfoPath(dir), b, 0o600); err != nil {
 		l.Close()
 		return "", nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -223,10 +224,10 @@ func (x *Exporter) flush(ctx context.Context) error {
 	}
 	if x.last > st.Seq { // a backfill from an earlier seq never moves it back
 		b, _ := json.Marshal(State{Seq: x.last, Exported: time.Now().UTC(), Runs: st.Runs + x.runs})
-		if err := events.MkdirAll(filepath.Dir(x.State), 0o700); err != nil {
+		if err := durable.MkdirAll(filepath.Dir(x.State), 0o700); err != nil {
 			return err
 		}
-		if err := events.WriteFileAtomic(x.State, b, 0o600); err != nil {
+		if err := durable.WriteFileAtomic(x.State, b, 0o600); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build windows
 
-package events
+package durable
 
 // syncDir: NTFS has no directory fsync to ask for; its metadata journal
 // orders renames itself.

@@ -1,4 +1,6 @@
-package events
+// Package durable writes files and directories that survive a power loss:
+// synced temp files renamed into place, synced parent directories.
+package durable
 
 import (
 	"errors"

@@ -1,6 +1,6 @@
 //go:build !windows
 
-package events
+package durable
 
 import (
 	"errors"
