@@ -2,6 +2,7 @@ package host
 
 import (
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/textdiff"
 )
 
 // WithPreviews fills the Preview of each pending proposal with the diff it
@@ -34,7 +35,7 @@ func (p *Proposals) preview(pr *Proposal) (string, events.Code, string) {
 			e := events.AsErr(err, events.CodeAmbiguous)
 			return out, e.Code, e.Msg
 		}
-		out += unifiedDiff(f.Path, string(cur), string(next))
+		out += textdiff.Unified(f.Path, string(cur), string(next))
 	}
 	return out, "", ""
 }

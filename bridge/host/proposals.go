@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tracebridge/tracebridge/internal/durable"
+	"github.com/tracebridge/tracebridge/internal/textdiff"
 	"os"
 	"path/filepath"
 	"sort"
@@ -237,7 +238,7 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 			e := events.AsErr(err, events.CodeAmbiguous)
 			return p.failLocked(pr, e.Code, e.Msg)
 		}
-		preview.WriteString(unifiedDiff(f.Path, string(cur), string(next)))
+		preview.WriteString(textdiff.Unified(f.Path, string(cur), string(next)))
 		j.Files = append(j.Files, journalEntry{Path: f.Path, BaseHash: f.BaseHash, NewHash: hashBytes(next), New: next})
 	}
 	pr.Preview = scrub(p.rec, preview.String())

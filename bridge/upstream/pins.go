@@ -3,9 +3,9 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/tracebridge/tracebridge/internal/textdiff"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -27,7 +27,7 @@ func Acceptance(req events.ID, p projections.Pin, by, reason string) events.Even
 func DescriptorDiff(p projections.Pin, dir string) (diff string, whole bool) {
 	old, okOld := wholeDescriptor(dir, p.Hash, p.Descriptor)
 	next, okNew := wholeDescriptor(dir, p.Pending, p.PendingDescriptor)
-	return host.UnifiedDiff(p.Name, indentJSON(old), indentJSON(next)), okOld && okNew
+	return textdiff.Unified(p.Name, indentJSON(old), indentJSON(next)), okOld && okNew
 }
 
 // indentJSON is s indented, one key per line; a string value with line

@@ -1,13 +1,16 @@
-package host
+// Package textdiff is the compact line diff shown for a proposal's preview
+// and a changed upstream descriptor.
+package textdiff
 
 import (
 	"fmt"
 	"strings"
 )
 
-// unifiedDiff is a compact line diff of a and b for a proposal's preview:
-// the changed region with up to three lines of context around it.
-func unifiedDiff(path, a, b string) string {
+// Unified is a compact line diff of a and b labelled name (a file's path,
+// a tool's name): the changed region with up to three lines of context
+// around it; "" when they are equal.
+func Unified(name, a, b string) string {
 	al, bl := lines(a), lines(b)
 	pre := 0
 	for pre < len(al) && pre < len(bl) && al[pre] == bl[pre] {
@@ -24,7 +27,7 @@ func unifiedDiff(path, a, b string) string {
 	start := max(pre-ctx, 0)
 	aEnd, bEnd := min(len(al)-suf+ctx, len(al)), min(len(bl)-suf+ctx, len(bl))
 	var out strings.Builder
-	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n@@ -%d,%d +%d,%d @@\n", path, path, start+1, aEnd-start, start+1, bEnd-start)
+	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n@@ -%d,%d +%d,%d @@\n", name, name, start+1, aEnd-start, start+1, bEnd-start)
 	line := func(prefix, s string) {
 		out.WriteString(prefix + strings.TrimSuffix(s, "\n") + "\n")
 	}
@@ -52,7 +55,3 @@ func lines(s string) []string {
 	}
 	return l
 }
-
-// UnifiedDiff is the same compact diff for any two texts (an upstream
-// tool's pinned descriptor against a changed one), labelled name.
-func UnifiedDiff(name, a, b string) string { return unifiedDiff(name, a, b) }

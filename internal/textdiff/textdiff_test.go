@@ -1,8 +1,8 @@
-package host
+package textdiff
 
 import "testing"
 
-func TestUnifiedDiff(t *testing.T) {
+func TestUnified(t *testing.T) {
 	for _, tc := range []struct{ a, b, want string }{
 		{"a\nb\nc\n", "a\nB\nc\n", "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"},
 		{"a\n", "a\nb\n", "--- a/f\n+++ b/f\n@@ -1,1 +1,2 @@\n a\n+b\n"},
@@ -10,7 +10,7 @@ func TestUnifiedDiff(t *testing.T) {
 		{"", "x\n", "--- a/f\n+++ b/f\n@@ -1,0 +1,1 @@\n+x\n"},
 		{"same\n", "same\n", ""},
 	} {
-		if got := unifiedDiff("f", tc.a, tc.b); got != tc.want {
+		if got := Unified("f", tc.a, tc.b); got != tc.want {
 			t.Errorf("diff %q → %q:\n%q\nwant\n%q", tc.a, tc.b, got, tc.want)
 		}
 	}
