@@ -2,8 +2,9 @@ package replay
 
 import (
 	"cmp"
-	"github.com/tracebridge/tracebridge/events"
 	"slices"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // Statuses of a run.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
@@ -730,4 +731,13 @@ func decide(ctx context.Context, st *Step, log Log, em *events.Emitter, now func
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// orNone is s, or "-" when it is empty: how a missing value reads in a
+// drift line.
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

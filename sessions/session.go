@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/export"
 )
 
 // SessionSchema names the recorded-session format this build reads and
@@ -170,7 +171,7 @@ func InScopeEvent(e *events.Event) bool { return InScope(e.Boundary) && !outOfSc
 
 // InScope says whether a re-drive reproduces events of boundary b.
 func InScope(b events.Boundary) bool {
-	for _, x := range ScopeExclusions {
+	for _, x := range export.ScopeExclusions {
 		if b == x {
 			return false
 		}

@@ -4,8 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 
 	"github.com/tracebridge/tracebridge/events"
 )

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tracebridge/tracebridge/sessions"
+	"github.com/tracebridge/tracebridge/export"
 )
 
 // triad downloads a run's triad (log, metadata.json, .mmd) as a zip, the
@@ -23,7 +23,7 @@ func (s *Server) triad(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer os.RemoveAll(dir)
-	t, err := sessions.WriteTriad(dir, run, sessions.TriadOptions{Version: s.opts.Version, Source: "ui"})
+	t, err := export.WriteTriad(dir, run, export.TriadOptions{Version: s.opts.Version, Source: "ui"})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracebridge/tracebridge/hub"
 )
 

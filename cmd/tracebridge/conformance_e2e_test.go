@@ -24,6 +24,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracebridge/tracebridge/events"
 )
 

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/export"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
-	"github.com/tracebridge/tracebridge/sessions"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -216,7 +216,7 @@ func demoRuns(ctx context.Context, m *Main, step func(string, ...any), session, 
 			return err
 		}
 	}
-	t, err := sessions.WriteTriad(root, run, sessions.TriadOptions{Version: Version, Source: "log " + m.data})
+	t, err := export.WriteTriad(root, run, export.TriadOptions{Version: Version, Source: "log " + m.data})
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +9,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/config"
-	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/hub"
-	"github.com/tracebridge/tracebridge/projections"
-	"github.com/tracebridge/tracebridge/store"
+	"github.com/tracebridge/tracebridge/export"
 )
 
 const exportHelp = `export audit [--format jsonl] [--since SEQ|TIME] [--follow] [-o FILE]
@@ -32,24 +27,6 @@ log). Fields: docs/audit-export.schema.json.
 TIME (RFC 3339, or a duration such as 24h) starts at that time. --follow keeps
 writing new envelopes as the hub commits them, each batch after a checkpoint
 that covers it has been signed (about once a second), until interrupted.`
-
-// auditLine is one line of `export audit`.
-type auditLine struct {
-	Seq       uint64          `json:"seq"`
-	EventID   events.ID       `json:"eventId"`
-	Time      time.Time       `json:"time"`
-	Hash      string          `json:"hash"`
-	RequestID events.ID       `json:"requestId,omitzero"`
-	SessionID events.ID       `json:"sessionId,omitzero"`
-	Tool      string          `json:"tool,omitempty"`
-	Outcome   events.Outcome  `json:"outcome"`
-	Code      events.Code     `json:"code,omitempty"`
-	Envelope  json.RawMessage `json:"envelope,omitempty"`
-	// EnvelopeCut is the envelope's text when it is not JSON: cut by a log
-	// older than the payload store (over 4 KiB), or over the payload limit.
-	EnvelopeCut string            `json:"envelopeCut,omitempty"`
-	Checkpoint  *store.Checkpoint `json:"checkpoint"`
-}
 
 func runExport(ctx context.Context, m *Main, args []string) error {
 	if len(args) > 0 && args[0] == "otlp" {
@@ -91,103 +68,14 @@ func runExport(ctx context.Context, m *Main, args []string) error {
 		defer f.Close()
 		w = f
 	}
-	bw := bufio.NewWriter(w)
-	defer bw.Flush()
 	node, err := m.openLog(ctx, "export")
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	x := &auditExport{node: node, w: bw, cutoff: cutoff}
+	x := export.NewAudit(node, w, cutoff)
 	if !*follow {
-		return x.upToHead(ctx, from)
+		return x.UpToHead(ctx, from)
 	}
-	return x.follow(ctx, from)
-}
-
-// auditExport writes audit lines, each after a checkpoint that covers it.
-type auditExport struct {
-	node    *hub.Node
-	w       *bufio.Writer
-	cutoff  time.Time
-	pending []events.Event
-}
-
-// upToHead signs a checkpoint of the head and writes every envelope it
-// covers.
-func (x *auditExport) upToHead(ctx context.Context, from uint64) error {
-	cp, err := x.node.Checkpoint(ctx)
-	if err != nil {
-		return fmt.Errorf("sign a checkpoint to cover the export: %w", err)
-	}
-	for from <= cp.Seq {
-		evs, next, err := x.node.Range(ctx, from, 4096)
-		if err != nil {
-			return err
-		}
-		if len(evs) == 0 {
-			break
-		}
-		for _, e := range evs {
-			if e.Seq <= cp.Seq {
-				x.add(e)
-			}
-		}
-		from = next
-	}
-	return x.flush(ctx, &cp)
-}
-
-// follow writes what the log holds, then what it commits, a batch at a
-// time after the checkpoint that covers it.
-func (x *auditExport) follow(ctx context.Context, from uint64) error {
-	return projections.FollowTicking(ctx, x.node.Follow, from, time.Second, func(e events.Event) error {
-		x.add(e)
-		return nil
-	}, func() error {
-		if len(x.pending) == 0 {
-			return nil
-		}
-		cp, err := x.node.Checkpoint(ctx)
-		if err != nil {
-			return err
-		}
-		return x.flush(ctx, &cp)
-	})
-}
-
-func (x *auditExport) add(e events.Event) {
-	if e.Kind != events.KindExecutorAudit || (!x.cutoff.IsZero() && e.Time.Before(x.cutoff)) {
-		return
-	}
-	x.pending = append(x.pending, e)
-}
-
-// flush writes the pending envelopes cp covers.
-func (x *auditExport) flush(ctx context.Context, cp *store.Checkpoint) error {
-	enc := json.NewEncoder(x.w)
-	enc.SetEscapeHTML(false)
-	kept := x.pending[:0]
-	for _, e := range x.pending {
-		if e.Seq > cp.Seq {
-			kept = append(kept, e)
-			continue
-		}
-		l := auditLine{Seq: e.Seq, EventID: e.ID, Time: e.Time, Hash: e.Hash.String(), RequestID: e.RequestID, SessionID: e.SessionID,
-			Tool: e.Attrs.Get(events.AttrTool), Outcome: e.Outcome, Code: e.Code, Checkpoint: cp}
-		env, err := events.ResolveValue(ctx, x.node, e.Attrs.Get("envelope")) // over 4 KiB: whole in the payload store
-		if err != nil {
-			return fmt.Errorf("the envelope of seq %d: %w", e.Seq, err)
-		}
-		if json.Valid([]byte(env)) {
-			l.Envelope = json.RawMessage(env)
-		} else {
-			l.EnvelopeCut = env
-		}
-		if err := enc.Encode(&l); err != nil {
-			return err
-		}
-	}
-	x.pending = kept
-	return x.w.Flush()
+	return x.Follow(ctx, from)
 }

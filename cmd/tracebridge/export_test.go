@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store"
 )

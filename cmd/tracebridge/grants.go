@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 
 	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"

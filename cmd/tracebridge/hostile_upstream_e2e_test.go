@@ -17,6 +17,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracebridge/tracebridge/events"
 )
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/export"
 )
 
 // session replay --junit: a suite per file, a case per session and per run;
@@ -36,7 +38,7 @@ func TestSessionReplayJUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r junitSuites
+	var r export.JUnit
 	if err := xml.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("not JUnit XML: %v\n%s", err, raw)
 	}
@@ -45,7 +47,7 @@ func TestSessionReplayJUnit(t *testing.T) {
 	if len(r.Suites) != 2 || r.Suites[0].Failures != 0 || r.Suites[1].Failures != 1 || r.Failures != 1 || r.Tests != r.Suites[0].Tests+r.Suites[1].Tests {
 		t.Fatalf("report: %+v", r)
 	}
-	var failedRun *junitCase
+	var failedRun *export.Case
 	for i, c := range r.Suites[1].Cases {
 		if strings.Contains(c.Name, "get-sum") && c.Failure != nil {
 			failedRun = &r.Suites[1].Cases[i]
@@ -68,7 +70,7 @@ func TestRunsJUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r junitSuites
+	var r export.JUnit
 	if err := xml.Unmarshal(out, &r); err != nil {
 		t.Fatalf("not JUnit XML: %v\n%s", err, out)
 	}

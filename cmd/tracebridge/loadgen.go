@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tracebridge/tracebridge/projections"
 	"io"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tracebridge/tracebridge/projections"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"

@@ -17,8 +17,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

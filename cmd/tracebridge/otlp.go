@@ -25,8 +25,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/export/otlp"
 	"github.com/tracebridge/tracebridge/hub"
-	"github.com/tracebridge/tracebridge/projections/otlp"
 )
 
 // otlpState is where the exporter keeps its checkpoint.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/export"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/replay"
-	"github.com/tracebridge/tracebridge/sessions"
 	"github.com/tracebridge/tracebridge/store"
 )
 
@@ -81,7 +81,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 func (m *Main) printReplay(run replay.Run, evs []events.Event, format string, timingsFlag bool, artifactsRoot string) error {
 	req, timings, artifacts := run.RequestID, &timingsFlag, &artifactsRoot
 	if *artifacts != "" {
-		t, err := sessions.WriteTriad(*artifacts, run, sessions.TriadOptions{Version: Version, Source: "log " + m.data})
+		t, err := export.WriteTriad(*artifacts, run, export.TriadOptions{Version: Version, Source: "log " + m.data})
 		if err != nil {
 			return fmt.Errorf("write triad: %w", err)
 		}
@@ -89,7 +89,7 @@ func (m *Main) printReplay(run replay.Run, evs []events.Event, format string, ti
 	}
 	switch format {
 	case "md":
-		fmt.Fprint(m.Stdout, replay.Markdown(run, *timings))
+		fmt.Fprint(m.Stdout, export.Markdown(run, *timings))
 		return nil
 	case "json":
 		enc := json.NewEncoder(m.Stdout)

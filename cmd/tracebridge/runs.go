@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/export"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
 )
@@ -85,7 +86,7 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 		}
 		return nil
 	case "junit":
-		return runsReport(rows, *session).write(m.Stdout)
+		return runsReport(rows, *session).Write(m.Stdout)
 	}
 	return writeRuns(m.Stdout, rows, archivedBefore)
 }
@@ -93,27 +94,27 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 // runsReport is runs as a JUnit report: one suite (the session's, when one
 // was asked for), a case per run in the order they started, failing when
 // the run did not succeed.
-func runsReport(rows []json.RawMessage, session string) *junitSuites {
+func runsReport(rows []json.RawMessage, session string) *export.JUnit {
 	name := "runs"
 	if session != "" {
 		name = "session " + strings.ToUpper(session)
 	}
-	suite := junitSuite{Name: name}
+	suite := export.Suite{Name: name}
 	for i := len(rows) - 1; i >= 0; i-- { // oldest first
 		var s replay.Summary
 		if json.Unmarshal(rows[i], &s) != nil {
 			continue
 		}
-		c := junitCase{Name: strings.TrimSpace(orDash(s.Method) + " " + s.Tool + " " + s.RequestID.String()), Classname: "tracebridge." + orDash(s.Method),
+		c := export.Case{Name: strings.TrimSpace(orDash(s.Method) + " " + s.Tool + " " + s.RequestID.String()), Classname: "tracebridge." + orDash(s.Method),
 			Time: s.DurationMs / 1000}
 		if s.Status != replay.StatusOK {
 			v := s.Verdict
-			c.Failure = &junitProblem{Message: fmt.Sprintf("%s: %s at %s", s.Status, orDash(string(v.Code)), v.Boundary), Type: orDash(string(v.Code)),
+			c.Failure = &export.Problem{Message: fmt.Sprintf("%s: %s at %s", s.Status, orDash(string(v.Code)), v.Boundary), Type: orDash(string(v.Code)),
 				Text: fmt.Sprintf("%s\naction: %s\nreplay: tracebridge replay %s", v.Message, v.Action, s.RequestID)}
 		}
-		suite.add(c)
+		suite.Add(c)
 	}
-	return &junitSuites{Name: "tracebridge runs", Suites: []junitSuite{suite}}
+	return &export.JUnit{Name: "tracebridge runs", Suites: []export.Suite{suite}}
 }
 
 // writeRuns prints rows of the runs view as a table a person reads; runs

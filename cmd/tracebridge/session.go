@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tracebridge/tracebridge/export"
+	"github.com/tracebridge/tracebridge/internal/durable"
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
@@ -359,7 +361,7 @@ func runSessionReplay(ctx context.Context, m *Main, args []string) error {
 		return usageError{"want one or more session files"}
 	}
 	drifted := 0
-	report := &junitSuites{Name: "tracebridge session replay"}
+	report := &export.JUnit{Name: "tracebridge session replay"}
 	for _, path := range fs.Args() {
 		t0 := time.Now()
 		res, err := m.replaySessionFile(ctx, path, *update, *artifacts, *keep)
@@ -454,8 +456,8 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 					return replayed{}, err
 				}
 			}
-			_, err := sessions.WriteTriad(artifacts, run, sessions.TriadOptions{
-				Slug: sessions.Slug(name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
+			_, err := export.WriteTriad(artifacts, run, export.TriadOptions{
+				Slug: export.Slug(name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
 				Source: "artifacts/sessions/" + filepath.Base(path), Scrub: scrub.Replace})
 			if err != nil {
 				return replayed{}, err
@@ -497,20 +499,20 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 // sessionSuite is one file's re-drive as a JUnit test suite: the session
 // as a case (failing on any drift), each re-driven run as a case (failing
 // with its drift), and each upstream request that drifted.
-func sessionSuite(path string, res replayed, err error, took time.Duration) junitSuite {
+func sessionSuite(path string, res replayed, err error, took time.Duration) export.Suite {
 	name := res.name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	suite := junitSuite{Name: name, Time: took.Seconds()}
+	suite := export.Suite{Name: name, Time: took.Seconds()}
 	class := "session." + name
 	if err != nil {
-		suite.add(junitCase{Name: name, Classname: class, Error: &junitProblem{Message: "the session could not be re-driven", Type: "Error", Text: err.Error()}})
+		suite.Add(export.Case{Name: name, Classname: class, Error: &export.Problem{Message: "the session could not be re-driven", Type: "Error", Text: err.Error()}})
 		return suite
 	}
 	// Each difference fails exactly one case: its run's, its upstream
 	// request's, or (neither) the session's.
-	whole := junitCase{Name: name, Classname: class, Time: took.Seconds()}
+	whole := export.Case{Name: name, Classname: class, Time: took.Seconds()}
 	var rest []string
 	for _, d := range res.drift {
 		if d.Run < 0 || d.Run > len(res.labels) {
@@ -518,36 +520,36 @@ func sessionSuite(path string, res replayed, err error, took time.Duration) juni
 		}
 	}
 	if len(rest) > 0 {
-		whole.Failure = &junitProblem{Message: fmt.Sprintf("%d difference(s) from the recording", len(rest)), Type: "Drift", Text: strings.Join(rest, "\n")}
+		whole.Failure = &export.Problem{Message: fmt.Sprintf("%d difference(s) from the recording", len(rest)), Type: "Drift", Text: strings.Join(rest, "\n")}
 	}
-	suite.add(whole)
+	suite.Add(whole)
 	for k, label := range res.labels {
-		c := junitCase{Name: label, Classname: class}
+		c := export.Case{Name: label, Classname: class}
 		for _, d := range res.drift {
 			if d.Run == k+1 {
 				if c.Failure == nil {
-					c.Failure = &junitProblem{Message: "drift", Type: "Drift"}
+					c.Failure = &export.Problem{Message: "drift", Type: "Drift"}
 				}
 				c.Failure.Text += d.String() + "\n"
 			}
 		}
-		suite.add(c)
+		suite.Add(c)
 	}
 	for _, d := range res.drift {
 		if d.Run == 0 { // an upstream request the bridge would send differently
-			suite.add(junitCase{Name: d.Label, Classname: class, Failure: &junitProblem{Message: "drift", Type: "Drift", Text: d.String()}})
+			suite.Add(export.Case{Name: d.Label, Classname: class, Failure: &export.Problem{Message: "drift", Type: "Drift", Text: d.String()}})
 		}
 	}
 	return suite
 }
 
 // writeReport writes a JUnit report to path ("-": stdout).
-func (m *Main) writeReport(path string, r *junitSuites) error {
+func (m *Main) writeReport(path string, r *export.JUnit) error {
 	if path == "-" {
-		return r.write(m.Stdout)
+		return r.Write(m.Stdout)
 	}
 	var buf bytes.Buffer
-	if err := r.write(&buf); err != nil {
+	if err := r.Write(&buf); err != nil {
 		return err
 	}
 	return durable.WriteFileAtomic(path, buf.Bytes(), 0o644)

@@ -7,13 +7,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"log/slog"
 	"net"
 	"os"
 	"os/user"
 	"path/filepath"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"

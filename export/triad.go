@@ -1,9 +1,8 @@
-package sessions
+package export
 
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/replay"
 )
@@ -212,8 +212,6 @@ func timeline(run replay.Run, opts TriadOptions) string {
 	}
 	return b.String()
 }
-
-func orNone(s string) string { return replay.OrNone(s) }
 
 // gitState describes the repository at root, or nil when it is none (or
 // git is not installed).

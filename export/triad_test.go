@@ -1,4 +1,4 @@
-package sessions
+package export
 
 import (
 	"encoding/json"

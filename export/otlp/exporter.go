@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"

@@ -1,15 +1,16 @@
-package replay
+package export
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/mermaid"
+	"github.com/tracebridge/tracebridge/replay"
 )
 
 // Markdown renders a run as a review document: the verdict, the timeline
 // as a table and the sequence diagram.
-func Markdown(run Run, timings bool) string {
+func Markdown(run replay.Run, timings bool) string {
 	var b strings.Builder
 	label := run.Tool
 	if label == "" {
@@ -17,8 +18,8 @@ func Markdown(run Run, timings bool) string {
 	}
 	fmt.Fprintf(&b, "# Run %s: %s\n\n", run.RequestID, mdEscape(label))
 	fmt.Fprintf(&b, "- status: **%s**\n- session: %s\n- events: %d\n", run.Status, run.SessionID, len(run.Events))
-	if v := run.Verdict; run.Status != StatusOK {
-		fmt.Fprintf(&b, "- verdict: `%s` at **%s** (%s): %s\n- action: %s\n", OrNone(string(v.Code)), v.Boundary, v.Kind, mdEscape(v.Message), mdEscape(v.Action))
+	if v := run.Verdict; run.Status != replay.StatusOK {
+		fmt.Fprintf(&b, "- verdict: `%s` at **%s** (%s): %s\n- action: %s\n", orNone(string(v.Code)), v.Boundary, v.Kind, mdEscape(v.Message), mdEscape(v.Action))
 	} else {
 		b.WriteString("- verdict: every step succeeded\n")
 	}
@@ -41,9 +42,9 @@ func mdEscape(s string) string {
 	return r.Replace(s)
 }
 
-// OrNone is s, or "-" when it is empty: how a missing value reads in a
+// orNone is s, or "-" when it is empty: how a missing value reads in a
 // table or a timeline.
-func OrNone(s string) string {
+func orNone(s string) string {
 	if s == "" {
 		return "-"
 	}

@@ -1,0 +1,79 @@
+package export
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/hub"
+)
+
+// An audit export writes one line per audit envelope, in seq order, each
+// covered by the checkpoint it carries, with an envelope over the attribute
+// limit read back whole from the payload store; --since leaves out older
+// envelopes.
+func TestAuditLinesAreCoveredAndWhole(t *testing.T) {
+	ctx := context.Background()
+	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Name: "export-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clock := t0
+	em := events.NewEmitter(node, events.EmitterOptions{Payloads: node, Now: func() time.Time { return clock }})
+	long := `{"tool":"t","result":"` + strings.Repeat("x", 3*events.MaxAttrLen) + `"}`
+	audit := func(tool, envelope string) {
+		req := events.NewID()
+		em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: req, Outcome: events.OK})
+		em.Emit(events.Event{Kind: events.KindExecutorAudit, RequestID: req, Outcome: events.OK,
+			Attrs: events.AttrsOf(map[string]string{events.AttrTool: tool, "envelope": envelope})})
+		clock = clock.Add(time.Hour)
+	}
+	audit("old", `{"tool":"old"}`)
+	audit("long", long)
+	audit("cut", `{"tool":"cut", "result":"…`)
+	if err := em.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	lines := func(since time.Time) []AuditLine {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := NewAudit(node, &buf, since).UpToHead(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		var got []AuditLine
+		for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var a AuditLine
+			if err := json.Unmarshal([]byte(l), &a); err != nil {
+				t.Fatalf("not an audit line: %v\n%s", err, l)
+			}
+			got = append(got, a)
+		}
+		return got
+	}
+	all := lines(time.Time{})
+	if len(all) != 3 || all[0].Tool != "old" || all[1].Tool != "long" || all[2].Tool != "cut" {
+		t.Fatalf("lines: %+v", all)
+	}
+	for _, l := range all {
+		if l.Checkpoint == nil || l.Seq > l.Checkpoint.Seq || l.Hash == "" {
+			t.Fatalf("seq %d is not covered by its checkpoint %+v", l.Seq, l.Checkpoint)
+		}
+	}
+	if string(all[1].Envelope) != long {
+		t.Fatalf("the long envelope came back %d bytes, want %d whole", len(all[1].Envelope), len(long))
+	}
+	if all[2].Envelope != nil || all[2].EnvelopeCut != `{"tool":"cut", "result":"…` {
+		t.Fatalf("a cut envelope: %+v", all[2])
+	}
+	if since := lines(t0.Add(30 * time.Minute)); len(since) != 2 || since[0].Tool != "long" {
+		t.Fatalf("since: %+v", since)
+	}
+}
