@@ -11,3 +11,9 @@ const (
 	AttrTool       = "tool"
 	AttrReason     = "reason"
 )
+
+// Decisions: the values of AttrDecision.
+const (
+	Approve = "approve"
+	Deny    = "deny"
+)

@@ -712,7 +712,7 @@ func decide(ctx context.Context, st *Step, log Log, em *events.Emitter, now func
 		answered := map[string]bool{}
 		next := 0
 		for next < len(st.Decisions) {
-			pending, _ := executor.PendingApprovals(dctx, log, now())
+			pending, _ := projections.PendingApprovals(dctx, log, now())
 			for _, p := range pending {
 				if answered[p.ID] || next >= len(st.Decisions) {
 					continue
@@ -720,7 +720,7 @@ func decide(ctx context.Context, st *Step, log Log, em *events.Emitter, now func
 				d := st.Decisions[next]
 				next++
 				answered[p.ID] = true
-				em.Emit(executor.Decision(p, d.Decision, d.By, d.Reason, time.Time{})) // no wait: the triads carry no operator clock
+				em.Emit(projections.Decision(p, d.Decision, d.By, d.Reason, time.Time{})) // no wait: the triads carry no operator clock
 				em.Flush(dctx, p.RequestID)
 			}
 			select {

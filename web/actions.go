@@ -8,9 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -52,12 +50,12 @@ func (s *Server) acceptTool(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the tool changed again since the page showed it: reload and look again")
 		return
 	}
-	if _, whole := upstream.DescriptorDiff(*pin, s.opts.Descriptors); !whole {
+	if _, whole := projections.DescriptorDiff(*pin, s.opts.Descriptors); !whole {
 		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the new descriptor cannot be shown whole, so it cannot be accepted")
 		return
 	}
 	req := s.opts.Rec.NewID()
-	s.opts.Rec.Emit(upstream.Acceptance(req, *pin, s.opts.Operator+" (ui)", r.PostForm.Get("reason")))
+	s.opts.Rec.Emit(projections.Acceptance(req, *pin, s.opts.Operator+" (ui)", r.PostForm.Get("reason")))
 	if err := s.opts.Rec.Flush(r.Context(), req); err != nil {
 		http.Error(w, "the acceptance was not recorded: "+err.Error(), http.StatusServiceUnavailable)
 		return
@@ -71,16 +69,16 @@ func (s *Server) acceptTool(w http.ResponseWriter, r *http.Request) {
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm() // the guard parsed it unless the CSRF token came as a header
 	id, hash, decision := r.PathValue("id"), r.PostForm.Get("argsHash"), r.PostForm.Get("decision")
-	if decision != executor.Approve && decision != executor.Deny {
+	if decision != events.Approve && decision != events.Deny {
 		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "decision must be approve or deny")
 		return
 	}
-	pending, err := executor.PendingApprovals(r.Context(), s.opts.Log, s.opts.Now())
+	pending, err := projections.PendingApprovals(r.Context(), s.opts.Log, s.opts.Now())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	var p *executor.Pending
+	var p *projections.Approval
 	for i := range pending {
 		if pending[i].ID == id {
 			p = &pending[i]
@@ -94,7 +92,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the call waits with other arguments than the page showed: reload and look again")
 		return
 	}
-	ev := executor.Decision(*p, decision, s.opts.Operator+" (ui)", r.PostForm.Get("reason"), s.opts.Now())
+	ev := projections.Decision(*p, decision, s.opts.Operator+" (ui)", r.PostForm.Get("reason"), s.opts.Now())
 	s.opts.Rec.Emit(ev)
 	if err := s.opts.Rec.Flush(r.Context(), p.RequestID); err != nil {
 		http.Error(w, "the decision was not recorded: "+err.Error(), http.StatusServiceUnavailable)
@@ -106,11 +104,11 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if held, ok := executor.Decided(evs, p.ID); !ok || !executor.Won(held, ev) {
-		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs.Get(executor.AttrDecision)+" by "+held.Attrs.Get("by")+")")
+	if held, ok := projections.Decided(evs, p.ID); !ok || !projections.Won(held, ev) {
+		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs.Get(events.AttrDecision)+" by "+held.Attrs.Get("by")+")")
 		return
 	}
-	back(w, r, executor.PastTense(decision)+" "+p.Tool+" ("+p.ID+")")
+	back(w, r, projections.PastTense(decision)+" "+p.Tool+" ("+p.ID+")")
 }
 
 // decideProposal approves (and so applies) or rejects an edit proposal,

@@ -20,6 +20,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 // Browsers resolve *.localhost to loopback themselves; Go's resolver asks
@@ -171,14 +172,14 @@ func (f *fixture) proposal(id string) host.Proposal {
 
 // askApproval records a tool call waiting for approval, as the executor
 // does before it asks.
-func (f *fixture) askApproval(args string) executor.Pending {
+func (f *fixture) askApproval(args string) projections.Approval {
 	f.t.Helper()
 	req := f.em.NewID()
-	p := executor.Pending{ID: f.em.NewID().String(), Tool: "write_thing", RequestID: req, ArgsHash: executor.ArgsHash(json.RawMessage(args)),
+	p := projections.Approval{ID: f.em.NewID().String(), Tool: "write_thing", RequestID: req, ArgsHash: executor.ArgsHash(json.RawMessage(args)),
 		Args: args, Deadline: time.Now().Add(time.Hour)}
 	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: events.AttrsOf(map[string]string{
-		executor.AttrApprovalID: p.ID, executor.AttrTool: p.Tool, executor.AttrArgsHash: p.ArgsHash, "args": args,
-		executor.AttrDeadline: p.Deadline.Format(time.RFC3339Nano)})})
+		events.AttrApprovalID: p.ID, events.AttrTool: p.Tool, events.AttrArgsHash: p.ArgsHash, "args": args,
+		events.AttrDeadline: p.Deadline.Format(time.RFC3339Nano)})})
 	if err := f.em.Flush(f.ctx, req); err != nil {
 		f.t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func (f *fixture) askApproval(args string) executor.Pending {
 }
 
 // decisions counts approval.decided events for approval id.
-func (f *fixture) decisions(p executor.Pending) int {
+func (f *fixture) decisions(p projections.Approval) int {
 	f.t.Helper()
 	evs, err := f.node.ByRequest(f.ctx, p.RequestID)
 	if err != nil {
@@ -194,7 +195,7 @@ func (f *fixture) decisions(p executor.Pending) int {
 	}
 	n := 0
 	for _, e := range evs {
-		if e.Kind == events.KindApprovalDecided && e.Attrs.Get(executor.AttrApprovalID) == p.ID {
+		if e.Kind == events.KindApprovalDecided && e.Attrs.Get(events.AttrApprovalID) == p.ID {
 			n++
 		}
 	}

@@ -16,10 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
-	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/projections"
@@ -432,7 +430,7 @@ func (s *Server) hostCall(ctx context.Context, command string, payload, out any)
 }
 
 type approvalsData struct {
-	Tools     []executor.Pending
+	Tools     []projections.Approval
 	Changed   []changedTool
 	Pending   []*host.Proposal
 	Done      []*host.Proposal
@@ -455,7 +453,7 @@ const recentDone = 20
 func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "Approvals", Nav: "approvals"}
 	d := approvalsData{Flash: r.URL.Query().Get("done")}
-	tools, err := executor.PendingApprovals(r.Context(), s.opts.Log, s.opts.Now())
+	tools, err := projections.PendingApprovals(r.Context(), s.opts.Log, s.opts.Now())
 	if err != nil {
 		p.Error = err.Error()
 	}
@@ -467,7 +465,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 	for _, row := range rows {
 		var pin projections.Pin
 		if json.Unmarshal(row, &pin) == nil && pin.Pending != "" {
-			diff, whole := upstream.DescriptorDiff(pin, s.opts.Descriptors)
+			diff, whole := projections.DescriptorDiff(pin, s.opts.Descriptors)
 			d.Changed = append(d.Changed, changedTool{Pin: pin, Diff: diff, Whole: whole})
 		}
 	}

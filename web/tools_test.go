@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -98,8 +97,8 @@ func TestPendingUpstreamCallShowsItsPin(t *testing.T) {
 	req := f.em.NewID()
 	pin := strings.Repeat("ab", 32)
 	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: events.AttrsOf(map[string]string{
-		executor.AttrApprovalID: f.em.NewID().String(), executor.AttrTool: "gh__delete_branch", executor.AttrArgsHash: strings.Repeat("cd", 32),
-		"args": `{"branch":"tmp"}`, events.AttrPin: pin, executor.AttrDeadline: time.Now().Add(time.Hour).Format(time.RFC3339Nano)})})
+		events.AttrApprovalID: f.em.NewID().String(), events.AttrTool: "gh__delete_branch", events.AttrArgsHash: strings.Repeat("cd", 32),
+		"args": `{"branch":"tmp"}`, events.AttrPin: pin, events.AttrDeadline: time.Now().Add(time.Hour).Format(time.RFC3339Nano)})})
 	if err := f.em.Flush(f.ctx, req); err != nil {
 		t.Fatal(err)
 	}

@@ -11,22 +11,6 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 )
 
-// Attributes of approval events (events/approval.go).
-const (
-	AttrApprovalID = events.AttrApprovalID
-	AttrArgsHash   = events.AttrArgsHash
-	AttrDecision   = events.AttrDecision
-	AttrDeadline   = events.AttrDeadline
-	AttrTool       = events.AttrTool
-	AttrReason     = events.AttrReason
-)
-
-// Decisions.
-const (
-	Approve = "approve"
-	Deny    = "deny"
-)
-
 // RequestReader reads one request's events back from the log: how the
 // executor sees an operator's decision, whichever process wrote it.
 type RequestReader interface {
@@ -75,7 +59,7 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 		evs, err := log.ByRequest(ctx, req)
 		if err == nil {
 			for _, e := range evs {
-				if e.Kind == events.KindApprovalDecided && e.Attrs.Get(AttrApprovalID) == approvalID.String() {
+				if e.Kind == events.KindApprovalDecided && e.Attrs.Get(events.AttrApprovalID) == approvalID.String() {
 					return e, true, nil
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 // Emitter is what the executor needs of events.Emitter.
@@ -168,7 +169,7 @@ func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code ev
 	if attrs == nil {
 		attrs = map[string]string{}
 	}
-	attrs[AttrTool] = c.inv.Tool
+	attrs[events.AttrTool] = c.inv.Tool
 	e := events.Event{ID: id, Kind: kind, RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID,
 		Traceparent: c.inv.Traceparent, Outcome: outcome, Code: code, Attrs: events.AttrsOf(attrs)}
 	if !since.IsZero() {
@@ -190,7 +191,7 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 		res.OperationID = c.op
 		c.audit(&res)
 	}()
-	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, map[string]string{"client": inv.Client, AttrArgsHash: ArgsHash(inv.Args)})
+	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, map[string]string{"client": inv.Client, events.AttrArgsHash: ArgsHash(inv.Args)})
 	if r, done := c.resolve(ctx); done {
 		return r
 	}
@@ -252,7 +253,7 @@ func (c *call) resolve(ctx context.Context) (Result, bool) {
 func (c *call) authorize() (Result, bool) {
 	d := c.r.policy.decide(&c.tool.Descriptor)
 	c.env.Policy = &d
-	attrs := map[string]string{AttrReason: d.Reason, "client": c.inv.Client, "session": c.inv.SessionID.String()}
+	attrs := map[string]string{events.AttrReason: d.Reason, "client": c.inv.Client, "session": c.inv.SessionID.String()}
 	if !d.Allowed {
 		code := events.CodePolicyDenied
 		if c.r.policy.broken != nil {
@@ -303,28 +304,28 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	c.env.Approval = rec
 	decided := func(outcome events.Outcome, code events.Code, decision, by, reason string, t0 time.Time) {
 		rec.Decision, rec.By, rec.Reason = decision, by, reason
-		c.emitID(DecisionID(c.op), events.KindApprovalDecided, outcome, code, t0, map[string]string{
-			AttrApprovalID: c.op.String(), AttrDecision: decision, AttrArgsHash: hash, "by": by, AttrReason: reason})
+		c.emitID(projections.DecisionID(c.op), events.KindApprovalDecided, outcome, code, t0, map[string]string{
+			events.AttrApprovalID: c.op.String(), events.AttrDecision: decision, events.AttrArgsHash: hash, "by": by, events.AttrReason: reason})
 	}
 	switch mode {
 	case config.ModeAllow:
-		decided(events.OK, "", Approve, "config", "approval.mode is allow", time.Time{})
+		decided(events.OK, "", events.Approve, "config", "approval.mode is allow", time.Time{})
 		return Result{}, false
 	case config.ModeDeny:
-		decided(events.Denied, events.CodeApprovalDenied, Deny, "config", "approval.mode is deny", time.Time{})
+		decided(events.Denied, events.CodeApprovalDenied, events.Deny, "config", "approval.mode is deny", time.Time{})
 		return fail(events.CodeApprovalDenied, "approval is required and [approval] mode is deny: set mode = \"prompt\" (an operator decides) or [tools."+c.tool.ID+"] approval = \"never\"")
 	}
 	// prompt: the request is durable before anyone is asked.
 	t0 := c.x.opts.Now()
 	deadline := t0.Add(c.r.cfg.ApprovalTimeout())
-	asked := map[string]string{AttrApprovalID: c.op.String(), AttrArgsHash: hash, AttrDeadline: deadline.UTC().Format(time.RFC3339Nano),
+	asked := map[string]string{events.AttrApprovalID: c.op.String(), events.AttrArgsHash: hash, events.AttrDeadline: deadline.UTC().Format(time.RFC3339Nano),
 		"args": summarize(c.x.redact("args", string(c.inv.Args)))}
 	if c.tool.Pin != "" {
 		asked[events.AttrPin] = c.tool.Pin
 	}
 	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, asked)
 	if err := c.flush(ctx); err != nil {
-		decided(events.Denied, events.CodeLogUnavailable, Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)
+		decided(events.Denied, events.CodeLogUnavailable, events.Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)
 		return fail(events.CodeLogUnavailable, "the approval request could not be recorded in the event log")
 	}
 	c.x.opts.Logger.Info("approval needed", "tool", c.tool.ID, "approval", c.op.String(), "deadline", deadline.Format(time.RFC3339),
@@ -334,15 +335,15 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	stopProgress()
 	switch {
 	case err != nil:
-		decided(events.Cancelled, events.CodeCancelled, Deny, "client", "the call was cancelled while waiting for approval", t0)
+		decided(events.Cancelled, events.CodeCancelled, events.Deny, "client", "the call was cancelled while waiting for approval", t0)
 		return fail(events.CodeCancelled, "cancelled while waiting for approval")
 	case !ok:
-		decided(events.Timeout, events.CodeApprovalTimeout, Deny, "timeout", "no decision before "+deadline.UTC().Format(time.RFC3339), t0)
+		decided(events.Timeout, events.CodeApprovalTimeout, events.Deny, "timeout", "no decision before "+deadline.UTC().Format(time.RFC3339), t0)
 		// An operator's decision may have landed first: the log keeps one
 		// decision per approval, and the call follows the one it kept.
 		if c.flush(ctx) == nil {
 			if evs, err := c.x.opts.Log.ByRequest(ctx, c.inv.RequestID); err == nil {
-				if held, found := Decided(evs, c.op.String()); found && held.Attrs.Get("by") != "timeout" {
+				if held, found := projections.Decided(evs, c.op.String()); found && held.Attrs.Get("by") != "timeout" {
 					return c.follow(held, hash, rec)
 				}
 			}
@@ -355,18 +356,18 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 // follow applies an operator's decision e to the call.
 func (c *call) follow(e events.Event, hash string, rec *approvalRecord) (Result, bool) {
 	switch {
-	case e.Attrs.Get(AttrArgsHash) != hash:
-		rec.Decision, rec.By, rec.Reason = Deny, "bridge", "the decision names other arguments"
+	case e.Attrs.Get(events.AttrArgsHash) != hash:
+		rec.Decision, rec.By, rec.Reason = events.Deny, "bridge", "the decision names other arguments"
 		return fail(events.CodeApprovalDenied, "the operator's decision was bound to different arguments than this call's")
-	case e.Attrs.Get(AttrDecision) != Approve:
-		rec.Decision, rec.By, rec.Reason = Deny, e.Attrs.Get("by"), e.Attrs.Get(AttrReason)
+	case e.Attrs.Get(events.AttrDecision) != events.Approve:
+		rec.Decision, rec.By, rec.Reason = events.Deny, e.Attrs.Get("by"), e.Attrs.Get(events.AttrReason)
 		msg := "an operator denied the call"
-		if r := e.Attrs.Get(AttrReason); r != "" {
+		if r := e.Attrs.Get(events.AttrReason); r != "" {
 			msg += ": " + r
 		}
 		return fail(events.CodeApprovalDenied, msg)
 	}
-	rec.Decision, rec.By, rec.Reason = Approve, e.Attrs.Get("by"), e.Attrs.Get(AttrReason)
+	rec.Decision, rec.By, rec.Reason = events.Approve, e.Attrs.Get("by"), e.Attrs.Get(events.AttrReason)
 	return Result{}, false
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/store/storetest"
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
@@ -172,9 +173,9 @@ func TestPromptApprovalIsBoundToTheArguments(t *testing.T) {
 		sameArgs       bool
 		code           events.Code
 	}{
-		{"approved", Approve, true, ""},
-		{"denied", Deny, true, events.CodeApprovalDenied},
-		{"approved for other arguments", Approve, false, events.CodeApprovalDenied},
+		{"approved", events.Approve, true, ""},
+		{"denied", events.Deny, true, events.CodeApprovalDenied},
+		{"approved for other arguments", events.Approve, false, events.CodeApprovalDenied},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "[approval]\nmode = \"prompt\"\ntimeout = \"10s\"\n", nil, func(d *Descriptor) { d.Approval = "always" })
@@ -185,13 +186,13 @@ func TestPromptApprovalIsBoundToTheArguments(t *testing.T) {
 					evs, _ := h.st.ByRequest(req)
 					for _, e := range evs {
 						if e.Kind == events.KindApprovalRequested {
-							hash := e.Attrs.Get(AttrArgsHash)
+							hash := e.Attrs.Get(events.AttrArgsHash)
 							if !tc.sameArgs {
 								hash = ArgsHash(json.RawMessage(`{"text":"something else"}`))
 							}
 							h.st.Append(context.Background(), []events.Event{{ID: events.NewID(), Time: time.Now(), Kind: events.KindApprovalDecided,
 								Boundary: events.BoundaryApproval, RequestID: req, Outcome: events.OK,
-								Attrs: events.AttrsOf(map[string]string{AttrApprovalID: e.Attrs.Get(AttrApprovalID), AttrDecision: tc.decision, AttrArgsHash: hash, "by": "operator"})}})
+								Attrs: events.AttrsOf(map[string]string{events.AttrApprovalID: e.Attrs.Get(events.AttrApprovalID), events.AttrDecision: tc.decision, events.AttrArgsHash: hash, "by": "operator"})}})
 							return
 						}
 					}

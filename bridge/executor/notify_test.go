@@ -10,6 +10,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
 )
 
@@ -38,10 +39,10 @@ func TestWaitingCallIsWokenByTheDecision(t *testing.T) {
 	req := em.NewID()
 	go func() {
 		for {
-			pending, err := PendingApprovals(ctx, node, time.Now())
+			pending, err := projections.PendingApprovals(ctx, node, time.Now())
 			if err == nil && len(pending) == 1 {
 				time.Sleep(50 * time.Millisecond) // the operator takes a moment: the wait is on record
-				operator.Emit(Decision(pending[0], Approve, "operator", "ok", time.Now()))
+				operator.Emit(projections.Decision(pending[0], events.Approve, "operator", "ok", time.Now()))
 				operator.Flush(ctx, pending[0].RequestID)
 				return
 			}
@@ -54,7 +55,7 @@ func TestWaitingCallIsWokenByTheDecision(t *testing.T) {
 	if res.Code != "" {
 		t.Fatalf("the call was not woken by the decision: %+v", res)
 	}
-	if pending, _ := PendingApprovals(ctx, node, time.Now()); len(pending) != 0 {
+	if pending, _ := projections.PendingApprovals(ctx, node, time.Now()); len(pending) != 0 {
 		t.Fatalf("still pending after the decision: %+v", pending)
 	}
 	// The operator's decision carries the wait, so the run shows it.

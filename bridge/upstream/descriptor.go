@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -48,7 +49,7 @@ func canonical(v any) any {
 // (kept whole in dir, or as recorded); false when that descriptor is not
 // whole or does not hash to the pin.
 func pinnedTool(p projections.Pin, dir string) (*sdk.Tool, bool) {
-	desc, ok := wholeDescriptor(dir, p.Hash, p.Descriptor)
+	desc, ok := projections.WholeDescriptor(dir, p.Hash, p.Descriptor)
 	var t sdk.Tool
 	if !ok || json.Unmarshal([]byte(desc), &t) != nil {
 		return nil, false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
@@ -339,7 +340,7 @@ func (s *Server) keep(tool, desc, hash string) {
 	if s.g.opts.Emitter.Redactor().Scrub(desc) != desc {
 		return
 	}
-	if err := SaveDescriptor(s.g.opts.Descriptors, desc, hash); err != nil {
+	if err := projections.SaveDescriptor(s.g.opts.Descriptors, desc, hash); err != nil {
 		s.g.opts.Logger.Warn("a descriptor could not be kept whole", "server", s.name, "tool", tool, "err", err)
 	}
 }

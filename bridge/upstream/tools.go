@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/tracebridge/tracebridge/bridge/executor"
 )
 

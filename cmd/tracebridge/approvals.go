@@ -8,9 +8,9 @@ import (
 	"os/user"
 	"text/tabwriter"
 
-	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 func runApprovals(ctx context.Context, m *Main, args []string) error {
@@ -30,7 +30,7 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer node.Close()
-	pending, err := executor.PendingApprovals(ctx, node, m.Now())
+	pending, err := projections.PendingApprovals(ctx, node, m.Now())
 	if err != nil {
 		return err
 	}
@@ -58,16 +58,16 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 		if len(rest) != 2 {
 			return usageError{rest[0] + " takes one approval ID (see `tracebridge approvals list`)"}
 		}
-		decision := executor.Approve
+		decision := events.Approve
 		if rest[0] == "deny" {
-			decision = executor.Deny
+			decision = events.Deny
 		}
 		return decide(ctx, m, node, pending, rest[1], decision, *reason)
 	}
 	return usageError{fmt.Sprintf("unknown action %q: want list, approve or deny", rest[0])}
 }
 
-func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pending, id, decision, reason string) error {
+func decide(ctx context.Context, m *Main, node *hub.Node, pending []projections.Approval, id, decision, reason string) error {
 	id, err := resolveID(id, "approval", func() ([]string, error) {
 		var ids []string
 		for _, p := range pending {
@@ -78,7 +78,7 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pen
 	if err != nil {
 		return errors.New(err.Error() + " (see `tracebridge approvals list`)")
 	}
-	var p *executor.Pending
+	var p *projections.Approval
 	for i := range pending {
 		if pending[i].ID == id {
 			p = &pending[i]
@@ -102,7 +102,7 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pen
 	if err != nil {
 		return err
 	}
-	ev := executor.Decision(*p, decision, by, reason, m.Now())
+	ev := projections.Decision(*p, decision, by, reason, m.Now())
 	em.Emit(ev)
 	if err := em.Close(ctx); err != nil {
 		return fmt.Errorf("the decision was not recorded: %w", err)
@@ -112,9 +112,9 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []executor.Pen
 	if err != nil {
 		return err
 	}
-	if held, ok := executor.Decided(evs, p.ID); !ok || !executor.Won(held, ev) {
-		return fmt.Errorf("%s: approval %s was decided already (%s by %s)", events.CodeNotPending, p.ID, held.Attrs.Get(executor.AttrDecision), held.Attrs.Get("by"))
+	if held, ok := projections.Decided(evs, p.ID); !ok || !projections.Won(held, ev) {
+		return fmt.Errorf("%s: approval %s was decided already (%s by %s)", events.CodeNotPending, p.ID, held.Attrs.Get(events.AttrDecision), held.Attrs.Get("by"))
 	}
-	fmt.Fprintf(m.Stdout, "%s %s (%s, arguments %s…)\n", executor.PastTense(decision), p.ID, p.Tool, p.ArgsHash[:12])
+	fmt.Fprintf(m.Stdout, "%s %s (%s, arguments %s…)\n", projections.PastTense(decision), p.ID, p.Tool, p.ArgsHash[:12])
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/projections"
@@ -121,7 +120,7 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		diff, whole := upstream.DescriptorDiff(p, dir.Descriptors())
+		diff, whole := projections.DescriptorDiff(p, dir.Descriptors())
 		fmt.Fprint(m.Stdout, diff)
 		if !whole {
 			fmt.Fprintf(m.Stdout, "\nnote: a descriptor above is cut (it is longer than the log keeps and was not kept whole): it cannot be accepted\n")
@@ -152,7 +151,7 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		if _, whole := upstream.DescriptorDiff(p, dir.Descriptors()); !whole {
+		if _, whole := projections.DescriptorDiff(p, dir.Descriptors()); !whole {
 			return fmt.Errorf("%s: the new descriptor of %s cannot be shown whole, so it cannot be accepted (remove the tool with [servers.NAME] deny, or ask the server's maintainer)", events.CodeHashChanged, p.Name)
 		}
 		node.Close()
@@ -181,7 +180,7 @@ func acceptTool(ctx context.Context, m *Main, node events.Appender, p projection
 	if err != nil {
 		return err
 	}
-	em.Emit(upstream.Acceptance(em.NewID(), p, by, reason))
+	em.Emit(projections.Acceptance(em.NewID(), p, by, reason))
 	if err := em.Close(ctx); err != nil {
 		return errors.New("the acceptance was not recorded: " + err.Error())
 	}

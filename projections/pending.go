@@ -1,4 +1,4 @@
-package executor
+package projections
 
 import (
 	"context"
@@ -7,24 +7,11 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections"
 )
-
-// Pending is a tool call waiting for an operator's decision.
-type Pending struct {
-	ID        string    `json:"id"`
-	Tool      string    `json:"tool"`
-	RequestID events.ID `json:"requestId"`
-	ArgsHash  string    `json:"argsHash"`
-	Pin       string    `json:"pin,omitempty"` // an upstream tool's descriptor hash the call is bound to
-	Args      string    `json:"args"`
-	Deadline  time.Time `json:"deadline"`
-	Requested time.Time `json:"requested,omitzero"` // when the call started to wait
-}
 
 // Viewer answers queries from the hub's projections (a hub.Node).
 type Viewer interface {
-	View(ctx context.Context, q projections.Query) ([]json.RawMessage, error)
+	View(ctx context.Context, q Query) ([]json.RawMessage, error)
 }
 
 // MaxPending is how many waiting calls PendingApprovals lists at most.
@@ -32,36 +19,36 @@ const MaxPending = 1000
 
 // PendingApprovals lists the tool calls waiting for a decision whose
 // deadline has not passed, oldest first, from the approvals projection.
-func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Pending, error) {
-	rows, err := log.View(ctx, projections.Query{View: "approvals", Status: projections.ApprovalPending, Limit: MaxPending})
+func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Approval, error) {
+	rows, err := log.View(ctx, Query{View: "approvals", Status: ApprovalPending, Limit: MaxPending})
 	if err != nil {
 		return nil, err
 	}
-	out := []Pending{}
+	out := []Approval{}
 	for i := len(rows) - 1; i >= 0; i-- { // the view lists newest first
-		var a projections.Approval
+		var a Approval
 		if err := json.Unmarshal(rows[i], &a); err != nil {
 			return nil, err
 		}
 		if a.Deadline.After(now) {
-			out = append(out, Pending{ID: a.ID, Tool: a.Tool, RequestID: a.RequestID, ArgsHash: a.ArgsHash, Pin: a.Pin, Args: a.Args, Deadline: a.Deadline, Requested: a.Requested})
+			out = append(out, a)
 		}
 	}
 	return out, nil
 }
 
-// Decision is the event that answers p: decision is Approve or Deny, bound
+// Decision is the event that answers p: decision is events.Approve or events.Deny, bound
 // to the arguments hash p was shown with. Its id is DecisionID(p.ID), so
 // the log (which keeps one event per id) holds at most one decision per
 // approval, whoever decides and however many try at once. Decided at now
 // (zero: no time), it carries the wait since p was requested as its
 // duration, as the bridge's own decisions (a timeout) do: runs, replay and
 // the UI show the operator's wait.
-func Decision(p Pending, decision, by, reason string, now time.Time) events.Event {
+func Decision(p Approval, decision, by, reason string, now time.Time) events.Event {
 	id, _ := events.ParseID(p.ID)
 	e := events.Event{ID: DecisionID(id), Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{AttrApprovalID: p.ID, AttrDecision: decision,
-			AttrArgsHash: p.ArgsHash, "by": by, AttrReason: reason, AttrTool: p.Tool})}
+		Attrs: events.AttrsOf(map[string]string{events.AttrApprovalID: p.ID, events.AttrDecision: decision,
+			events.AttrArgsHash: p.ArgsHash, "by": by, events.AttrReason: reason, events.AttrTool: p.Tool})}
 	if !now.IsZero() && !p.Requested.IsZero() && now.After(p.Requested) {
 		e.Time = now.UTC()
 		e.DurationMs = float64(now.Sub(p.Requested).Microseconds()) / 1000
@@ -82,7 +69,7 @@ func DecisionID(approval events.ID) events.ID {
 // Decided returns the decision the log holds for approval, if any.
 func Decided(evs []events.Event, approval string) (events.Event, bool) {
 	for _, e := range evs {
-		if e.Kind == events.KindApprovalDecided && e.Attrs.Get(AttrApprovalID) == approval {
+		if e.Kind == events.KindApprovalDecided && e.Attrs.Get(events.AttrApprovalID) == approval {
 			return e, true
 		}
 	}
@@ -92,13 +79,13 @@ func Decided(evs []events.Event, approval string) (events.Event, bool) {
 // Won reports whether the decision the log holds is ev (the one the
 // caller emitted), not another decider's.
 func Won(held, ev events.Event) bool {
-	return held.ID == ev.ID && held.Attrs.Get(AttrDecision) == ev.Attrs.Get(AttrDecision) &&
-		held.Attrs.Get("by") == ev.Attrs.Get("by") && held.Attrs.Get(AttrReason) == ev.Attrs.Get(AttrReason)
+	return held.ID == ev.ID && held.Attrs.Get(events.AttrDecision) == ev.Attrs.Get(events.AttrDecision) &&
+		held.Attrs.Get("by") == ev.Attrs.Get("by") && held.Attrs.Get(events.AttrReason) == ev.Attrs.Get(events.AttrReason)
 }
 
 // PastTense names a decision once taken: approved, denied.
 func PastTense(decision string) string {
-	if decision == Deny {
+	if decision == events.Deny {
 		return "denied"
 	}
 	return decision + "d"

@@ -1,22 +1,22 @@
-package upstream
+package projections
 
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/tracebridge/tracebridge/internal/textdiff"
 	"strings"
 
+	"github.com/tracebridge/tracebridge/internal/textdiff"
+
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections"
 )
 
 // Acceptance is the event by which an operator pins p's changed
 // descriptor: the tool is admitted again from the moment it is stored. req
 // is the operator request it belongs to.
-func Acceptance(req events.ID, p projections.Pin, by, reason string) events.Event {
+func Acceptance(req events.ID, p Pin, by, reason string) events.Event {
 	return events.Event{Kind: events.KindUpstreamToolAccepted, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
-		projections.AttrServer: p.Server, projections.AttrUpTool: p.Tool, projections.AttrExposed: p.Name,
-		projections.AttrHash: p.Pending, "pinned": p.Hash, "by": by, events.AttrReason: reason})}
+		AttrServer: p.Server, AttrUpTool: p.Tool, AttrExposed: p.Name,
+		AttrHash: p.Pending, "pinned": p.Hash, "by": by, events.AttrReason: reason})}
 }
 
 // DescriptorDiff is a unified diff of p's pinned descriptor against its
@@ -24,16 +24,16 @@ func Acceptance(req events.ID, p projections.Pin, by, reason string) events.Even
 // annotation reads as such; long texts (a description) are split at their
 // line breaks. Both are read whole from dir (the descriptors kept by hash)
 // when the recorded ones were cut; whole says whether both are whole.
-func DescriptorDiff(p projections.Pin, dir string) (diff string, whole bool) {
-	old, okOld := wholeDescriptor(dir, p.Hash, p.Descriptor)
-	next, okNew := wholeDescriptor(dir, p.Pending, p.PendingDescriptor)
-	return textdiff.Unified(p.Name, indentJSON(old), indentJSON(next)), okOld && okNew
+func DescriptorDiff(p Pin, dir string) (diff string, whole bool) {
+	old, okOld := WholeDescriptor(dir, p.Hash, p.Descriptor)
+	next, okNew := WholeDescriptor(dir, p.Pending, p.PendingDescriptor)
+	return textdiff.Unified(p.Name, indentLines(old), indentLines(next)), okOld && okNew
 }
 
-// indentJSON is s indented, one key per line; a string value with line
+// indentLines is s indented, one key per line; a string value with line
 // breaks (a long description) continues on lines of its own, each marked
 // "|", so a line added in the middle of it reads as one added line.
-func indentJSON(s string) string {
+func indentLines(s string) string {
 	var b bytes.Buffer
 	if json.Indent(&b, []byte(s), "", "  ") != nil {
 		return s + "\n"

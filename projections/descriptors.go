@@ -1,12 +1,13 @@
-package upstream
+package projections
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 )
 
 // A descriptor longer than an event attribute keeps (4 KiB) is recorded
@@ -53,9 +54,9 @@ func LoadDescriptor(dir, hash string) (string, bool) {
 	return string(b), true
 }
 
-// wholeDescriptor is the descriptor with hash, whole: from dir, else the
+// WholeDescriptor is the descriptor with hash, whole: from dir, else the
 // recorded one when it was not cut.
-func wholeDescriptor(dir, hash, recorded string) (string, bool) {
+func WholeDescriptor(dir, hash, recorded string) (string, bool) {
 	if d, ok := LoadDescriptor(dir, hash); ok {
 		return d, true
 	}
