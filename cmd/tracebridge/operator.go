@@ -89,11 +89,12 @@ func runFocus(ctx context.Context, m *Main, args []string) error {
 
 func runProposals(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("proposals")
-	asJSON := fs.Bool("json", false, "print JSON")
-	state := fs.String("state", "", "list: only proposals in `STATE` (pending, approved, rejected, applied, failed)")
-	limit := fs.Int("limit", 0, "list: at most `N`, newest first (0: all)")
-	fs.IntVar(limit, "n", 0, "the same as --limit")
-	yes := fs.Bool("yes", false, "reset: do it without asking")
+	c := &proposalsCmd{m: m}
+	fs.BoolVar(&c.json, "json", false, "print JSON")
+	fs.StringVar(&c.state, "state", "", "list: only proposals in `STATE` (pending, approved, rejected, applied, failed)")
+	fs.IntVar(&c.limit, "limit", 0, "list: at most `N`, newest first (0: all)")
+	fs.IntVar(&c.limit, "n", 0, "the same as --limit")
+	fs.BoolVar(&c.yes, "yes", false, "reset: do it without asking")
 	if err := m.parse(fs, "proposals list [--state STATE] [--limit N] [--json]\n       tracebridge proposals show ID [--json]\n       tracebridge proposals approve ID\n       tracebridge proposals reject ID\n       tracebridge proposals reset [--yes]\n\nEdits an AI client proposes wait here, newest first. show prints the diff\nthat approving would apply now (coloured on a terminal). approve applies the\nedit at once, and only if every file still has the content it was proposed\nagainst (else Drift) and each original text occurs exactly once (else\nAmbiguous); a set of files is applied whole or not at all; it prints what it\napplied. The decision is bound to the content hash shown by show. reset\nrejects everything not yet applied: it asks first (or takes --yes).", args); err != nil {
 		return err
 	}
@@ -105,131 +106,158 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	var list []host.Proposal
-	if err := json.Unmarshal(resp.Payload, &list); err != nil {
+	if err := json.Unmarshal(resp.Payload, &c.list); err != nil {
 		return err
 	}
-	slices.Reverse(list) // newest first
-	find := func(id string) (*host.Proposal, error) {
-		id, err := resolveID(id, "proposal", func() ([]string, error) {
-			var ids []string
-			for _, p := range list {
-				ids = append(ids, p.ID)
-			}
-			return ids, nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%v (see `tracebridge proposals list`)", err)
-		}
-		for i := range list {
-			if list[i].ID == id {
-				return &list[i], nil
-			}
-		}
-		return nil, fmt.Errorf("no proposal %s (see `tracebridge proposals list`)", id)
-	}
-	show := func(id string) (host.Proposal, error) {
-		var p host.Proposal
-		resp, err := m.hostCall(ctx, "proposals.show", host.ShowArgs{ID: id})
-		if err == nil {
-			err = json.Unmarshal(resp.Payload, &p)
-		}
-		return p, err
-	}
+	slices.Reverse(c.list) // newest first
 	switch {
 	case rest[0] == "list" && len(rest) == 1:
-		var shown []host.Proposal
-		for _, p := range list {
-			if (*state == "" || p.State == *state) && (*limit == 0 || len(shown) < *limit) {
-				shown = append(shown, p)
-			}
-		}
-		if *asJSON {
-			return json.NewEncoder(m.Stdout).Encode(shown)
-		}
-		if len(shown) == 0 {
-			fmt.Fprintln(m.Stdout, "no proposals")
-			return nil
-		}
-		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATE\tCREATED\tFILES\tCODE")
-		for _, p := range shown {
-			var files []string
-			for _, f := range p.Files {
-				files = append(files, f.Path)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, p.Created.Local().Format("2006-01-02 15:04:05"), strings.Join(files, ","), p.Code)
-		}
-		return tw.Flush()
+		return c.print()
 	case rest[0] == "show" && len(rest) == 2:
-		found, err := find(rest[1])
-		if err != nil {
-			return err
-		}
-		p, err := show(found.ID)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			enc := json.NewEncoder(m.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(&p)
-		}
-		m.printProposal(&p)
-		return nil
+		return c.show(ctx, rest[1])
 	case (rest[0] == "approve" || rest[0] == "reject") && len(rest) == 2:
-		p, err := find(rest[1])
-		if err != nil {
-			return err
-		}
-		by := "operator"
-		if u, err := user.Current(); err == nil {
-			by = "operator:" + u.Username
-		}
-		resp, err := m.hostCall(ctx, "proposals.decide", host.DecideArgs{ID: p.ID, Approve: rest[0] == "approve", ContentHash: p.ContentHash, By: by})
-		if err != nil {
-			return err
-		}
-		var done host.Proposal
-		json.Unmarshal(resp.Payload, &done)
-		fmt.Fprintf(m.Stdout, "%s: %s", done.ID, done.State)
-		if done.Code != "" {
-			fmt.Fprintf(m.Stdout, " (%s: %s)", done.Code, done.Message)
-		}
-		fmt.Fprintln(m.Stdout)
-		if done.State == host.Applied && done.Preview != "" {
-			m.printDiff(done.Preview)
-		}
-		if done.State == host.Failed {
-			return errFound
-		}
-		return nil
+		return c.decide(ctx, rest[1], rest[0] == "approve")
 	case rest[0] == "reset" && len(rest) == 1:
-		open := 0
-		for _, p := range list {
-			if p.State == host.Pending || p.State == host.Approved {
-				open++
-			}
-		}
-		if open > 0 && !*yes {
-			if !isTerminal(m.Stdin) {
-				return usageError{fmt.Sprintf("reset rejects %d proposal(s) not yet applied; pass --yes to confirm", open)}
-			}
-			fmt.Fprintf(m.Stdout, "reject %d proposal(s) not yet applied? [y/N] ", open)
-			answer, _ := bufio.NewReader(m.Stdin).ReadString('\n')
-			if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-				fmt.Fprintln(m.Stdout, "nothing reset")
-				return nil
-			}
-		}
-		resp, err := m.hostCall(ctx, "proposals.reset", nil)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(m.Stdout, "reset: %s\n", resp.Payload)
-		return nil
+		return c.reset(ctx)
 	}
 	return usageError{fmt.Sprintf("unknown or incomplete action %q", strings.Join(rest, " "))}
+}
+
+// proposalsCmd is `proposals` over the host's list, newest first.
+type proposalsCmd struct {
+	m     *Main
+	list  []host.Proposal
+	json  bool
+	state string
+	limit int
+	yes   bool
+}
+
+// find resolves an id or a unique prefix of one.
+func (c *proposalsCmd) find(id string) (*host.Proposal, error) {
+	id, err := resolveID(id, "proposal", func() ([]string, error) {
+		var ids []string
+		for _, p := range c.list {
+			ids = append(ids, p.ID)
+		}
+		return ids, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%v (see `tracebridge proposals list`)", err)
+	}
+	for i := range c.list {
+		if c.list[i].ID == id {
+			return &c.list[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no proposal %s (see `tracebridge proposals list`)", id)
+}
+
+func (c *proposalsCmd) print() error {
+	var shown []host.Proposal
+	for _, p := range c.list {
+		if (c.state == "" || p.State == c.state) && (c.limit == 0 || len(shown) < c.limit) {
+			shown = append(shown, p)
+		}
+	}
+	if c.json {
+		return json.NewEncoder(c.m.Stdout).Encode(shown)
+	}
+	if len(shown) == 0 {
+		fmt.Fprintln(c.m.Stdout, "no proposals")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tCREATED\tFILES\tCODE")
+	for _, p := range shown {
+		var files []string
+		for _, f := range p.Files {
+			files = append(files, f.Path)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.State, p.Created.Local().Format("2006-01-02 15:04:05"), strings.Join(files, ","), p.Code)
+	}
+	return tw.Flush()
+}
+
+// show prints what approving would apply now.
+func (c *proposalsCmd) show(ctx context.Context, id string) error {
+	found, err := c.find(id)
+	if err != nil {
+		return err
+	}
+	var p host.Proposal
+	resp, err := c.m.hostCall(ctx, "proposals.show", host.ShowArgs{ID: found.ID})
+	if err == nil {
+		err = json.Unmarshal(resp.Payload, &p)
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		enc := json.NewEncoder(c.m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(&p)
+	}
+	c.m.printProposal(&p)
+	return nil
+}
+
+// decide approves (applies) or rejects one proposal, bound to the content
+// hash it was listed with.
+func (c *proposalsCmd) decide(ctx context.Context, id string, approve bool) error {
+	p, err := c.find(id)
+	if err != nil {
+		return err
+	}
+	by := "operator"
+	if u, err := user.Current(); err == nil {
+		by = "operator:" + u.Username
+	}
+	resp, err := c.m.hostCall(ctx, "proposals.decide", host.DecideArgs{ID: p.ID, Approve: approve, ContentHash: p.ContentHash, By: by})
+	if err != nil {
+		return err
+	}
+	var done host.Proposal
+	json.Unmarshal(resp.Payload, &done)
+	fmt.Fprintf(c.m.Stdout, "%s: %s", done.ID, done.State)
+	if done.Code != "" {
+		fmt.Fprintf(c.m.Stdout, " (%s: %s)", done.Code, done.Message)
+	}
+	fmt.Fprintln(c.m.Stdout)
+	if done.State == host.Applied && done.Preview != "" {
+		c.m.printDiff(done.Preview)
+	}
+	if done.State == host.Failed {
+		return errFound
+	}
+	return nil
+}
+
+// reset rejects every proposal not yet applied, after asking (or --yes).
+func (c *proposalsCmd) reset(ctx context.Context) error {
+	open := 0
+	for _, p := range c.list {
+		if p.State == host.Pending || p.State == host.Approved {
+			open++
+		}
+	}
+	if open > 0 && !c.yes {
+		if !isTerminal(c.m.Stdin) {
+			return usageError{fmt.Sprintf("reset rejects %d proposal(s) not yet applied; pass --yes to confirm", open)}
+		}
+		fmt.Fprintf(c.m.Stdout, "reject %d proposal(s) not yet applied? [y/N] ", open)
+		answer, _ := bufio.NewReader(c.m.Stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintln(c.m.Stdout, "nothing reset")
+			return nil
+		}
+	}
+	resp, err := c.m.hostCall(ctx, "proposals.reset", nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.m.Stdout, "reset: %s\n", resp.Payload)
+	return nil
 }
 
 // printProposal prints a proposal for a person: what it is, then its diff.
