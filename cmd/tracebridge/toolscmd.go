@@ -36,10 +36,11 @@ TOOL is the catalog name (server__tool) or server/tool.`
 
 func runTools(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("tools")
-	asJSON := fs.Bool("json", false, "list as JSON")
-	state := fs.String("state", "", "list only tools in this `STATE` (pinned, changed, removed)")
-	reason := fs.String("reason", "", "why (recorded with the acceptance)")
-	hash := fs.String("hash", "", "accept only this pending `HASH` (as `tools diff` printed it)")
+	c := &toolsCmd{m: m}
+	fs.BoolVar(&c.json, "json", false, "list as JSON")
+	fs.StringVar(&c.state, "state", "", "list only tools in this `STATE` (pinned, changed, removed)")
+	fs.StringVar(&c.reason, "reason", "", "why (recorded with the acceptance)")
+	fs.StringVar(&c.hash, "hash", "", "accept only this pending `HASH` (as `tools diff` printed it)")
 	if err := m.parse(fs, toolsHelp, args); err != nil {
 		return err
 	}
@@ -47,19 +48,49 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 	if len(rest) == 0 {
 		return usageError{"want list, diff TOOL or accept TOOL"}
 	}
-	switch *state {
+	switch c.state {
 	case "", projections.PinPinned, projections.PinChanged, projections.PinRemoved:
 	default:
-		return usageError{fmt.Sprintf("--state %q: want pinned, changed or removed", *state)}
+		return usageError{fmt.Sprintf("--state %q: want pinned, changed or removed", c.state)}
 	}
 	node, err := m.openLog(ctx, "tools")
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	rows, err := node.View(ctx, projections.Query{View: "pins", Status: *state, Limit: 1 << 20})
-	if err != nil {
+	if c.pins, err = pinsOf(ctx, node, c.state); err != nil {
 		return err
+	}
+	switch {
+	case rest[0] == "list" && len(rest) == 1:
+		return c.list(ctx, node)
+	case rest[0] == "list":
+		return usageError{"list takes no arguments"}
+	case rest[0] == "diff" && len(rest) == 2:
+		return c.diff(rest[1])
+	case rest[0] == "diff":
+		return usageError{"diff takes one tool (see `tracebridge tools list`)"}
+	case rest[0] == "accept" && len(rest) == 2:
+		return c.accept(ctx, node, rest[1])
+	case rest[0] == "accept":
+		return usageError{"accept takes one tool (see `tracebridge tools list --state changed`)"}
+	}
+	return usageError{fmt.Sprintf("unknown action %q: want list, diff or accept", rest[0])}
+}
+
+// toolsCmd is `tools` over the pins view.
+type toolsCmd struct {
+	m                   *Main
+	pins                []projections.Pin
+	json                bool
+	state, reason, hash string
+}
+
+// pinsOf reads the pins view, only those in state when it is set.
+func pinsOf(ctx context.Context, log projections.Viewer, state string) ([]projections.Pin, error) {
+	rows, err := log.View(ctx, projections.Query{View: "pins", Status: state, Limit: 1 << 20})
+	if err != nil {
+		return nil, err
 	}
 	var pins []projections.Pin
 	for _, r := range rows {
@@ -68,102 +99,102 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 			pins = append(pins, p)
 		}
 	}
-	find := func(name string) (projections.Pin, error) {
-		for _, p := range pins {
-			if p.Name == name || projections.PinKey(p.Server, p.Tool) == name {
-				return p, nil
-			}
+	return pins, nil
+}
+
+func (c *toolsCmd) find(name string) (projections.Pin, error) {
+	for _, p := range c.pins {
+		if p.Name == name || projections.PinKey(p.Server, p.Tool) == name {
+			return p, nil
 		}
-		return projections.Pin{}, fmt.Errorf("no pinned tool is called %q (see `tracebridge tools list`)", name)
 	}
-	switch rest[0] {
-	case "list":
-		if len(rest) != 1 {
-			return usageError{"list takes no arguments"}
-		}
-		if *asJSON {
-			enc := json.NewEncoder(m.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(pins)
-		}
-		if len(pins) == 0 && *state != "" {
-			all, err := node.View(ctx, projections.Query{View: "pins", Limit: 1 << 20})
-			if err == nil && len(all) > 0 {
-				fmt.Fprintf(m.Stdout, "no pinned tool is %s (%d pinned: tracebridge tools list)\n", *state, len(all))
-				return nil
-			}
-		}
-		if len(pins) == 0 {
-			fmt.Fprintln(m.Stdout, "no upstream tool is pinned yet (configure [servers.NAME] and let a client list the tools)")
+	return projections.Pin{}, fmt.Errorf("no pinned tool is called %q (see `tracebridge tools list`)", name)
+}
+
+func (c *toolsCmd) list(ctx context.Context, node projections.Viewer) error {
+	out := c.m.Stdout
+	if c.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c.pins)
+	}
+	if len(c.pins) == 0 && c.state != "" {
+		all, err := node.View(ctx, projections.Query{View: "pins", Limit: 1 << 20})
+		if err == nil && len(all) > 0 {
+			fmt.Fprintf(out, "no pinned tool is %s (%d pinned: tracebridge tools list)\n", c.state, len(all))
 			return nil
 		}
-		sort.Slice(pins, func(i, j int) bool { return pins[i].Name < pins[j].Name })
-		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOOL\tSTATE\tPINNED\tNEW")
-		for _, p := range pins {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.State, short12(p.Hash), short12(p.Pending))
-		}
-		return tw.Flush()
-	case "diff":
-		if len(rest) != 2 {
-			return usageError{"diff takes one tool (see `tracebridge tools list`)"}
-		}
-		p, err := find(rest[1])
-		if err != nil {
-			return err
-		}
-		if p.Pending == "" {
-			fmt.Fprintf(m.Stdout, "%s is as pinned (%s): nothing to accept\n", p.Name, short12(p.Hash))
-			return nil
-		}
-		dir, err := m.dataDir()
-		if err != nil {
-			return err
-		}
-		diff, whole := projections.DescriptorDiff(p, dir.Descriptors())
-		fmt.Fprint(m.Stdout, diff)
-		if !whole {
-			fmt.Fprintf(m.Stdout, "\nnote: a descriptor above is cut (it is longer than the log keeps and was not kept whole): it cannot be accepted\n")
-			return nil
-		}
-		fmt.Fprintf(m.Stdout, "\nto pin the new descriptor: tracebridge tools accept %s --hash %s\n", p.Name, short12(p.Pending))
+	}
+	if len(c.pins) == 0 {
+		fmt.Fprintln(out, "no upstream tool is pinned yet (configure [servers.NAME] and let a client list the tools)")
 		return nil
-	case "accept":
-		if len(rest) != 2 {
-			return usageError{"accept takes one tool (see `tracebridge tools list --state changed`)"}
-		}
-		p, err := find(rest[1])
-		if err != nil {
-			return err
-		}
-		if p.Pending == "" {
-			return fmt.Errorf("%s: %s has no changed descriptor waiting (state %s)", events.CodeNotPending, p.Name, p.State)
-		}
-		// Bound to what the operator reviewed: the hash `tools diff`
-		// printed. A descriptor that changed again since is refused.
-		if len(*hash) < 12 {
-			return usageError{fmt.Sprintf("accept needs --hash, the hash `tracebridge tools diff %s` printed (12 digits or more): what you accept is what you reviewed", p.Name)}
-		}
-		if !strings.HasPrefix(p.Pending, strings.ToLower(*hash)) {
-			return fmt.Errorf("%s: %s changed again since the diff you reviewed (it now waits as %s): run `tracebridge tools diff %s` again", events.CodeHashChanged, p.Name, short12(p.Pending), p.Name)
-		}
-		dir, err := m.dataDir()
-		if err != nil {
-			return err
-		}
-		if _, whole := projections.DescriptorDiff(p, dir.Descriptors()); !whole {
-			return fmt.Errorf("%s: the new descriptor of %s cannot be shown whole, so it cannot be accepted (remove the tool with [servers.NAME] deny, or ask the server's maintainer)", events.CodeHashChanged, p.Name)
-		}
-		node.Close()
-		// Writing needs the hub: this process becomes it when none runs.
-		w, err := m.open(ctx, hub.Elect, "tools")
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		return acceptTool(ctx, m, w, p, *reason)
 	}
-	return usageError{fmt.Sprintf("unknown action %q: want list, diff or accept", rest[0])}
+	sort.Slice(c.pins, func(i, j int) bool { return c.pins[i].Name < c.pins[j].Name })
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSTATE\tPINNED\tNEW")
+	for _, p := range c.pins {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.State, short12(p.Hash), short12(p.Pending))
+	}
+	return tw.Flush()
+}
+
+// diff prints a changed tool's descriptor diff and how to accept it.
+func (c *toolsCmd) diff(name string) error {
+	p, err := c.find(name)
+	if err != nil {
+		return err
+	}
+	out := c.m.Stdout
+	if p.Pending == "" {
+		fmt.Fprintf(out, "%s is as pinned (%s): nothing to accept\n", p.Name, short12(p.Hash))
+		return nil
+	}
+	dir, err := c.m.dataDir()
+	if err != nil {
+		return err
+	}
+	diff, whole := projections.DescriptorDiff(p, dir.Descriptors())
+	fmt.Fprint(out, diff)
+	if !whole {
+		fmt.Fprintf(out, "\nnote: a descriptor above is cut (it is longer than the log keeps and was not kept whole): it cannot be accepted\n")
+		return nil
+	}
+	fmt.Fprintf(out, "\nto pin the new descriptor: tracebridge tools accept %s --hash %s\n", p.Name, short12(p.Pending))
+	return nil
+}
+
+// accept pins a changed tool's new descriptor, bound to what the operator
+// reviewed: the hash `tools diff` printed. A descriptor that changed again
+// since is refused.
+func (c *toolsCmd) accept(ctx context.Context, node interface{ Close() error }, name string) error {
+	p, err := c.find(name)
+	if err != nil {
+		return err
+	}
+	if p.Pending == "" {
+		return fmt.Errorf("%s: %s has no changed descriptor waiting (state %s)", events.CodeNotPending, p.Name, p.State)
+	}
+	if len(c.hash) < 12 {
+		return usageError{fmt.Sprintf("accept needs --hash, the hash `tracebridge tools diff %s` printed (12 digits or more): what you accept is what you reviewed", p.Name)}
+	}
+	if !strings.HasPrefix(p.Pending, strings.ToLower(c.hash)) {
+		return fmt.Errorf("%s: %s changed again since the diff you reviewed (it now waits as %s): run `tracebridge tools diff %s` again", events.CodeHashChanged, p.Name, short12(p.Pending), p.Name)
+	}
+	dir, err := c.m.dataDir()
+	if err != nil {
+		return err
+	}
+	if _, whole := projections.DescriptorDiff(p, dir.Descriptors()); !whole {
+		return fmt.Errorf("%s: the new descriptor of %s cannot be shown whole, so it cannot be accepted (remove the tool with [servers.NAME] deny, or ask the server's maintainer)", events.CodeHashChanged, p.Name)
+	}
+	node.Close()
+	// Writing needs the hub: this process becomes it when none runs.
+	w, err := c.m.open(ctx, hub.Elect, "tools")
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return acceptTool(ctx, c.m, w, p, c.reason)
 }
 
 // acceptTool records an operator's acceptance of p's pending descriptor.
