@@ -93,6 +93,9 @@ type OAuth struct {
 // the server.
 func (s Server) Shared() bool { return s.Sessions == "shared" }
 
+// Sep joins a server's name and its tool's name: SERVER__tool.
+const Sep = "__"
+
 // Prefixed reports whether the server's tools and prompts are exposed as
 // NAME__tool (the default).
 func (s Server) Prefixed() bool { return s.Prefix == nil || *s.Prefix }

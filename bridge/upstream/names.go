@@ -4,20 +4,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/tracebridge/tracebridge/config"
 )
 
 // MaxNameLen is the longest tool name clients accept (^[A-Za-z0-9_-]{1,64}$).
 const MaxNameLen = 64
-
-// Sep joins a server's name and its tool's name.
-const Sep = "__"
 
 // ToolName is the name an upstream tool is exposed under: server__tool, with
 // every character clients do not accept written as '_'. A name longer than
 // 64 characters keeps its first 55 and ends with '_' and 8 hex digits of the
 // SHA-256 of server and tool, so it stays stable and distinct.
 func ToolName(server, tool string) string {
-	name := clean(server) + Sep + clean(tool)
+	name := clean(server) + config.Sep + clean(tool)
 	if len(name) <= MaxNameLen && clean(tool) == tool {
 		return name
 	}

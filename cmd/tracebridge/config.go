@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	pathpkg "path"
 	"slices"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/tools"
-	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/config"
-	"github.com/tracebridge/tracebridge/events"
 )
 
 const configHelp = `config check [FILE | --config FILE]
@@ -138,55 +135,14 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 	// What the file names must exist: capabilities, and tool ids (the
 	// built-in ones and those its discovery dirs hold).
 	ids, caps := m.knownTools(c)
-	var problems []string
-	for _, g := range c.Policy.Grant {
-		if !caps[g] {
-			problems = append(problems, fmt.Sprintf("%s: policy.grant: %q is not a capability (known: %s)", path, g, strings.Join(sortedKeys(caps), ", ")))
-		}
-	}
-	unprefixed := false // a server with prefix = false may have a tool of any name
-	for _, s := range c.Servers {
-		unprefixed = unprefixed || !s.Prefixed()
-	}
-	upstreamTool := func(id string) bool { // server__tool of a configured server: its tools are listed only when it runs
-		server, _, ok := strings.Cut(id, upstream.Sep)
-		_, configured := c.Servers[server]
-		return ok && configured || unprefixed
-	}
-	// A deny entry (an id or a pattern) must be able to match: a tool this
-	// bridge serves, or a configured server's prefix.
-	for _, d := range c.Policy.Deny {
-		matches := upstreamTool(d)
-		for id := range ids {
-			if ok, _ := pathpkg.Match(d, id); ok {
-				matches = true
-			}
-		}
-		if !matches {
-			problems = append(problems, fmt.Sprintf("%s: policy.deny: %q matches no tool this bridge serves (see tools/list, the discovery dirs, or name a configured server's tools as SERVER__tool)", path, d))
-		}
-	}
-	for _, id := range sortedKeys(c.Tools) {
-		if !ids[id] && !upstreamTool(id) {
-			problems = append(problems, fmt.Sprintf("%s: [tools.%s]: not a tool this bridge serves (see tools/list, or the discovery dirs)", path, id))
-		}
-	}
-	if len(problems) > 0 {
+	if problems := c.Unknown(path, config.Served{Tools: ids, Capabilities: caps}); len(problems) > 0 {
 		fmt.Fprintln(m.Stdout, strings.Join(problems, "\n"))
 		return errFound
 	}
 	fmt.Fprintf(m.Stdout, "ok: %s (approval %s, %d tool overrides, %d secrets, %d discovery dirs, %d upstream servers)\n",
 		path, c.Approval.Mode, len(c.Tools), len(c.Secrets), len(c.Discovery.Dirs), len(c.Servers))
-	// A URL or argv holding a credential: recorded redacted, but better
-	// moved where secrets go.
-	for _, name := range sortedKeys(c.Servers) {
-		sv := c.Servers[name]
-		if sv.URL != "" && events.SafeURL(sv.URL) != sv.URL {
-			fmt.Fprintf(m.Stdout, "warning: servers.%s.url has a query or a credential-looking path (recorded as %s): put a credential in headers with ${secret:NAME}\n", name, events.SafeURL(sv.URL))
-		}
-		if _, flags := events.ArgCredentials(sv.Args); len(flags) > 0 {
-			fmt.Fprintf(m.Stdout, "warning: servers.%s.args holds a secret-named flag's value (every local user sees argv): pass it in env with ${secret:NAME}\n", name)
-		}
+	for _, w := range c.Warnings() {
+		fmt.Fprintln(m.Stdout, "warning: "+w)
 	}
 	// Secrets that cannot be resolved in this environment: not an error
 	// (the bridge's may differ), but the calls that need them would fail.
