@@ -741,3 +741,19 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// Accept makes what the re-drive saw the recording: each re-driven step
+// expects the run's crossings and, for a client step, the client's answer.
+func (r *Redriven) Accept(ctx context.Context, log events.PayloadReader, s *Session) error {
+	for k, run := range r.Runs {
+		st := &s.Steps[r.Steps[k]]
+		st.Expect = Crossings(run.Events)
+		if st.Step == StepClient {
+			var err error
+			if st.Reply, err = Reply(ctx, log, run.Events); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

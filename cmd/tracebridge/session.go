@@ -312,21 +312,8 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	}
 	if artifacts != "" {
 		scrub := strings.NewReplacer(tmp, "$TMP", string(dir), "$TMP/d")
-		for k, run := range res.Runs {
-			st := &s.Steps[res.Steps[k]]
-			label := st.Label()
-			// The triad's log holds what the re-drive's log holds, whole.
-			for i := range run.Events {
-				if run.Events[i], err = events.Resolve(ctx, node, run.Events[i]); err != nil {
-					return replayed{}, err
-				}
-			}
-			_, err := export.WriteTriad(artifacts, run, export.TriadOptions{
-				Slug: export.Slug(name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
-				Source: "artifacts/sessions/" + filepath.Base(path), Scrub: scrub.Replace})
-			if err != nil {
-				return replayed{}, err
-			}
+		if err := writeSessionTriads(ctx, node, s, res, artifacts, filepath.Base(path), scrub.Replace); err != nil {
+			return replayed{}, err
 		}
 	}
 	if len(res.Drift) == 0 {
@@ -334,14 +321,8 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 		return out, nil
 	}
 	if update {
-		for k, run := range res.Runs {
-			st := &s.Steps[res.Steps[k]]
-			st.Expect = sessions.Crossings(run.Events)
-			if st.Step == sessions.StepClient {
-				if st.Reply, err = sessions.Reply(ctx, node, run.Events); err != nil {
-					return replayed{}, err
-				}
-			}
+		if err := res.Accept(ctx, node, s); err != nil {
+			return replayed{}, err
 		}
 		var buf bytes.Buffer
 		if err := s.Encode(&buf); err != nil {
@@ -359,6 +340,27 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	}
 	out.drift = res.Drift
 	return out, nil
+}
+
+// writeSessionTriads writes a triad per re-driven run of s under root,
+// deterministic, its log holding what the re-drive's log holds, whole.
+func writeSessionTriads(ctx context.Context, node *hub.Node, s *sessions.Session, res *sessions.Redriven, root, file string, scrub func(string) string) error {
+	for k, run := range res.Runs {
+		label := s.Steps[res.Steps[k]].Label()
+		for i := range run.Events {
+			var err error
+			if run.Events[i], err = events.Resolve(ctx, node, run.Events[i]); err != nil {
+				return err
+			}
+		}
+		_, err := export.WriteTriad(root, run, export.TriadOptions{
+			Slug: export.Slug(s.Header.Name, fmt.Sprintf("%02d", k+1), label), Version: Version, Deterministic: true,
+			Source: "artifacts/sessions/" + file, Scrub: scrub})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sessionSuite is one file's re-drive as a JUnit test suite: the session
