@@ -26,24 +26,11 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err := m.parse(fs, "demo [--data DIR] [--keep] [--artifacts ROOT]\n\nStarts a hub on a fresh data dir (a temporary one, or --data DIR, which must\nnot exist yet or be empty; $TRACEBRIDGE_DATA is not used, and the demo writes\nnowhere else),\ndrives a scripted MCP session through `tracebridge mcp` (a success, a policy\ndenial, an unknown tool, bad arguments) and prints one call's evidence,\nappends a burst of requests while following them live, verifies the chain,\nexports a signed checkpoint, shows verify catching a byte edited in a copy\nof the store, and ends as an operator would: the session's runs, the replay\nof the run that failed (verdict and diagram) and the triad it wrote.\n\nWith --keep it then prints the operator UI's URL and serves it, with the\nworkspace host, until Ctrl-C: the demo's runs, an edit proposal waiting for\na decision and the review are there to look at.", args); err != nil {
 		return err
 	}
-	// The demo writes only inside directories it creates: a temporary one,
-	// or --data DIR, which must not exist yet or be empty.
-	var root string
-	if m.data == "" {
-		tmp, err := os.MkdirTemp("", "tracebridge-demo-")
-		if err != nil {
-			return err
-		}
-		root, m.data = tmp, filepath.Join(tmp, "data")
-		if !*keep {
-			defer os.RemoveAll(tmp)
-		}
-	} else {
-		if err := freshDir(m.data); err != nil {
-			return err
-		}
-		root = m.data
+	root, cleanup, err := demoRoot(m, *keep)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	ws := filepath.Join(root, "workspace")
 	out := m.Stdout
 	step := func(format string, args ...any) { fmt.Fprintf(out, "\n== "+format+"\n", args...) }
@@ -56,8 +43,55 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	defer node.Close()
 	info, _ := node.Hub()
 	step("hub up: data %s, bus %s (127.0.0.1 only, token in hub.json)", m.data, info.URL)
+	session, failed, err := demoMCP(ctx, m, node, ws, step)
+	if err != nil {
+		return err
+	}
+	step("burst: 4 goroutines, 40 requests of 12 events each, every request flushed (durable) before it counts")
+	head, err := demoBurst(ctx, m, node)
+	if err != nil {
+		return err
+	}
+	step("verify: the hash chain from seq 1 to the head")
+	if err := demoVerify(ctx, m, node, step); err != nil {
+		return err
+	}
+	step("tamper: edit one byte of one event in a copy of the store, then verify the copy")
+	if err := demoTamper(ctx, m, node, head); err != nil {
+		return err
+	}
+	if err := demoRuns(ctx, m, step, session, failed, *artifacts); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\ndemo ok")
+	if *keep {
+		step("kept: %s (tracebridge --data %s runs); starting the workspace host and the operator UI", m.data, m.data)
+		return demoKeep(ctx, m, ws)
+	}
+	return nil
+}
 
-	// Follow the log live while the burst runs, as `tracebridge tail` does.
+// demoRoot is the directory the demo writes in, and only in: a temporary
+// one (removed at the end unless kept), or --data DIR, which must not
+// exist yet or be empty.
+func demoRoot(m *Main, keep bool) (root string, cleanup func(), err error) {
+	if m.data != "" {
+		return m.data, func() {}, freshDir(m.data)
+	}
+	tmp, err := os.MkdirTemp("", "tracebridge-demo-")
+	if err != nil {
+		return "", nil, err
+	}
+	m.data = filepath.Join(tmp, "data")
+	if keep {
+		return tmp, func() {}, nil
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// demoBurst appends a burst of requests while following the log live, as
+// `tracebridge tail -f` does, and returns the head once the follower saw it.
+func demoBurst(ctx context.Context, m *Main, node *hub.Node) (uint64, error) {
 	var seen atomic.Uint64
 	fctx, stopFollow := context.WithCancel(ctx)
 	defer stopFollow()
@@ -65,29 +99,21 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	go func() {
 		followed <- node.Follow(fctx, 1, func(e events.Event) error { seen.Store(e.Seq); return nil })
 	}()
-
-	session, failed, err := demoMCP(ctx, m, node, ws, step)
-	if err != nil {
-		return err
-	}
-
-	step("burst: 4 goroutines, 40 requests of 12 events each, every request flushed (durable) before it counts")
 	em, err := m.emitter(hub.DataDir(m.data), node, m.logger())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	res, err := loadgen(ctx, em, loadConfig{Requests: 40, Events: 12, Concurrency: 4, AttrBytes: 32})
 	if cerr := em.Close(ctx); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
-	fmt.Fprintln(out, res)
-
+	fmt.Fprintln(m.Stdout, res)
 	head, _, err := node.Head(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for seen.Load() < head && time.Now().Before(deadline) {
@@ -96,17 +122,19 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	stopFollow()
 	<-followed
 	if seen.Load() < head {
-		return fmt.Errorf("the live follower stopped at seq %d, short of the head %d", seen.Load(), head)
+		return 0, fmt.Errorf("the live follower stopped at seq %d, short of the head %d", seen.Load(), head)
 	}
-	fmt.Fprintf(out, "the live follower saw every event up to seq %d (head %d)\n", seen.Load(), head)
+	fmt.Fprintf(m.Stdout, "the live follower saw every event up to seq %d (head %d)\n", seen.Load(), head)
+	return head, nil
+}
 
-	step("verify: the hash chain from seq 1 to the head")
+// demoVerify verifies the chain and exports a signed checkpoint.
+func demoVerify(ctx context.Context, m *Main, node *hub.Node, step func(string, ...any)) error {
 	rep, err := node.Verify(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, rep)
-
+	fmt.Fprintln(m.Stdout, rep)
 	cpFile := filepath.Join(m.data, "demo-checkpoint.json")
 	cp, err := node.Checkpoint(ctx)
 	if err != nil {
@@ -116,8 +144,12 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	step("checkpoint: seq %d signed with the data dir's ed25519 key, exported to %s", cp.Seq, cpFile)
+	return nil
+}
 
-	step("tamper: edit one byte of one event in a copy of the store, then verify the copy")
+// demoTamper edits one byte of the event in the middle of a copy of the
+// store (closing node to copy it whole) and shows verify naming it.
+func demoTamper(ctx context.Context, m *Main, node *hub.Node, head uint64) error {
 	victim, _, err := node.Range(ctx, head/2, 1)
 	if err != nil || len(victim) == 0 {
 		return fmt.Errorf("read seq %d: %v", head/2, err)
@@ -138,17 +170,9 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "edited seq %d in %s\nverify: %s\n", victim[0].Seq, broken, trep)
+	fmt.Fprintf(m.Stdout, "edited seq %d in %s\nverify: %s\n", victim[0].Seq, broken, trep)
 	if trep.OK() || trep.FirstBad != victim[0].Seq {
 		return fmt.Errorf("verify did not name seq %d", victim[0].Seq)
-	}
-	if err := demoRuns(ctx, m, step, session, failed, *artifacts); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "\ndemo ok")
-	if *keep {
-		step("kept: %s (tracebridge --data %s runs); starting the workspace host and the operator UI", m.data, m.data)
-		return demoKeep(ctx, m, ws)
 	}
 	return nil
 }

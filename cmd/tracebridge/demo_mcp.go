@@ -25,37 +25,16 @@ import (
 // It returns the session's id and the request that failed because the host
 // had stopped.
 func demoMCP(ctx context.Context, m *Main, node *hub.Node, ws string, step func(string, ...any)) (sessionID, failed events.ID, err error) {
-	self, err := os.Executable()
-	if err != nil {
-		return sessionID, failed, err
-	}
 	cfg := filepath.Join(m.data, "demo-tracebridge.toml")
 	if err := os.WriteFile(cfg, []byte("# demo: deny bm25 to show a policy denial\n[policy]\ndeny = [\"bm25_text_search\"]\n"), 0o600); err != nil {
 		return sessionID, failed, err
 	}
-	if err := os.MkdirAll(filepath.Join(ws, "svc"), 0o755); err != nil {
-		return sessionID, failed, err
-	}
-	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module example.com/demo\n"), 0o644)
-	os.WriteFile(filepath.Join(ws, "svc", "price.go"), []byte("package svc\n\n// Price returns the price in cents.\nfunc Price() int { return 100 }\n"), 0o644)
 	step("workspace host: `tracebridge up --root %s` (attaches to the hub above)", ws)
-	up := exec.Command(self, "--data", m.data, "--log-level", "warn", "up", "--root", ws, "--ui", "off")
-	up.Stderr = io.Discard
-	if err := up.Start(); err != nil {
+	up, err := demoHost(ctx, m, ws)
+	if err != nil {
 		return sessionID, failed, err
 	}
 	defer func() { up.Process.Signal(os.Interrupt); up.Wait() }()
-	dir := hub.DataDir(m.data)
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(m.pipePath(dir)); err == nil {
-			break
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	if _, err := m.hostCall(ctx, "set_focus", map[string]any{"path": "svc/price.go", "startLine": 4, "startCol": 6, "endLine": 4, "endCol": 11}); err != nil {
-		return sessionID, failed, err
-	}
-	fmt.Fprintln(m.Stdout, "operator: tracebridge focus svc/price.go:4:6-4:11")
 
 	step("MCP: an AI client launches `tracebridge mcp` (this binary, attached to the hub above) and calls tools")
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -65,9 +44,80 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, ws string, step func(
 		return sessionID, failed, err
 	}
 	defer session.Close()
-	list, err := session.ListTools(cctx, nil)
+	first, err := demoCalls(cctx, m, session)
 	if err != nil {
 		return sessionID, failed, err
+	}
+	step("operator: approve the proposal (bound to its content hash); the host applies it")
+	if err := demoApprove(ctx, m, ws); err != nil {
+		return sessionID, failed, err
+	}
+
+	step("the host stops; the next workspace call says what to start, at once")
+	up.Process.Signal(os.Interrupt)
+	up.Wait()
+	res, err := session.CallTool(cctx, &sdk.CallToolParams{Name: "get_selection", Arguments: map[string]any{}})
+	if err != nil {
+		return sessionID, failed, err
+	}
+	failed, _ = events.ParseID(fmt.Sprint(res.Meta[bmcp.MetaRequestID]))
+	fmt.Fprintf(m.Stdout, "tools/call get_selection       error  %s\n", resultText(res))
+	session.Close()
+	evs, err := node.ByRequest(ctx, first)
+	if err != nil {
+		return sessionID, failed, err
+	}
+	step("the first call's evidence, as `tracebridge tail --request %s` prints it", first)
+	for i := range evs {
+		writeEventLine(m.Stdout, &evs[i])
+	}
+	if len(evs) > 0 {
+		sessionID = evs[0].SessionID
+	}
+	return sessionID, failed, nil
+}
+
+// demoHost writes a small Go workspace, starts `tracebridge up` on it and
+// sets the operator's focus; the caller stops the host.
+func demoHost(ctx context.Context, m *Main, ws string) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "svc"), 0o755); err != nil {
+		return nil, err
+	}
+	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module example.com/demo\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "svc", "price.go"), []byte("package svc\n\n// Price returns the price in cents.\nfunc Price() int { return 100 }\n"), 0o644)
+	up := exec.Command(self, "--data", m.data, "--log-level", "warn", "up", "--root", ws, "--ui", "off")
+	up.Stderr = io.Discard
+	if err := up.Start(); err != nil {
+		return nil, err
+	}
+	dir := hub.DataDir(m.data)
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(m.pipePath(dir)); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if _, err := m.hostCall(ctx, "set_focus", map[string]any{"path": "svc/price.go", "startLine": 4, "startCol": 6, "endLine": 4, "endCol": 11}); err != nil {
+		up.Process.Signal(os.Interrupt)
+		up.Wait()
+		return nil, err
+	}
+	fmt.Fprintln(m.Stdout, "operator: tracebridge focus svc/price.go:4:6-4:11")
+	return up, nil
+}
+
+// demoCalls lists the tools and makes the demo's calls (a success, a
+// policy denial, an unknown tool, bad arguments, workspace tools, a
+// proposal, a review); it returns the first call's request id.
+func demoCalls(ctx context.Context, m *Main, session *sdk.ClientSession) (events.ID, error) {
+	var first events.ID
+	list, err := session.ListTools(ctx, nil)
+	if err != nil {
+		return first, err
 	}
 	var names []string
 	for _, t := range list.Tools {
@@ -87,22 +137,16 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, ws string, step func(
 		{"propose_text_edit", map[string]any{"path": "svc/price.go", "original": "return 100", "replacement": "return 120"}},
 		{"present_review", map[string]any{"mode": "replace", "content": "# Review\n\nThe price moves to 120 cents in [svc/price.go:4][]."}},
 	}
-	var first events.ID
 	for _, c := range calls {
-		res, err := session.CallTool(cctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
 		if err != nil {
-			return sessionID, failed, fmt.Errorf("tools/call %s: %w", c.tool, err)
+			return first, fmt.Errorf("tools/call %s: %w", c.tool, err)
 		}
 		req, _ := events.ParseID(fmt.Sprint(res.Meta[bmcp.MetaRequestID]))
 		if first.IsZero() {
 			first = req
 		}
-		text := ""
-		for _, ct := range res.Content {
-			if tc, ok := ct.(*sdk.TextContent); ok {
-				text = tc.Text
-			}
-		}
+		text := resultText(res)
 		if len(text) > 110 {
 			text = text[:107] + "…"
 		}
@@ -112,17 +156,33 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, ws string, step func(
 		}
 		fmt.Fprintf(m.Stdout, "tools/call %-18s %s  request %s  %s\n", c.tool, status, req, text)
 	}
-	step("operator: approve the proposal (bound to its content hash); the host applies it")
+	return first, nil
+}
+
+// resultText is the last text content of a tool result.
+func resultText(res *sdk.CallToolResult) string {
+	text := ""
+	for _, ct := range res.Content {
+		if tc, ok := ct.(*sdk.TextContent); ok {
+			text = tc.Text
+		}
+	}
+	return text
+}
+
+// demoApprove approves every proposal as an operator would and shows the
+// edited line.
+func demoApprove(ctx context.Context, m *Main, ws string) error {
 	resp, err := m.hostCall(ctx, "proposals.list", nil)
 	if err != nil {
-		return sessionID, failed, err
+		return err
 	}
 	var props []host.Proposal
 	json.Unmarshal(resp.Payload, &props)
 	for _, p := range props {
 		resp, err := m.hostCall(ctx, "proposals.decide", host.DecideArgs{ID: p.ID, Approve: true, ContentHash: p.ContentHash, By: "demo"})
 		if err != nil {
-			return sessionID, failed, err
+			return err
 		}
 		var done host.Proposal
 		json.Unmarshal(resp.Payload, &done)
@@ -130,33 +190,7 @@ func demoMCP(ctx context.Context, m *Main, node *hub.Node, ws string, step func(
 	}
 	b, _ := os.ReadFile(filepath.Join(ws, "svc", "price.go"))
 	fmt.Fprintf(m.Stdout, "svc/price.go now says: %s", strings.SplitAfter(string(b), "\n")[3])
-
-	step("the host stops; the next workspace call says what to start, at once")
-	up.Process.Signal(os.Interrupt)
-	up.Wait()
-	res, err := session.CallTool(cctx, &sdk.CallToolParams{Name: "get_selection", Arguments: map[string]any{}})
-	if err != nil {
-		return sessionID, failed, err
-	}
-	failed, _ = events.ParseID(fmt.Sprint(res.Meta[bmcp.MetaRequestID]))
-	for _, ct := range res.Content {
-		if tc, ok := ct.(*sdk.TextContent); ok {
-			fmt.Fprintf(m.Stdout, "tools/call get_selection       error  %s\n", tc.Text)
-		}
-	}
-	session.Close()
-	evs, err := node.ByRequest(ctx, first)
-	if err != nil {
-		return sessionID, failed, err
-	}
-	step("the first call's evidence, as `tracebridge tail --request %s` prints it", first)
-	for i := range evs {
-		writeEventLine(m.Stdout, &evs[i])
-	}
-	if len(evs) > 0 {
-		sessionID = evs[0].SessionID
-	}
-	return sessionID, failed, nil
+	return nil
 }
 
 // demoKeep leaves the demo's data to look at: the workspace host and the
