@@ -76,34 +76,9 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		return nil
 	})
 	if *httpAddr != "" {
-		l, token, err := m.httpListener(dir, *httpAddr)
-		if err != nil {
+		if err := m.addMCPHTTP(ctx, &g, dir, *httpAddr, srv, em, logger); err != nil {
 			return err
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		// Refusals, the front door's and the listener's, are counted in
-		// one place. Another user's connection is closed before a byte of
-		// it is read: a token that user captured (a squatted port) gets
-		// nothing. An idle connection is closed within seconds.
-		refusals := loopback.NewRefusals(events.KindMCPHTTPRejected, m.Now, em.Emit)
-		g.addContext(ctx, "refusals", func(ctx context.Context) error { refusals.Run(ctx); return nil })
-		l = loopback.SameUser(l, refusals.ForeignPeer, func() {
-			logger.Warn("this system cannot tell which user a loopback connection comes from: the bearer token is the only check")
-		})
-		hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals}),
-			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 15 * time.Second}
-		logger.Info("serving MCP over HTTP", "url", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), "token", "`tracebridge token` prints it")
-		fmt.Fprintf(m.Stderr, "tracebridge: MCP at http://127.0.0.1:%d/mcp (Authorization: Bearer $(tracebridge token))\n", port)
-		g.add("http", func() error {
-			if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		}, func(error) {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			hs.Shutdown(sctx)
-		})
 		return g.run()
 	}
 	g.addContext(ctx, "mcp", func(ctx context.Context) error {
@@ -114,6 +89,40 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		return err
 	})
 	return g.run()
+}
+
+// addMCPHTTP adds the bridge served over Streamable HTTP at addr (loopback,
+// bearer token) to g, in place of stdio.
+func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr string, srv *bmcp.Server, em *events.Emitter, logger *slog.Logger) error {
+	l, token, err := m.httpListener(dir, addr)
+	if err != nil {
+		return err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	// Refusals, the front door's and the listener's, are counted in
+	// one place. Another user's connection is closed before a byte of
+	// it is read: a token that user captured (a squatted port) gets
+	// nothing. An idle connection is closed within seconds.
+	refusals := loopback.NewRefusals(events.KindMCPHTTPRejected, m.Now, em.Emit)
+	g.addContext(ctx, "refusals", func(ctx context.Context) error { refusals.Run(ctx); return nil })
+	l = loopback.SameUser(l, refusals.ForeignPeer, func() {
+		logger.Warn("this system cannot tell which user a loopback connection comes from: the bearer token is the only check")
+	})
+	hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals}),
+		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 15 * time.Second}
+	logger.Info("serving MCP over HTTP", "url", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), "token", "`tracebridge token` prints it")
+	fmt.Fprintf(m.Stderr, "tracebridge: MCP at http://127.0.0.1:%d/mcp (Authorization: Bearer $(tracebridge token))\n", port)
+	g.add("http", func() error {
+		if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}, func(error) {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	})
+	return nil
 }
 
 // httpListener listens on addr, which must be a loopback address, and
