@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -96,7 +97,7 @@ func gatherDecisions(ctx context.Context, log EvidenceLog, proposals map[string]
 			return err
 		}
 		for _, e := range evs {
-			if e.Kind != events.KindPipeRequestSent || e.Attrs.Get("command") != "proposals.decide" || seen[e.RequestID] {
+			if e.Kind != events.KindPipeRequestSent || e.Attrs.Get("command") != pipe.CmdProposalsDecide || seen[e.RequestID] {
 				continue
 			}
 			var p struct {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -121,7 +122,7 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var done host.Proposal
-	err := s.hostCall(r.Context(), "proposals.decide", host.DecideArgs{ID: id, Approve: decision == "approve",
+	err := s.hostCall(r.Context(), pipe.CmdProposalsDecide, host.DecideArgs{ID: id, Approve: decision == "approve",
 		ContentHash: hash, By: s.opts.Operator + " (ui)"}, &done)
 	var ce *events.Err
 	switch {
@@ -150,7 +151,7 @@ func (s *Server) focus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var set host.Focus
-	if err := s.hostCall(r.Context(), "set_focus", f, &set); err != nil {
+	if err := s.hostCall(r.Context(), pipe.CmdSetFocus, f, &set); err != nil {
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 		return
 	}
@@ -174,7 +175,7 @@ func back(w http.ResponseWriter, r *http.Request, msg string) {
 func (s *Server) commitReview(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	var versions []host.ReviewVersion
-	if err := s.hostCall(r.Context(), "reviews.list", nil, &versions); err != nil || len(versions) == 0 {
+	if err := s.hostCall(r.Context(), pipe.CmdReviewsList, nil, &versions); err != nil || len(versions) == 0 {
 		s.reject(w, r, http.StatusConflict, events.CodeInvalidArguments, "no review to commit with: present one first")
 		return
 	}
@@ -183,7 +184,7 @@ func (s *Server) commitReview(w http.ResponseWriter, r *http.Request) {
 		Files  []string `json:"files"`
 	}
 	msg := commitMessage(versions[len(versions)-1].Content)
-	if err := s.hostCall(r.Context(), "review.commit", host.CommitArgs{Message: msg}, &done); err != nil {
+	if err := s.hostCall(r.Context(), pipe.CmdReviewCommit, host.CommitArgs{Message: msg}, &done); err != nil {
 		http.Redirect(w, r, "/reviews?done="+url.QueryEscape("not committed: "+err.Error()), http.StatusSeeOther)
 		return
 	}

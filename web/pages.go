@@ -470,7 +470,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var list []*host.Proposal
-	if err := s.hostCall(r.Context(), "proposals.list", nil, &list); err != nil {
+	if err := s.hostCall(r.Context(), pipe.CmdProposalsList, nil, &list); err != nil {
 		d.HostError = err.Error()
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Created.After(list[j].Created) })
@@ -480,7 +480,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		full := pr
 		if pr.State == host.Pending || len(d.Done) < recentDone {
 			var shown host.Proposal
-			if err := s.hostCall(r.Context(), "proposals.show", host.ShowArgs{ID: pr.ID}, &shown); err == nil {
+			if err := s.hostCall(r.Context(), pipe.CmdProposalsShow, host.ShowArgs{ID: pr.ID}, &shown); err == nil {
 				full = &shown
 			}
 		}
@@ -506,7 +506,7 @@ type reviewsData struct {
 func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "Review", Nav: "reviews"}
 	d := reviewsData{Flash: r.URL.Query().Get("done")}
-	if err := s.hostCall(r.Context(), "reviews.list", nil, &d.Versions); err != nil {
+	if err := s.hostCall(r.Context(), pipe.CmdReviewsList, nil, &d.Versions); err != nil {
 		d.HostError = err.Error()
 	}
 	if n := len(d.Versions); n > 0 {
@@ -535,12 +535,12 @@ type workspaceData struct {
 func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "Workspace", Nav: "workspace"}
 	var d workspaceData
-	if err := s.hostCall(r.Context(), "workspace.tree", nil, &d.Tree); err != nil {
+	if err := s.hostCall(r.Context(), pipe.CmdWorkspaceTree, nil, &d.Tree); err != nil {
 		d.HostError = err.Error()
 	}
 	if f := r.URL.Query().Get("file"); f != "" && d.HostError == "" {
 		var v host.FileView
-		if err := s.hostCall(r.Context(), "workspace.file", map[string]string{"path": f}, &v); err != nil {
+		if err := s.hostCall(r.Context(), pipe.CmdWorkspaceFile, map[string]string{"path": f}, &v); err != nil {
 			p.Error = err.Error()
 		} else {
 			d.File, d.Lines = &v, strings.Split(v.Content, "\n")

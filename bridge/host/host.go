@@ -52,27 +52,27 @@ func scrub(rec any, v string) string {
 // Handlers are the pipe commands the host serves.
 func (h *Host) Handlers() map[string]pipe.Handler {
 	return map[string]pipe.Handler{
-		"get_active_document": h.activeDocument,
-		"get_selection":       h.selection,
-		"set_focus":           h.setFocus,
-		"list_projects":       func(context.Context, pipe.Request) (any, error) { return h.WS.ListProjects() },
-		"get_diagnostics":     h.diagnostics,
-		"propose_text_edits":  h.propose,
-		"present_review":      h.present,
-		"proposals.list": func(context.Context, pipe.Request) (any, error) {
+		pipe.CmdActiveDocument: h.activeDocument,
+		pipe.CmdSelection:      h.selection,
+		pipe.CmdSetFocus:       h.setFocus,
+		pipe.CmdListProjects:   func(context.Context, pipe.Request) (any, error) { return h.WS.ListProjects() },
+		pipe.CmdDiagnostics:    h.diagnostics,
+		pipe.CmdProposeEdits:   h.propose,
+		pipe.CmdPresentReview:  h.present,
+		pipe.CmdProposalsList: func(context.Context, pipe.Request) (any, error) {
 			list := h.Proposals.List()
 			for i, pr := range list {
 				list[i] = Summary(pr)
 			}
 			return list, nil
 		},
-		"proposals.show":   h.show,
-		"review.commit":    h.commit,
-		"reviews.list":     func(context.Context, pipe.Request) (any, error) { return h.Reviews.Versions(), nil },
-		"workspace.tree":   func(context.Context, pipe.Request) (any, error) { t, err := h.WS.Tree(); return t, coded(err) },
-		"workspace.file":   h.file,
-		"proposals.decide": h.decide,
-		"proposals.reset": func(_ context.Context, r pipe.Request) (any, error) {
+		pipe.CmdProposalsShow:   h.show,
+		pipe.CmdReviewCommit:    h.commit,
+		pipe.CmdReviewsList:     func(context.Context, pipe.Request) (any, error) { return h.Reviews.Versions(), nil },
+		pipe.CmdWorkspaceTree:   func(context.Context, pipe.Request) (any, error) { t, err := h.WS.Tree(); return t, coded(err) },
+		pipe.CmdWorkspaceFile:   h.file,
+		pipe.CmdProposalsDecide: h.decide,
+		pipe.CmdProposalsReset: func(_ context.Context, r pipe.Request) (any, error) {
 			n, err := h.Proposals.Reset("operator")
 			return map[string]int{"cleared": n}, err
 		},

@@ -3,9 +3,11 @@ package tools
 import (
 	"context"
 	"encoding/json"
+
 	"github.com/tracebridge/tracebridge/events"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
@@ -85,12 +87,12 @@ func Workspace(c HostCaller) []*executor.Tool {
 	read := []string{config.CapWorkspaceRead}
 	same := func(a json.RawMessage) (any, error) { return a, nil }
 	return []*executor.Tool{
-		tool("get_active_document", "get_active_document", "The document the operator has in focus: path, language, content, version; null when nothing has focus.", read, false, executor.SchemaFor[noArgs](), nil),
-		tool("get_selection", "get_selection", "The text the operator selected: path, range, text; null when nothing is selected.", read, false, executor.SchemaFor[noArgs](), nil),
-		tool("get_diagnostics", "get_diagnostics", "Problems (file, line, column, severity, message) from the diagnostics command the operator configured on the host (e.g. go vet ./...), with when it ran; a recent result is reused unless refresh is true. Running a process needs the process.run capability.",
+		tool("get_active_document", pipe.CmdActiveDocument, "The document the operator has in focus: path, language, content, version; null when nothing has focus.", read, false, executor.SchemaFor[noArgs](), nil),
+		tool("get_selection", pipe.CmdSelection, "The text the operator selected: path, range, text; null when nothing is selected.", read, false, executor.SchemaFor[noArgs](), nil),
+		tool("get_diagnostics", pipe.CmdDiagnostics, "Problems (file, line, column, severity, message) from the diagnostics command the operator configured on the host (e.g. go vet ./...), with when it ran; a recent result is reused unless refresh is true. Running a process needs the process.run capability.",
 			[]string{config.CapWorkspaceRead, config.CapProcessRun}, false, executor.SchemaFor[DiagnosticsArgs](), same),
-		tool("list_projects", "list_projects", "Project manifests under the workspace root (go.mod, package.json, Cargo.toml, pyproject.toml, *.csproj…), skipping hidden and vendored trees.", read, false, executor.SchemaFor[noArgs](), nil),
-		tool("propose_text_edit", "propose_text_edits", "Propose replacing one exact text in one file. Nothing is written until an operator approves; the result gives the proposal id.", read, true, executor.SchemaFor[ProposeOneArgs](),
+		tool("list_projects", pipe.CmdListProjects, "Project manifests under the workspace root (go.mod, package.json, Cargo.toml, pyproject.toml, *.csproj…), skipping hidden and vendored trees.", read, false, executor.SchemaFor[noArgs](), nil),
+		tool("propose_text_edit", pipe.CmdProposeEdits, "Propose replacing one exact text in one file. Nothing is written until an operator approves; the result gives the proposal id.", read, true, executor.SchemaFor[ProposeOneArgs](),
 			func(a json.RawMessage) (any, error) {
 				var one ProposeOneArgs
 				if err := json.Unmarshal(a, &one); err != nil {
@@ -99,8 +101,8 @@ func Workspace(c HostCaller) []*executor.Tool {
 				return map[string]any{"files": []any{map[string]any{"path": one.Path,
 					"edits": []any{map[string]string{"original": one.Original, "replacement": one.Replacement}}}}}, nil
 			}),
-		tool("propose_text_edits", "propose_text_edits", "Propose an all-or-nothing change to several files, each edit an exact text occurring once. Nothing is written until an operator approves.", read, true, executor.SchemaFor[ProposeManyArgs](), same),
-		tool("present_review", "present_review", reviewGuide, read, true, reviewSchema(), defaultMode),
+		tool("propose_text_edits", pipe.CmdProposeEdits, "Propose an all-or-nothing change to several files, each edit an exact text occurring once. Nothing is written until an operator approves.", read, true, executor.SchemaFor[ProposeManyArgs](), same),
+		tool("present_review", pipe.CmdPresentReview, reviewGuide, read, true, reviewSchema(), defaultMode),
 	}
 }
 

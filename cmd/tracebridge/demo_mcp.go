@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/host"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/web"
@@ -101,7 +102,7 @@ func demoHost(ctx context.Context, m *Main, ws string) (*exec.Cmd, error) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	if _, err := m.hostCall(ctx, "set_focus", map[string]any{"path": "svc/price.go", "startLine": 4, "startCol": 6, "endLine": 4, "endCol": 11}); err != nil {
+	if _, err := m.hostCall(ctx, pipe.CmdSetFocus, map[string]any{"path": "svc/price.go", "startLine": 4, "startCol": 6, "endLine": 4, "endCol": 11}); err != nil {
 		up.Process.Signal(os.Interrupt)
 		up.Wait()
 		return nil, err
@@ -173,14 +174,14 @@ func resultText(res *sdk.CallToolResult) string {
 // demoApprove approves every proposal as an operator would and shows the
 // edited line.
 func demoApprove(ctx context.Context, m *Main, ws string) error {
-	resp, err := m.hostCall(ctx, "proposals.list", nil)
+	resp, err := m.hostCall(ctx, pipe.CmdProposalsList, nil)
 	if err != nil {
 		return err
 	}
 	var props []host.Proposal
 	json.Unmarshal(resp.Payload, &props)
 	for _, p := range props {
-		resp, err := m.hostCall(ctx, "proposals.decide", host.DecideArgs{ID: p.ID, Approve: true, ContentHash: p.ContentHash, By: "demo"})
+		resp, err := m.hostCall(ctx, pipe.CmdProposalsDecide, host.DecideArgs{ID: p.ID, Approve: true, ContentHash: p.ContentHash, By: "demo"})
 		if err != nil {
 			return err
 		}

@@ -148,7 +148,7 @@ func (r *hostRouter) Close() {
 // Call sends req to the host this call belongs to.
 func (r *hostRouter) Call(ctx context.Context, req pipe.Request) (pipe.Response, error) {
 	hosts := r.hosts()
-	if req.Command == "list_projects" && len(hosts) > 1 {
+	if req.Command == pipe.CmdListProjects && len(hosts) > 1 {
 		return r.listAll(ctx, req, hosts)
 	}
 	path, err := r.choose(ctx, hosts)

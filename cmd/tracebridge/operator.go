@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 )
 
 func jsonMarshal(v any) (json.RawMessage, error) {
@@ -80,7 +81,7 @@ func runFocus(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	if _, err := m.hostCall(ctx, "set_focus", f); err != nil {
+	if _, err := m.hostCall(ctx, pipe.CmdSetFocus, f); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "focus: %s\n", fs.Arg(0))
@@ -102,7 +103,7 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 	if len(rest) == 0 {
 		return usageError{"want list, show ID, approve ID, reject ID or reset"}
 	}
-	resp, err := m.hostCall(ctx, "proposals.list", nil)
+	resp, err := m.hostCall(ctx, pipe.CmdProposalsList, nil)
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func (c *proposalsCmd) show(ctx context.Context, id string) error {
 		return err
 	}
 	var p host.Proposal
-	resp, err := c.m.hostCall(ctx, "proposals.show", host.ShowArgs{ID: found.ID})
+	resp, err := c.m.hostCall(ctx, pipe.CmdProposalsShow, host.ShowArgs{ID: found.ID})
 	if err == nil {
 		err = json.Unmarshal(resp.Payload, &p)
 	}
@@ -213,7 +214,7 @@ func (c *proposalsCmd) decide(ctx context.Context, id string, approve bool) erro
 	if u, err := user.Current(); err == nil {
 		by = "operator:" + u.Username
 	}
-	resp, err := c.m.hostCall(ctx, "proposals.decide", host.DecideArgs{ID: p.ID, Approve: approve, ContentHash: p.ContentHash, By: by})
+	resp, err := c.m.hostCall(ctx, pipe.CmdProposalsDecide, host.DecideArgs{ID: p.ID, Approve: approve, ContentHash: p.ContentHash, By: by})
 	if err != nil {
 		return err
 	}
@@ -252,7 +253,7 @@ func (c *proposalsCmd) reset(ctx context.Context) error {
 			return nil
 		}
 	}
-	resp, err := c.m.hostCall(ctx, "proposals.reset", nil)
+	resp, err := c.m.hostCall(ctx, pipe.CmdProposalsReset, nil)
 	if err != nil {
 		return err
 	}

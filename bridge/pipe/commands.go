@@ -1,0 +1,22 @@
+package pipe
+
+// The commands a workspace host answers (docs/pipe-protocol.md): the ones
+// the bridge's workspace tools send, then the operator's.
+const (
+	CmdActiveDocument = "get_active_document"
+	CmdSelection      = "get_selection"
+	CmdDiagnostics    = "get_diagnostics"
+	CmdListProjects   = "list_projects"
+	CmdProposeEdits   = "propose_text_edits"
+	CmdPresentReview  = "present_review"
+
+	CmdSetFocus        = "set_focus"
+	CmdProposalsList   = "proposals.list"
+	CmdProposalsShow   = "proposals.show"
+	CmdProposalsDecide = "proposals.decide"
+	CmdProposalsReset  = "proposals.reset"
+	CmdReviewCommit    = "review.commit"
+	CmdReviewsList     = "reviews.list"
+	CmdWorkspaceTree   = "workspace.tree"
+	CmdWorkspaceFile   = "workspace.file"
+)
