@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub/clustertest"
 	"github.com/tracebridge/tracebridge/store"

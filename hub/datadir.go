@@ -2,13 +2,17 @@ package hub
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 )
 
 // DataDir names the files of one data dir.
@@ -30,6 +34,50 @@ func (d DataDir) LogDir() string { return filepath.Join(string(d), "logs") }
 
 // Descriptors holds upstream tool descriptors whole, by hash.
 func (d DataDir) Descriptors() string { return filepath.Join(string(d), "descriptors") }
+
+// Archive is where archived segments go unless --out or [retention] names
+// another folder.
+func (d DataDir) Archive() string { return filepath.Join(string(d), "archive") }
+
+// OTLPState is the OTLP exporter's position (the seq of the last run sent).
+func (d DataDir) OTLPState() string { return filepath.Join(string(d), "export", "otlp.json") }
+
+// HTTPKey is the key `mcp --http` derives its bearer token from.
+func (d DataDir) HTTPKey() string { return filepath.Join(string(d), "keys", "mcp-http.key") }
+
+// UIInfo is where the running operator UI writes its address.
+func (d DataDir) UIInfo() string { return filepath.Join(string(d), "run", "ui.json") }
+
+// PipePath is the first workspace host's socket (a named pipe on Windows,
+// named by the data dir's hash), where a bridge looks when no other is
+// named.
+func (d DataDir) PipePath() string {
+	if runtime.GOOS == "windows" {
+		sum := sha256.Sum256([]byte(d))
+		return `\\.\pipe\tracebridge-` + hex.EncodeToString(sum[:8])
+	}
+	return filepath.Join(string(d), "run", "host.sock")
+}
+
+// Hosts is the registry of running workspace hosts: one file per root.
+func (d DataDir) Hosts() string { return filepath.Join(string(d), "run", "hosts") }
+
+// HostSocket is the socket of root's host when another host has PipePath.
+func (d DataDir) HostSocket(root string) string {
+	return filepath.Join(string(d), "run", "host-"+RootHash(root)+".sock")
+}
+
+// HostState is where root's host keeps its proposals and reviews.
+func (d DataDir) HostState(root string) string {
+	return filepath.Join(string(d), "host", RootHash(root))
+}
+
+// RootHash names a workspace root in file names: 12 hex digits of its
+// SHA-256.
+func RootHash(root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return hex.EncodeToString(sum[:6])
+}
 
 // Ensure creates the data dir with mode 0700, and refuses one that others
 // can read or write.

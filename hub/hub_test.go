@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
 	"github.com/tracebridge/tracebridge/events"
 )
 

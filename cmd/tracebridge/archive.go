@@ -40,7 +40,7 @@ func runArchive(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("no event log at %s; nothing to archive", dir.Store())
 	}
 	if *out == "" {
-		*out = filepath.Join(string(dir), "archive")
+		*out = dir.Archive()
 	}
 	node, err := m.open(ctx, hub.Elect, "archive")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/host"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/bridge/tools"
@@ -32,7 +33,7 @@ type bridgeParts struct {
 	Dir hub.DataDir
 	// Hosts, when set, are the hosts to route among instead of the data
 	// dir's (a re-drive's recorded hosts).
-	Hosts []hostEntry
+	Hosts []host.Entry
 	// Getenv and ReadFile resolve secrets (a re-drive answers from the
 	// recording); nil: the process's own.
 	Getenv   func(string) string
@@ -71,10 +72,8 @@ func (m *Main) newBridge(p bridgeParts) (*bmcp.Server, *executor.Executor, func(
 		Close()
 	}
 	switch {
-	case len(p.Hosts) > 0:
-		hostClient = &hostRouter{opts: copts, fixed: p.Hosts, clients: map[string]*pipe.Client{}}
-	case p.Dir != "":
-		hostClient = m.hostRouter(p.Dir, copts)
+	case len(p.Hosts) > 0 || p.Dir != "":
+		hostClient = m.hostRouter(p.Dir, copts, p.Hosts)
 	default:
 		hostClient = closer{pipe.NewClient(copts)}
 	}

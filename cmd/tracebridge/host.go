@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,17 +21,10 @@ func (m *Main) pipePath(dir hub.DataDir) string {
 	if p := m.Getenv("TRACEBRIDGE_HOST"); p != "" {
 		return p
 	}
-	return defaultPipePath(dir)
+	return dir.PipePath()
 }
 
 // defaultPipePath is the host's pipe for a data dir.
-func defaultPipePath(dir hub.DataDir) string {
-	if runtime.GOOS == "windows" {
-		sum := sha256.Sum256([]byte(dir))
-		return `\\.\pipe\tracebridge-` + hex.EncodeToString(sum[:8])
-	}
-	return filepath.Join(string(dir), "run", "host.sock")
-}
 
 func runHost(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("host")
@@ -91,8 +82,7 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 		return err
 	}
 	defer closeEvidence()
-	sum := sha256.Sum256([]byte(ws.Dir()))
-	state := filepath.Join(string(dir), "host", hex.EncodeToString(sum[:6]))
+	state := dir.HostState(ws.Dir())
 	props, err := host.OpenProposals(ws, em, filepath.Join(state, "proposals"), m.Now)
 	if err != nil {
 		return err
@@ -148,7 +138,7 @@ func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.
 	}
 	// The host the working directory is in (or the only one, or
 	// $TRACEBRIDGE_HOST).
-	path, err := m.hostRouter(dir, pipe.ClientOptions{}).Path()
+	path, err := m.hostRouter(dir, pipe.ClientOptions{}, nil).Path()
 	if err != nil {
 		return pipe.Response{}, err
 	}

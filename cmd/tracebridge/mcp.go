@@ -149,7 +149,7 @@ func (m *Main) httpListener(dir hub.DataDir, addr string) (net.Listener, string,
 // mcpToken is the data dir's bearer token for `mcp --http` (32 random
 // bytes in keys/mcp-http.key, 0600, made on first use), as hex.
 func mcpToken(dir hub.DataDir) (string, error) {
-	key, err := events.LoadKeyFile(filepath.Join(string(dir), "keys", "mcp-http.key"), 32)
+	key, err := events.LoadKeyFile(dir.HTTPKey(), 32)
 	if err != nil {
 		return "", err
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,9 +27,6 @@ import (
 	"github.com/tracebridge/tracebridge/export/otlp"
 	"github.com/tracebridge/tracebridge/hub"
 )
-
-// otlpState is where the exporter keeps its checkpoint.
-func otlpState(dir hub.DataDir) string { return filepath.Join(string(dir), "export", "otlp.json") }
 
 // otlpHeaders are [otlp] headers with their secret references resolved.
 func (m *Main) otlpHeaders(c *config.Config) map[string]string {
@@ -92,7 +88,7 @@ func (m *Main) newExporter(ctx context.Context, c *config.Config, dir hub.DataDi
 		return nil, nil, fmt.Errorf("[otlp]: %w", err)
 	}
 	x := &otlp.Exporter{Log: node, Spans: spans, Metrics: metrics, Options: otlp.Options{Resource: otlpResource(c), Content: c.OTLP.Content},
-		State: otlpState(dir), Logger: log}
+		State: dir.OTLPState(), Logger: log}
 	if c.OTLP.Logs {
 		headers := m.otlpHeaders(c)
 		var logs sdklog.Exporter
@@ -204,7 +200,7 @@ func runExportOTLP(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer shutdown()
-	st, err := otlp.ReadState(otlpState(dir))
+	st, err := otlp.ReadState(dir.OTLPState())
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	process "github.com/tracebridge/tracebridge/internal/proc"
 )
 
 func runPrune(_ context.Context, m *Main, args []string) error {
@@ -28,7 +30,7 @@ func runPrune(_ context.Context, m *Main, args []string) error {
 	logs, _ := filepath.Glob(filepath.Join(dir.LogDir(), "mcp-*.log"))
 	for _, l := range logs {
 		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(l), "mcp-%d.log", &pid); err == nil && processAlive(pid) {
+		if _, err := fmt.Sscanf(filepath.Base(l), "mcp-%d.log", &pid); err == nil && process.Alive(pid) {
 			continue // a bridge still writes it
 		}
 		candidates = append(candidates, l)

@@ -30,7 +30,7 @@ func (m *Main) addRetention(ctx context.Context, g *group, dir hub.DataDir, node
 	}
 	keep, every, out := c.Retention.KeepFor(), c.Retention.Interval(), c.Retention.Dir
 	if out == "" {
-		out = filepath.Join(string(dir), "archive")
+		out = dir.Archive()
 	}
 	log.Info("retention: events older than this are archived", "keep", keep, "archive", out, "every", every)
 	g.addContext(ctx, "retention", func(ctx context.Context) error {

@@ -32,7 +32,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("a hub already runs for this data dir (pid %d, %s); serve starts one only when none runs", info.PID, info.URL)
 	}
 	// The UI talks to the host the working directory (or the only one) names.
-	hostPath, err := m.hostRouter(dir, pipe.ClientOptions{}).Path()
+	hostPath, err := m.hostRouter(dir, pipe.ClientOptions{}, nil).Path()
 	if err != nil {
 		hostPath = m.pipePath(dir)
 	}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/export"
 	"github.com/tracebridge/tracebridge/internal/durable"
 
@@ -300,7 +301,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 		return replayed{}, err
 	}
 	defer node.Close()
-	res, err := sessions.Redrive(ctx, s, sessions.RedriveOptions{Log: node, PipePath: defaultPipePath(dir), Logger: log,
+	res, err := sessions.Redrive(ctx, s, sessions.RedriveOptions{Log: node, PipePath: dir.PipePath(), Logger: log,
 		Bridge: func(ctx context.Context, env sessions.BridgeEnv) error { return m.sessionBridge(ctx, env, node) }})
 	if err != nil {
 		return replayed{}, err
@@ -426,9 +427,9 @@ func (m *Main) writeReport(path string, r *export.JUnit) error {
 // stdio and evidence, with the recording standing in for the environment
 // and the disk (secrets resolve as recorded, on every machine).
 func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
-	var hosts []hostEntry
+	var hosts []host.Entry
 	for _, h := range env.Hosts {
-		hosts = append(hosts, hostEntry{Root: h.Root, Socket: h.Socket})
+		hosts = append(hosts, host.Entry{Root: h.Root, Socket: h.Socket})
 	}
 	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath, Hosts: hosts,
 		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: Version,

@@ -46,8 +46,6 @@ func (info uiInfo) launchURL(now time.Time) (string, error) {
 	return web.LaunchURL(info.Origin, key, now), nil
 }
 
-func uiInfoPath(dir hub.DataDir) string { return filepath.Join(string(dir), "run", "ui.json") }
-
 // uiPart prepares the operator UI on addr and returns its URL ("" for
 // off) and the part that serves it until its context ends (nil for off).
 // The URL is printed to stderr and recorded in run/ui.json for
@@ -77,11 +75,11 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 	}
 	info := uiInfo{Origin: srv.Origin(), Key: hex.EncodeToString(srv.LaunchKey()), Addr: l.Addr().String(), PID: os.Getpid()}
 	b, _ := json.Marshal(info)
-	if err := os.MkdirAll(filepath.Dir(uiInfoPath(dir)), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir.UIInfo()), 0o700); err != nil {
 		l.Close()
 		return "", nil, err
 	}
-	if err := durable.WriteFileAtomic(uiInfoPath(dir), b, 0o600); err != nil {
+	if err := durable.WriteFileAtomic(dir.UIInfo(), b, 0o600); err != nil {
 		l.Close()
 		return "", nil, err
 	}
@@ -91,7 +89,7 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 		defer func() {
 			client.Close()
 			if cur, err := readUIInfo(dir); err == nil && cur.PID == info.PID {
-				os.Remove(uiInfoPath(dir))
+				os.Remove(dir.UIInfo())
 			}
 		}()
 		return srv.Serve(ctx, l)
@@ -106,7 +104,7 @@ func untilInterrupted(ctx context.Context) error {
 
 func readUIInfo(dir hub.DataDir) (uiInfo, error) {
 	var info uiInfo
-	b, err := os.ReadFile(uiInfoPath(dir))
+	b, err := os.ReadFile(dir.UIInfo())
 	if err != nil {
 		return info, err
 	}
@@ -130,16 +128,16 @@ func runUI(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("no UI runs for %s: start one with `tracebridge up --root DIR` or `tracebridge serve`", dir)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", uiInfoPath(dir), err)
+		return fmt.Errorf("%s: %w", dir.UIInfo(), err)
 	}
 	conn, err := net.DialTimeout("tcp", info.Addr, 2*time.Second)
 	if err != nil {
-		return fmt.Errorf("the UI recorded in %s (pid %d, %s) does not answer; it may have crashed: start `tracebridge up` or `tracebridge serve` again", uiInfoPath(dir), info.PID, info.Addr)
+		return fmt.Errorf("the UI recorded in %s (pid %d, %s) does not answer; it may have crashed: start `tracebridge up` or `tracebridge serve` again", dir.UIInfo(), info.PID, info.Addr)
 	}
 	conn.Close()
 	url, err := info.launchURL(m.Now())
 	if err != nil {
-		return fmt.Errorf("%s: %w", uiInfoPath(dir), err)
+		return fmt.Errorf("%s: %w", dir.UIInfo(), err)
 	}
 	fmt.Fprintln(m.Stdout, url)
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
 )
@@ -67,7 +68,7 @@ func TestSeveralWorkspaces(t *testing.T) {
 	}
 	start(t, tbBin, data, "up", "--root", ws["alpha"], "--ui", "off")
 	start(t, tbBin, data, "host", "--root", ws["beta"])
-	eventually(t, 15*time.Second, "two hosts listed", func() bool { return len(liveHosts(hub.DataDir(data))) == 2 })
+	eventually(t, 15*time.Second, "two hosts listed", func() bool { return len(host.Registry(hub.DataDir(data).Hosts()).Live()) == 2 })
 
 	focus := func(dir, spec string) {
 		cmd := exec.Command(tbBin, "--data", data, "focus", spec)
@@ -106,7 +107,7 @@ func TestSeveralWorkspaces(t *testing.T) {
 	}
 	lost.close(t)
 	var betaSock string
-	for _, h := range liveHosts(hub.DataDir(data)) {
+	for _, h := range host.Registry(hub.DataDir(data).Hosts()).Live() {
 		if h.Root == ws["beta"] {
 			betaSock = h.Socket
 		}
@@ -144,8 +145,8 @@ func TestHostsRouteByRootsFromAnyDirectory(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	}
 	data := filepath.Join(base, "data")
-	eventually(t, 15*time.Second, "two hosts listed", func() bool { return len(liveHosts(hub.DataDir(data))) == 2 })
-	for _, h := range liveHosts(hub.DataDir(data)) {
+	eventually(t, 15*time.Second, "two hosts listed", func() bool { return len(host.Registry(hub.DataDir(data).Hosts()).Live()) == 2 })
+	for _, h := range host.Registry(hub.DataDir(data).Hosts()).Live() {
 		if !filepath.IsAbs(h.Socket) {
 			t.Fatalf("a host registered the relative socket %s", h.Socket)
 		}

@@ -1,10 +1,13 @@
-package main
+package proc
 
 import "os"
 
-// processAlive reports whether a process with pid exists (FindProcess opens
+// Alive reports whether a process with pid exists (FindProcess opens
 // it on Windows, which fails when it is gone).
-func processAlive(pid int) bool {
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return false

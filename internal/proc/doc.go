@@ -1,0 +1,2 @@
+// Package proc answers questions about other processes of this machine.
+package proc
