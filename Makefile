@@ -59,7 +59,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSequenceLabels$$' -fuzztime $(FUZZTIME) ./mermaid
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSession$$' -fuzztime $(FUZZTIME) ./sessions
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderReview$$' -fuzztime $(FUZZTIME) ./web
-	$(GO) test -run '^$$' -fuzz '^FuzzParseClientConfig$$' -fuzztime $(FUZZTIME) ./cmd/tracebridge
+	$(GO) test -run '^$$' -fuzz '^FuzzParseClient$$' -fuzztime $(FUZZTIME) ./config
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat
 # (median and spread per benchmark). Raw output: out/bench.txt.

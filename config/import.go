@@ -1,0 +1,304 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/durable"
+)
+
+// ClientServer is one server entry of an AI client's config (every
+// format's fields; the unused ones stay empty).
+type ClientServer struct {
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	Cwd     string            `json:"cwd"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// ClientFormat is what the replacing client entry must look like: VS Code
+// names its servers "servers", gives each a type, and keeps its "inputs"
+// (prompted values its env may use).
+type ClientFormat struct {
+	VSCode bool
+	Inputs json.RawMessage
+}
+
+// ParseClient reads the servers of any of the clients' formats: Claude
+// Desktop's and Cursor's "mcpServers", VS Code's "servers" (with //
+// comments and "inputs"), Claude Code's per-project "mcpServers". An entry
+// called tracebridge is left out: it is behind tracebridge already.
+func ParseClient(b []byte) (map[string]ClientServer, ClientFormat, error) {
+	var doc struct {
+		MCPServers map[string]ClientServer `json:"mcpServers"`
+		Servers    map[string]ClientServer `json:"servers"`
+		Inputs     json.RawMessage         `json:"inputs"`
+		Projects   map[string]struct {
+			MCPServers map[string]ClientServer `json:"mcpServers"`
+		} `json:"projects"`
+	}
+	if err := json.Unmarshal(stripJSONComments(b), &doc); err != nil {
+		return nil, ClientFormat{}, fmt.Errorf("not a client's MCP config (JSON): %v", err)
+	}
+	format := ClientFormat{VSCode: len(doc.Servers) > 0 && len(doc.MCPServers) == 0, Inputs: doc.Inputs}
+	out := map[string]ClientServer{}
+	add := func(m map[string]ClientServer) {
+		for k, v := range m {
+			if _, dup := out[k]; !dup {
+				out[k] = v
+			}
+		}
+	}
+	add(doc.MCPServers)
+	add(doc.Servers)
+	for _, p := range slices.Sorted(maps.Keys(doc.Projects)) {
+		add(doc.Projects[p].MCPServers)
+	}
+	delete(out, "tracebridge")
+	return out, format, nil
+}
+
+// Entry is the client config that replaces the imported servers: self
+// (this binary) run as `mcp`, naming cfg ("" for the default file), with
+// env (the secrets Import moved out of the sections).
+func (f ClientFormat) Entry(self, cfg string, env map[string]string) []byte {
+	args := []string{"mcp"}
+	if cfg != "" {
+		args = append(args, "--config", cfg)
+	}
+	client := map[string]any{"command": self, "args": args}
+	if len(env) > 0 {
+		client["env"] = env
+	}
+	doc := map[string]any{"mcpServers": map[string]any{"tracebridge": client}}
+	if f.VSCode {
+		client["type"] = "stdio"
+		doc = map[string]any{"servers": map[string]any{"tracebridge": client}}
+		if len(f.Inputs) > 0 {
+			doc["inputs"] = f.Inputs
+		}
+	}
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+// stripJSONComments drops // line comments (VS Code's mcp.json allows
+// them), leaving strings alone.
+func stripJSONComments(b []byte) []byte {
+	var out bytes.Buffer
+	inStr, esc := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inStr:
+			out.WriteByte(c)
+			if esc {
+				esc = false
+			} else if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+			out.WriteByte(c)
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			for i < len(b) && b[i] != '\n' {
+				i++
+			}
+			out.WriteByte('\n')
+		default:
+			out.WriteByte(c)
+		}
+	}
+	return out.Bytes()
+}
+
+var (
+	secretKeyRE  = regexp.MustCompile(`(?i)(token|secret|passw|api[_-]?key|access[_-]?key|private[_-]?key|auth|credential|pat$|cookie|session)`)
+	envRefRE     = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
+	notNameChars = regexp.MustCompile(`[^A-Za-z0-9-]+`)
+	notEnvChars  = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+)
+
+// Imported is a client's servers as tracebridge.toml sections.
+type Imported struct {
+	TOML      string            // [secrets.*] then [servers.*], sorted by name
+	ClientEnv map[string]string // the secret values the client entry passes in its env
+	Notes     []string          // what the operator should know: renames, credentials left in URLs or argv, VS Code inputs
+}
+
+// Import turns client entries into [servers.*] sections. Secret-looking
+// values (by their key) become ${secret:…} references to environment
+// variables the client entry passes to tracebridge, and VS Code's
+// ${env:VAR} references to secrets read from VAR; no secret is written to
+// the sections.
+func Import(in map[string]ClientServer) Imported {
+	im := &importer{out: Imported{ClientEnv: map[string]string{}}, used: map[string]bool{}}
+	for _, orig := range slices.Sorted(maps.Keys(in)) {
+		im.server(orig, in[orig])
+	}
+	im.out.TOML = im.secrets.String() + im.servers.String()
+	return im.out
+}
+
+type importer struct {
+	out              Imported
+	secrets, servers strings.Builder
+	used             map[string]bool
+}
+
+// name is a server's name in tracebridge (letters, digits, '-', at most
+// 32, unique), noted when it differs from the client's.
+func (im *importer) name(orig string) string {
+	name := strings.Trim(notNameChars.ReplaceAllString(orig, "-"), "-")
+	if len(name) > 32 {
+		name = name[:32]
+	}
+	if name == "" {
+		name = "server"
+	}
+	for base, i := name, 2; im.used[name]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	im.used[name] = true
+	if name != orig {
+		im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %q is called %q here (names prefix tool names: letters, digits, '-')", orig, name))
+	}
+	return name
+}
+
+func (im *importer) server(orig string, s ClientServer) {
+	name := im.name(orig)
+	fmt.Fprintf(&im.servers, "[servers.%s]\n", name)
+	if s.URL != "" || s.Type == "http" || s.Type == "sse" || s.Type == "streamable-http" {
+		im.remote(name, s)
+	} else {
+		im.local(name, s)
+	}
+	im.servers.WriteString("\n")
+}
+
+func (im *importer) remote(name string, s ClientServer) {
+	if safe := events.SafeURL(s.URL); safe != s.URL {
+		im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s: its URL holds what looks like a credential (recorded as %s): if the server takes it in a header, move it to headers = { NAME = \"${secret:…}\" }", name, safe))
+	}
+	fmt.Fprintf(&im.servers, "url = %s\n", tomlString(s.URL))
+	if s.Type == "sse" {
+		im.servers.WriteString("transport = \"sse\"\n")
+	}
+	if len(s.Headers) > 0 {
+		im.servers.WriteString("headers = " + tomlTable(s.Headers, func(k, v string) string { return im.ref(name, "header", k, v) }) + "\n")
+	}
+}
+
+func (im *importer) local(name string, s ClientServer) {
+	if _, flags := events.ArgCredentials(s.Args); len(flags) > 0 {
+		im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s: the value of argument %s looks like a credential: every local user sees argv (ps); it is recorded redacted, but pass it in env as a ${secret:…} if the server reads one", name, strings.Join(flags, ", ")))
+	}
+	fmt.Fprintf(&im.servers, "command = %s\n", tomlString(s.Command))
+	if len(s.Args) > 0 {
+		parts := make([]string, len(s.Args))
+		for i, a := range s.Args {
+			parts[i] = tomlString(a)
+		}
+		fmt.Fprintf(&im.servers, "args = [%s]\n", strings.Join(parts, ", "))
+	}
+	if s.Cwd != "" {
+		fmt.Fprintf(&im.servers, "cwd = %s\n", tomlString(s.Cwd))
+	}
+	if len(s.Env) > 0 {
+		im.servers.WriteString("env = " + tomlTable(s.Env, func(k, v string) string { return im.ref(name, "env", k, v) }) + "\n")
+	}
+}
+
+// ref is what an env or header value becomes in the sections: a secret
+// reference for VS Code's ${env:VAR} and for a secret-looking key, else
+// the value.
+func (im *importer) ref(server, field, key, value string) string {
+	if m := envRefRE.FindStringSubmatch(value); m != nil && m[0] == value {
+		secret := strings.ToUpper(notEnvChars.ReplaceAllString(m[1], "_"))
+		fmt.Fprintf(&im.secrets, "[secrets.%s]\nenv = %s\n\n", secret, tomlString(m[1]))
+		return "${secret:" + secret + "}"
+	}
+	if strings.Contains(value, "${input:") {
+		im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s: %s %s is asked for by VS Code (%s): the tracebridge entry's env carries the prompt, and its inputs are kept", server, field, key, value))
+	}
+	if !secretKeyRE.MatchString(key) || value == "" {
+		return value
+	}
+	envName := strings.ToUpper(notEnvChars.ReplaceAllString("TB_"+server+"_"+key, "_"))
+	im.out.ClientEnv[envName] = value
+	fmt.Fprintf(&im.secrets, "[secrets.%s]\nenv = %s\n\n", envName, tomlString(envName))
+	return "${secret:" + envName + "}"
+}
+
+// tomlString writes s as a TOML basic string (JSON's escapes are TOML's).
+func tomlString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return strings.TrimSpace(b.String())
+}
+
+// tomlTable writes m as an inline table with sorted keys, each value
+// passed through f.
+func tomlTable(m map[string]string, f func(k, v string) string) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = tomlString(k) + " = " + tomlString(f(k, m[k]))
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
+}
+
+// AppendServers adds imported sections to the config at path (created
+// 0600 when missing), refusing names it already has and checking that the
+// result still parses. A symlinked config is written where it points (the
+// link stays a link); it returns the file written.
+func AppendServers(path, sections string) (string, error) {
+	imported, err := Parse("the imported sections", []byte(sections))
+	if err != nil {
+		return "", err
+	}
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	next := []byte(sections)
+	if len(old) > 0 {
+		c, err := Parse(path, old)
+		if err != nil {
+			return "", fmt.Errorf("the config file is broken already; fix it first:\n%w", err)
+		}
+		for name := range c.Servers {
+			if _, dup := imported.Servers[name]; dup {
+				return "", fmt.Errorf("%s already has [servers.%s]: remove it first, or import without --write and merge by hand", path, name)
+			}
+		}
+		next = append(append(bytes.TrimRight(old, "\n"), '\n', '\n'), sections...)
+	}
+	if _, err := Parse(path, next); err != nil {
+		return "", fmt.Errorf("the imported sections do not fit %s (nothing written):\n%w", path, err)
+	}
+	if err := durable.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return path, durable.WriteFileAtomic(path, next, 0o600)
+}

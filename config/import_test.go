@@ -1,0 +1,125 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every client's format reads into the same servers: Claude Desktop's and
+// Cursor's mcpServers, VS Code's servers (comments, inputs, a typed
+// entry), Claude Code's per-project mcpServers; tracebridge's own entry is
+// left out.
+func TestParseClientReadsEveryFormat(t *testing.T) {
+	for file, vscode := range map[string]bool{"claude_desktop_config.json": false, "cursor_mcp.json": false, "vscode_mcp.json": true, "claude_code.json": false} {
+		b, err := os.ReadFile(filepath.Join("testdata", "clients", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers, format, err := ParseClient(b)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(servers) == 0 || format.VSCode != vscode {
+			t.Errorf("%s: %d servers, vscode %v", file, len(servers), format.VSCode)
+		}
+		if _, ok := servers["tracebridge"]; ok {
+			t.Errorf("%s: tracebridge's own entry was imported", file)
+		}
+		entry := string(format.Entry("/bin/tb", "", map[string]string{"TB_X": "v"}))
+		if vscode != strings.Contains(entry, `"type":"stdio"`) || !strings.Contains(entry, `"args":["mcp"]`) || !strings.Contains(entry, `"TB_X":"v"`) {
+			t.Errorf("%s: entry %s", file, entry)
+		}
+	}
+	if _, _, err := ParseClient([]byte("not json")); err == nil || !strings.Contains(err.Error(), "not a client's MCP config") {
+		t.Fatalf("bad JSON: %v", err)
+	}
+}
+
+// Import writes no secret into the sections: a secret-looking env or
+// header value moves to the client entry's env behind a ${secret:…}, VS
+// Code's ${env:VAR} becomes a secret read from VAR; names clients reject
+// are renamed and noted; the sections parse.
+func TestImportMovesSecretsOut(t *testing.T) {
+	im := Import(map[string]ClientServer{
+		"my server/1": {Command: "npx", Args: []string{"-y", "pkg", "--token", "argv-secret-123"}, Env: map[string]string{"API_KEY": "env-secret-456", "MODE": "fast"}},
+		"remote":      {Type: "http", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer hdr-secret-789"}},
+		"vs":          {Command: "srv", Env: map[string]string{"GITHUB_TOKEN": "${env:GH_TOKEN}", "ASK": "${input:ask}"}},
+	})
+	for _, secret := range []string{"env-secret-456", "hdr-secret-789"} {
+		if strings.Contains(im.TOML, secret) {
+			t.Errorf("the sections hold %s:\n%s", secret, im.TOML)
+		}
+	}
+	if im.ClientEnv["TB_MY-SERVER-1_API_KEY"] != "env-secret-456" && im.ClientEnv["TB_MY_SERVER_1_API_KEY"] != "env-secret-456" {
+		t.Errorf("client env: %v", im.ClientEnv)
+	}
+	for _, want := range []string{"[servers.my-server-1]", `"MODE" = "fast"`, "[secrets.GH_TOKEN]\nenv = \"GH_TOKEN\"", `"GITHUB_TOKEN" = "${secret:GH_TOKEN}"`, `url = "https://mcp.example.com/mcp"`} {
+		if !strings.Contains(im.TOML, want) {
+			t.Errorf("the sections lack %q:\n%s", want, im.TOML)
+		}
+	}
+	notes := strings.Join(im.Notes, "\n")
+	for _, want := range []string{`"my server/1" is called "my-server-1"`, "--token", "${input:ask}"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the notes lack %q:\n%s", want, notes)
+		}
+	}
+	if _, err := Parse("imported", []byte(im.TOML)); err != nil {
+		t.Fatalf("the sections do not parse: %v\n%s", err, im.TOML)
+	}
+}
+
+// AppendServers adds sections to an existing file, refuses a name it has,
+// and leaves a broken file alone.
+func TestAppendServersRefusesWhatItWouldBreak(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf", "tracebridge.toml")
+	sections := Import(map[string]ClientServer{"fs": {Command: "server-filesystem"}}).TOML
+	if wrote, err := AppendServers(path, sections); err != nil || wrote != path {
+		t.Fatalf("into a new file: %q %v", wrote, err)
+	}
+	if _, err := AppendServers(path, sections); err == nil || !strings.Contains(err.Error(), "already has [servers.fs]") {
+		t.Fatalf("the same server again: %v", err)
+	}
+	os.WriteFile(path, []byte("[policy\n"), 0o600)
+	if _, err := AppendServers(path, Import(map[string]ClientServer{"other": {Command: "x"}}).TOML); err == nil || !strings.Contains(err.Error(), "broken already") {
+		t.Fatalf("into a broken file: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "[policy\n" {
+		t.Fatalf("the broken file was changed: %q", b)
+	}
+}
+
+// Any client config either fails to parse with an error, or imports into
+// sections tracebridge.toml accepts.
+func FuzzParseClient(f *testing.F) {
+	for _, name := range []string{"claude_desktop_config.json", "vscode_mcp.json", "claude_code.json"} {
+		b, _ := os.ReadFile(filepath.Join("testdata", "clients", name))
+		f.Add(b)
+	}
+	f.Add([]byte(`{"mcpServers":{"a b/c":{"command":"x\"y","args":["${secret:X}"],"env":{"TOKEN":"\u0000"}}}}`))
+	f.Add([]byte("// only a comment\n{\"servers\":{}}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		servers, _, err := ParseClient(b)
+		if err != nil {
+			return
+		}
+		sections := Import(servers).TOML
+		if _, err := Parse("imported", []byte(sections)); err != nil && len(servers) > 0 {
+			var pe *ProblemsError
+			if !errors.As(err, &pe) {
+				t.Fatalf("not a ProblemsError: %v", err)
+			}
+			for _, p := range pe.Problems {
+				// What a client's entry may lack (no command, a URL that is
+				// not http) is reported by config check; the import itself
+				// must never write TOML that does not parse.
+				if strings.Contains(p.Msg, "unknown key") || p.Key == "" {
+					t.Fatalf("the import wrote TOML that does not parse:\n%s\n%v", sections, err)
+				}
+			}
+		}
+	})
+}
