@@ -10,11 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 
 	"github.com/tracebridge/tracebridge/events"
 )
@@ -77,6 +78,10 @@ func SignAt(key ed25519.PrivateKey, seq uint64, hash events.Hash, now time.Time)
 	return cp
 }
 
+// ErrNothingToArchive is wrapped by ArchiveTo when the store holds no
+// event up to the seq asked for.
+var ErrNothingToArchive = errors.New("nothing to archive")
+
 // ArchiveTo moves the events after the anchor up to seq upTo into a new
 // sealed segment in dir and then drops them from the store: the segment
 // and the manifest are written and synced (temp file, fsync, rename, fsync
@@ -97,7 +102,7 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 		return Segment{}, fmt.Errorf("seq %d is not below the head %d: the newest event stays in the store", upTo, head)
 	}
 	if upTo <= anchor.Seq {
-		return Segment{}, fmt.Errorf("nothing to archive: the store starts after seq %d already", anchor.Seq)
+		return Segment{}, fmt.Errorf("%w: the store starts after seq %d already", ErrNothingToArchive, anchor.Seq)
 	}
 	if err := durable.MkdirAll(dir, 0o700); err != nil {
 		return Segment{}, err

@@ -65,7 +65,7 @@ func runArchive(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if em, err := m.emitter(dir, node, m.logger()); err == nil {
-		em.Emit(archiveEvent(seg, *out, "operator"))
+		em.Emit(hub.ArchiveEvent(seg, *out, "operator"))
 		em.Close(ctx)
 	}
 	fmt.Fprintf(m.Stdout, "archived seq %d to %d into %s (sha256 %s…); the log now starts after seq %d\n",

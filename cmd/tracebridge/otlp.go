@@ -237,16 +237,5 @@ func seqAt(ctx context.Context, node *hub.Node, now time.Time, when string) (uin
 	} else {
 		return 0, usageError{fmt.Sprintf("--since %q: want a seq (1234), an RFC 3339 time or a duration (24h, 7d)", when)}
 	}
-	for next := uint64(1); ; {
-		evs, after, err := node.Range(ctx, next, 4096)
-		if err != nil || len(evs) == 0 {
-			return next - 1, err
-		}
-		for _, e := range evs {
-			if !e.Time.Before(at) {
-				return e.Seq - 1, nil
-			}
-		}
-		next = after
-	}
+	return node.SeqBefore(ctx, at)
 }
