@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -224,41 +223,17 @@ func (m *Main) watchConfig(ctx context.Context, flagPath string, x *executor.Exe
 		<-ctx.Done() // nothing to watch; a part ends only when the process does
 		return
 	}
-	stamp := func() string {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return "missing"
-		}
-		return fmt.Sprint(fi.ModTime().UnixNano(), fi.Size())
-	}
-	last := stamp()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		now := stamp()
-		if now == last {
-			continue
-		}
-		last = now
+	config.Watch(ctx, path, time.Second, func() {
 		cfg, err := m.loadConfigHinted(flagPath)
 		x.Reload(cfg, err)
 		b, _ := os.ReadFile(path)
-		sum := sha256.Sum256(b)
-		e := events.Event{Kind: events.KindConfigLoaded, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"path": path, "sha256": hex.EncodeToString(sum[:]), "config": string(b)})}
 		if err != nil {
-			e.Outcome, e.Code = events.OutcomeOf(events.CodeConfigInvalid), events.CodeConfigInvalid
-			e.Attrs.Set("error", err.Error())
 			log.Error("the changed configuration is broken: every tool call is denied (ConfigInvalid) until it is fixed", "err", err)
 		} else {
 			log.Info("configuration reloaded", "path", path)
 		}
-		em.Emit(e)
-	}
+		em.Emit(config.LoadedEvent(path, b, err))
+	})
 }
 
 // configPath is where the configuration comes from: --config, else
