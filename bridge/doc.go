@@ -1,6 +1,8 @@
-// Package bridge holds the MCP side of tracebridge: the stdio server
-// (bridge/mcp), the executor every tool call runs through
-// (bridge/executor), the built-in and discovered tools (bridge/tools) and
-// the configuration that shapes policy, approval, secrets and discovery
-// (bridge/config).
+// Package bridge wires a bridge (New): the catalog of built-in, extra and
+// discovered tools, the executor every call runs through
+// (bridge/executor), the gateway to the configured upstream servers
+// (bridge/upstream) and the MCP server over the executor (bridge/mcp),
+// with the client of the workspace hosts (bridge/host, bridge/pipe).
+// `tracebridge mcp` and a recorded session's re-drive build it the same
+// way and differ only in Parts.
 package bridge

@@ -18,56 +18,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
+	"github.com/tracebridge/tracebridge/bridge"
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
 )
-
-// Bridge runs the bridge under test on stdio until stdin closes, exactly
-// as `tracebridge mcp` does; cmd/tracebridge wires the real catalog,
-// executor and MCP server.
-type Bridge func(ctx context.Context, env BridgeEnv) error
-
-// BridgeEnv is what a re-drive gives the bridge (which reads the log it
-// was given with RedriveOptions.Log itself).
-type BridgeEnv struct {
-	Emitter  *events.Emitter
-	Config   *config.Config
-	PipePath string
-	Stdin    io.ReadCloser
-	Stdout   io.WriteCloser
-	Now      func() time.Time
-	Logger   *slog.Logger
-	// Getenv and ReadFile are the only way the bridge may resolve secrets:
-	// they answer from the recording and never touch the environment or
-	// the disk.
-	Getenv   func(string) string
-	ReadFile func(string) ([]byte, error)
-	// After stands in for the approval deadline's timer: it fires at once
-	// for a step whose recording timed out, and never for one an operator
-	// decided (the recorded decision is given again).
-	After func(time.Duration) <-chan time.Time
-	// Upstreams dials the recorded upstream servers: the bridge's gateway
-	// must use it instead of starting or dialing anything.
-	Upstreams func(ctx context.Context, server string) (sdk.Transport, error)
-	// Tools are stand-ins for the recorded tools (discovered ones) the
-	// bridge must serve instead of running them.
-	Tools []*executor.Tool
-	// Hosts are the recorded workspace hosts the bridge chose among, by
-	// root, each on its own socket; none: the one host at PipePath.
-	Hosts []RecordedHost
-}
-
-// RecordedHost is a workspace host of the recording, served again.
-type RecordedHost struct {
-	Root   string
-	Socket string
-}
 
 // Log is the re-drive's own, fresh event log (a hub on a temporary data
 // dir).
@@ -88,8 +47,11 @@ type RedriveOptions struct {
 	Log Log
 	// PipePath is where the recorded host listens.
 	PipePath string
-	Bridge   Bridge
-	Logger   *slog.Logger
+	// Extra tools join the re-driven bridge's catalog as they joined the
+	// recorded one's (a test build's misbehaving tools).
+	Extra   []*executor.Tool
+	Version string // the bridge's, as initialize reports it
+	Logger  *slog.Logger
 	// StepTimeout bounds the wait for one answer. Zero: 60s.
 	StepTimeout time.Duration
 }
@@ -171,7 +133,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		Redactor: events.NewRedactor(seed[:]), IDs: events.NewIDSource(now, rand.NewChaCha8(seed)), Now: now, Logger: opts.Logger, Payloads: node})
 	defer em.Close(context.Background())
 
-	var hosts []RecordedHost
+	var hosts []host.Entry
 	if s.Header.Host {
 		var stop func()
 		var err error
@@ -189,10 +151,25 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
+	// The bridge `tracebridge mcp` runs, on the re-drive's stdio and
+	// evidence, with the recording standing in for the environment and the
+	// disk: secrets resolve as recorded (never from the environment or a
+	// file), approval deadlines fire as recorded, upstreams are the
+	// recorded ones, discovered tools their recorded stand-ins, and the
+	// workspace hosts the recorded ones.
+	b, err := bridge.New(bridge.Parts{Config: cfg, Emitter: em, Log: node, Host: redriveHost(opts, cfg, em, hosts),
+		Getenv: secrets.Getenv, ReadFile: secrets.ReadFile, After: secrets.After, Now: now, Logger: opts.Logger, Version: opts.Version,
+		Dial: upstreams.Dial, Extra: append(RecordedTools(s), opts.Extra...)})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
 	go func() {
-		served <- opts.Bridge(bctx, BridgeEnv{Emitter: em, Config: cfg, PipePath: opts.PipePath,
-			Stdin: inR, Stdout: outW, Now: now, Logger: opts.Logger, Getenv: secrets.Getenv, ReadFile: secrets.ReadFile, After: secrets.After,
-			Upstreams: upstreams.Dial, Tools: RecordedTools(s), Hosts: hosts})
+		err := b.Server.Serve(bctx, inR, outW)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		served <- err
 		outW.Close()
 	}()
 	answers := readAnswers(outR, inW, client)
@@ -446,7 +423,7 @@ func Crossings(evs []events.Event) []Crossing {
 // root that gave them. Answers of no chosen root come from the host at
 // PipePath; each root the bridge chose among several gets its own socket
 // beside it, returned for the bridge to choose among again.
-func recordedHosts(ctx context.Context, s *Session, opts RedriveOptions, em *events.Emitter) ([]RecordedHost, func(), error) {
+func recordedHosts(ctx context.Context, s *Session, opts RedriveOptions, em *events.Emitter) ([]host.Entry, func(), error) {
 	var mu sync.Mutex
 	queues := map[string]map[string][]*pipe.Answer{} // root → command → answers
 	var roots []string
@@ -465,7 +442,7 @@ func recordedHosts(ctx context.Context, s *Session, opts RedriveOptions, em *eve
 	if err := os.MkdirAll(filepath.Dir(opts.PipePath), 0o700); err != nil {
 		return nil, nil, err
 	}
-	var hosts []RecordedHost
+	var hosts []host.Entry
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range stops {
@@ -477,7 +454,7 @@ func recordedHosts(ctx context.Context, s *Session, opts RedriveOptions, em *eve
 		path := opts.PipePath
 		if root != "" {
 			path = filepath.Join(filepath.Dir(opts.PipePath), fmt.Sprintf("host-%d.sock", i))
-			hosts = append(hosts, RecordedHost{Root: root, Socket: path})
+			hosts = append(hosts, host.Entry{Root: root, Socket: path})
 		}
 		handlers := map[string]pipe.Handler{}
 		for cmd := range queue {
@@ -757,3 +734,20 @@ func (r *Redriven) Accept(ctx context.Context, log events.PayloadReader, s *Sess
 	}
 	return nil
 }
+
+// redriveHost is the re-driven bridge's way to the recorded hosts: the one
+// at opts.PipePath, or a router choosing among several by the client's
+// recorded roots.
+func redriveHost(opts RedriveOptions, cfg *config.Config, em *events.Emitter, hosts []host.Entry) bridge.Host {
+	copts := pipe.ClientOptions{Path: opts.PipePath, Recorder: em, Timeout: cfg.PipeTimeout(), Logger: opts.Logger}
+	if len(hosts) == 0 {
+		return pipeHost{pipe.NewClient(copts)}
+	}
+	return host.NewRouter(host.RouterOptions{Fixed: hosts, Roots: executor.ClientRoots, Client: copts})
+}
+
+// pipeHost adapts a pipe.Client (whose Close returns an error) to
+// bridge.Host.
+type pipeHost struct{ *pipe.Client }
+
+func (c pipeHost) Close() { c.Client.Close() }

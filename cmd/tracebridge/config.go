@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tracebridge/tracebridge/bridge"
 	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/config"
 )
 
@@ -134,8 +134,7 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 	}
 	// What the file names must exist: capabilities, and tool ids (the
 	// built-in ones and those its discovery dirs hold).
-	ids, caps := m.knownTools(c)
-	if problems := c.Unknown(path, config.Served{Tools: ids, Capabilities: caps}); len(problems) > 0 {
+	if problems := c.Unknown(path, bridge.Served(c, m.Getenv("HOME"), testTools()...)); len(problems) > 0 {
 		fmt.Fprintln(m.Stdout, strings.Join(problems, "\n"))
 		return errFound
 	}
@@ -157,31 +156,6 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 		}
 	}
 	return nil
-}
-
-// knownTools lists the tool ids and capabilities a bridge with c serves:
-// the built-in tools and the discovered ones.
-func (m *Main) knownTools(c *config.Config) (ids, caps map[string]bool) {
-	ids, caps = map[string]bool{}, map[string]bool{}
-	for _, cap := range []string{config.CapTextSearch, config.CapTraceRead, config.CapWorkspaceRead, config.CapWorkspaceWrite, config.CapProcessRun} {
-		caps[cap] = true
-	}
-	all := append([]*executor.Tool{tools.Regex(), tools.BM25(nil)}, tools.Workspace(nil)...)
-	all = append(append(all, tools.Trace(nil)...), testTools()...)
-	if len(c.Discovery.Dirs) > 0 {
-		found, _ := tools.Discover(expandHome(c.Discovery.Dirs, m.Getenv("HOME")))
-		all = append(all, found...)
-	}
-	for name, s := range c.Servers {
-		caps[s.CapabilityOf(name)] = true
-	}
-	for _, t := range all {
-		ids[t.ID] = true
-		for _, cap := range t.Capabilities {
-			caps[cap] = true
-		}
-	}
-	return ids, caps
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -255,9 +255,9 @@ func canaryHits(t *testing.T, dir, canary string) []string {
 
 // startBridgeWith is startBridge with client options (notification
 // handlers).
-func startBridgeWith(t *testing.T, bin, data, proto string, copts *sdk.ClientOptions, env ...string) *bridge {
+func startBridgeWith(t *testing.T, bin, data, proto string, copts *sdk.ClientOptions, env ...string) *mcpChild {
 	t.Helper()
-	b := &bridge{stderr: &lockedBuffer{}, data: data}
+	b := &mcpChild{stderr: &lockedBuffer{}, data: data}
 	cmd := exec.Command(bin, "--data", data, "mcp")
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
 	cmd.Stderr = b.stderr

@@ -93,7 +93,7 @@ func TestMCPOverHTTP(t *testing.T) {
 			if !slices.Contains(names, "regex_text_search") || !slices.Contains(names, "everything__echo") {
 				t.Fatalf("tools over HTTP: %v", names)
 			}
-			b := &bridge{session: s, stderr: &lockedBuffer{}, data: data}
+			b := &mcpChild{session: s, stderr: &lockedBuffer{}, data: data}
 			if _, _, code := b.call(t, "regex_text_search", map[string]any{"query": "x", "text": "x"}); code != "" {
 				t.Fatal(code)
 			}

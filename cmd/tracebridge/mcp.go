@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bridge"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
-	"github.com/tracebridge/tracebridge/bridge/tools"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
@@ -58,12 +58,15 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	defer closeEvidence()
 
 	cfgText, _ := m.configText(*cfgPath)
-	srv, x, closeBridge, err := m.newBridge(bridgeParts{Config: cfg, ConfigErr: cfgErr, Emitter: em, Node: node, PipePath: m.pipePath(dir), Dir: dir,
-		Getenv: m.Getenv, Now: m.Now, Logger: logger, Version: Version, ConfigText: cfgText})
+	b, err := bridge.New(bridge.Parts{Config: cfg, ConfigErr: cfgErr, ConfigText: cfgText, Emitter: em, Log: node,
+		Host:        m.hostRouter(dir, pipe.ClientOptions{Recorder: em, Timeout: pipeTimeout(cfg), Logger: logger}, nil),
+		Descriptors: dir.Descriptors(), Tokens: grantsOf(dir, logger), Env: m.Getenv, Getenv: m.Getenv, Now: m.Now, Logger: logger,
+		Version: Version, Extra: testTools()})
 	if err != nil {
 		return err
 	}
-	defer closeBridge()
+	defer b.Close()
+	srv, x := b.Server, b.Executor
 	logger.Info("tracebridge mcp serving", "data", string(dir), "tools", len(x.Catalog().Tools()), "hub", node.IsHub())
 	// Everything the bridge runs: the MCP session until stdin closes, and
 	// Ctrl-C; the evidence (and the hub, when this process is it) closes
@@ -173,35 +176,6 @@ func runToken(_ context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintln(m.Stdout, tok)
 	return nil
-}
-
-// catalog is every tool this bridge serves: the built-in ones (the
-// workspace tools forwarded to the host over the pipe), the test
-// tools of a tb_testtools build, and discovered ones when configured.
-func (m *Main) catalog(cfg *config.Config, em *events.Emitter, host tools.HostCaller, log tools.TraceLog, extra ...*executor.Tool) (*executor.Catalog, error) {
-	all := append([]*executor.Tool{tools.Regex(), tools.BM25(em.Redactor().Covers)}, tools.Workspace(host)...)
-	all = append(all, extra...)
-	all = append(all, tools.Trace(log)...)
-	all = append(all, testTools()...)
-	if cfg != nil && len(cfg.Discovery.Dirs) > 0 {
-		found, findings := tools.Discover(expandHome(cfg.Discovery.Dirs, m.Getenv("HOME")))
-		for _, f := range findings {
-			em.Emit(f.Event())
-		}
-		all = append(all, found...)
-	}
-	return executor.NewCatalog(all...)
-}
-
-func expandHome(dirs []string, home string) []string {
-	out := make([]string, len(dirs))
-	for i, d := range dirs {
-		if home != "" && (d == "~" || strings.HasPrefix(d, "~/")) {
-			d = filepath.Join(home, d[1:])
-		}
-		out[i] = d
-	}
-	return out
 }
 
 // loadConfigHinted is loadConfig with an error that names the file and the
@@ -351,11 +325,4 @@ func (m *Main) emitter(dir hub.DataDir, node events.Appender, logger *slog.Logge
 type payloadKeeper interface {
 	events.PayloadStore
 	KeepsPayloads() bool
-}
-
-// traceResources serves trace://runs/{requestId}: a run's replay as JSON.
-func traceResources(log tools.TraceLog) []bmcp.Resource {
-	return []bmcp.Resource{{URITemplate: "trace://runs/{requestId}", Name: "run", MIMEType: "application/json", Capability: config.CapTraceRead,
-		Description: "One recorded run: its events in order, status and verdict (the first boundary that failed, its code and the operator action).",
-		Read:        func(ctx context.Context, id string) (string, error) { return tools.RunResource(ctx, log, id) }}}
 }

@@ -400,7 +400,7 @@ func TestMCPTwoClientsShareOneHub(t *testing.T) {
 	b := startBridge(t, tbBin, data, "")
 	var reqs []events.ID
 	for i := 0; i < 5; i++ {
-		for _, br := range []*bridge{a, b} {
+		for _, br := range []*mcpChild{a, b} {
 			_, req, code := br.call(t, "regex_text_search", map[string]any{"query": "x", "text": fmt.Sprint("x", i)})
 			if code != "" {
 				t.Fatal(code)

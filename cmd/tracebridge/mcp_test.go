@@ -16,8 +16,8 @@ import (
 	"github.com/tracebridge/tracebridge/store/storetest"
 )
 
-// bridge is a real `tracebridge mcp` child driven by the SDK client.
-type bridge struct {
+// mcpChild is a real `tracebridge mcp` child driven by the SDK client.
+type mcpChild struct {
 	session *sdk.ClientSession
 	stderr  *lockedBuffer
 	data    string
@@ -42,14 +42,14 @@ func (l *lockedBuffer) String() string {
 
 // startBridge launches bin as an MCP server on data with extra environment
 // and connects with protocol version proto ("" for the SDK's newest).
-func startBridge(t *testing.T, bin, data, proto string, env ...string) *bridge {
+func startBridge(t *testing.T, bin, data, proto string, env ...string) *mcpChild {
 	t.Helper()
 	return startBridgeWith(t, bin, data, proto, nil, env...)
 }
 
 // call calls a tool and returns the result, its request id and its error
 // code ("" on success).
-func (b *bridge) call(t *testing.T, tool string, args any) (*sdk.CallToolResult, events.ID, events.Code) {
+func (b *mcpChild) call(t *testing.T, tool string, args any) (*sdk.CallToolResult, events.ID, events.Code) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -95,7 +95,7 @@ func textOf(res *sdk.CallToolResult) string {
 }
 
 // close ends the session (stdin closes) and waits for the bridge to exit.
-func (b *bridge) close(t *testing.T) {
+func (b *mcpChild) close(t *testing.T) {
 	t.Helper()
 	if err := b.session.Close(); err != nil && !strings.Contains(err.Error(), "signal") {
 		t.Logf("close: %v", err)

@@ -135,7 +135,7 @@ func waitHost(t *testing.T, data string) {
 // proposeAndApprove proposes n → n+1 in both files and approves it, until
 // stop, telling ack what each step was answered. It reads n from the
 // files, so it continues from whatever the last cut left.
-func proposeAndApprove(b *bridge, data, ws string, stop chan struct{}, ack func(hostAck)) error {
+func proposeAndApprove(b *mcpChild, data, ws string, stop chan struct{}, ack func(hostAck)) error {
 	for {
 		select {
 		case <-stop:

@@ -119,7 +119,7 @@ func TestServersImportThenUse(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	cmd := exec.Command(tbBin, append([]string{"--data", data}, entry.Args...)...)
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
-	b := &bridge{stderr: &lockedBuffer{}, data: data}
+	b := &mcpChild{stderr: &lockedBuffer{}, data: data}
 	cmd.Stderr = b.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

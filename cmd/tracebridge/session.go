@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/export"
 	"github.com/tracebridge/tracebridge/internal/durable"
 
@@ -302,7 +301,7 @@ func (m *Main) replaySessionFile(ctx context.Context, path string, update bool, 
 	}
 	defer node.Close()
 	res, err := sessions.Redrive(ctx, s, sessions.RedriveOptions{Log: node, PipePath: dir.PipePath(), Logger: log,
-		Bridge: func(ctx context.Context, env sessions.BridgeEnv) error { return m.sessionBridge(ctx, env, node) }})
+		Extra: testTools(), Version: Version})
 	if err != nil {
 		return replayed{}, err
 	}
@@ -421,26 +420,4 @@ func (m *Main) writeReport(path string, r *export.JUnit) error {
 		return err
 	}
 	return durable.WriteFileAtomic(path, buf.Bytes(), 0o644)
-}
-
-// sessionBridge is the bridge `tracebridge mcp` runs, on a re-drive's
-// stdio and evidence, with the recording standing in for the environment
-// and the disk (secrets resolve as recorded, on every machine).
-func (m *Main) sessionBridge(ctx context.Context, env sessions.BridgeEnv, node *hub.Node) error {
-	var hosts []host.Entry
-	for _, h := range env.Hosts {
-		hosts = append(hosts, host.Entry{Root: h.Root, Socket: h.Socket})
-	}
-	srv, _, closeBridge, err := m.newBridge(bridgeParts{Config: env.Config, Emitter: env.Emitter, Node: node, PipePath: env.PipePath, Hosts: hosts,
-		Getenv: env.Getenv, ReadFile: env.ReadFile, After: env.After, Now: env.Now, Logger: env.Logger, Version: Version,
-		Dial: env.Upstreams, Extra: env.Tools})
-	if err != nil {
-		return err
-	}
-	defer closeBridge()
-	err = srv.Serve(ctx, env.Stdin, env.Stdout)
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
 }

@@ -31,7 +31,7 @@ type sessionScenario struct {
 // recording is a live scenario: a data dir, maybe a host, one bridge.
 type recording struct {
 	data, ws string
-	b        *bridge
+	b        *mcpChild
 }
 
 func (r *recording) cli(t *testing.T, args ...string) string {

@@ -20,15 +20,15 @@ import (
 
 // startBridgeRoots is a bridge whose client declares roots (file:// URIs of
 // dirs), as an editor with a workspace open does.
-func startBridgeRoots(t *testing.T, data string, dirs []string, env ...string) *bridge {
+func startBridgeRoots(t *testing.T, data string, dirs []string, env ...string) *mcpChild {
 	return startBridgeRootsIn(t, "", data, dirs, env...)
 }
 
 // startBridgeRootsIn is startBridgeRoots with the bridge's working
 // directory cwd ("" for the test's).
-func startBridgeRootsIn(t *testing.T, cwd, data string, dirs []string, env ...string) *bridge {
+func startBridgeRootsIn(t *testing.T, cwd, data string, dirs []string, env ...string) *mcpChild {
 	t.Helper()
-	b := &bridge{stderr: &lockedBuffer{}, data: data}
+	b := &mcpChild{stderr: &lockedBuffer{}, data: data}
 	cmd := exec.Command(tbBin, "--data", data, "mcp")
 	cmd.Dir = cwd
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
