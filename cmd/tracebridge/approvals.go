@@ -22,8 +22,8 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	rest := fs.Args()
-	if len(rest) == 0 {
-		return usageError{"want list, approve ID or deny ID"}
+	if err := verbOf("approvals", rest, "want list, approve ID or deny ID"); err != nil {
+		return err
 	}
 	node, err := m.openLog(ctx, "approvals")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,40 +41,56 @@ func NewMain() *Main {
 	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Now: time.Now}
 }
 
-// command is one subcommand.
+// command is one subcommand: what it does, the words that may follow it
+// (what completion offers; TestCommandTreeMatchesDispatch checks that the
+// command's own usage names each), and how it runs.
 type command struct {
 	summary string
 	run     func(ctx context.Context, m *Main, args []string) error
+	subs    []string
+}
+
+func verb(summary string, run func(ctx context.Context, m *Main, args []string) error, subs ...string) command {
+	return command{summary: summary, run: run, subs: subs}
+}
+
+// verbOf refuses, before anything is opened, a word that is not one of
+// command's subcommands; want says how they are used.
+func verbOf(command string, rest []string, want string) error {
+	if len(rest) == 0 || !slices.Contains(commands()[command].subs, rest[0]) {
+		return usageError{want}
+	}
+	return nil
 }
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve":      {"run the hub for a data dir until interrupted", runServe},
-		"tail":       {"print events as they are committed", runTail},
-		"verify":     {"check the hash chain and checkpoints; exit 1 if broken", runVerify},
-		"checkpoint": {"export a signed checkpoint of the log's head", runCheckpoint},
-		"loadgen":    {"append synthetic requests and report durable throughput", runLoadgen},
-		"demo":       {"a scripted MCP session with a workspace host, its evidence, verify", runDemo},
-		"version":    {"print the version", runVersion},
-		"mcp":        {"serve MCP on stdio for an AI client, recording every call", runMCP},
-		"approvals":  {"list tool calls waiting for approval; approve or deny one", runApprovals},
-		"config":     {"check tracebridge.toml and explain its problems", runConfig},
-		"host":       {"run the workspace host for a directory (tools, proposals, reviews)", runHost},
-		"focus":      {"set the host's active document and selection", runFocus},
-		"up":         {"run the hub and the workspace host for a directory", runUp},
-		"proposals":  {"list, show, approve, reject or reset proposed edits", runProposals},
-		"replay":     {"reconstruct one request and name the first boundary that failed", runReplay},
-		"runs":       {"list recorded runs with their status and verdict", runRuns},
-		"rebuild":    {"recompute projections from the start of the log", runRebuild},
-		"session":    {"export an MCP session to a file; re-drive recorded sessions and check drift", runSession},
-		"ui":         {"print the URL (with its token) of the running operator UI", runUI},
-		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion},
-		"servers":    {"import a client's MCP servers (Claude Desktop, Cursor, VS Code, Claude Code) behind tracebridge", runServers},
-		"token":      {"print the bearer token of `mcp --http`", runToken},
-		"archive":    {"move old events into a sealed, signed archive; the log stays verifiable", runArchive},
-		"export":     {"write the audit envelopes as JSON lines for a SIEM (--follow to stream)", runExport},
-		"tools":      {"list the pinned tools of upstream servers; diff and accept a changed one", runTools},
-		"prune":      {"remove old bridge log files and the demo's temp dirs (never the event log)", runPrune},
+		"serve":      verb("run the hub for a data dir until interrupted", runServe),
+		"tail":       verb("print events as they are committed", runTail),
+		"verify":     verb("check the hash chain and checkpoints; exit 1 if broken", runVerify),
+		"checkpoint": verb("export a signed checkpoint of the log's head", runCheckpoint, "export"),
+		"loadgen":    verb("append synthetic requests and report durable throughput", runLoadgen),
+		"demo":       verb("a scripted MCP session with a workspace host, its evidence, verify", runDemo),
+		"version":    verb("print the version", runVersion),
+		"mcp":        verb("serve MCP on stdio for an AI client, recording every call", runMCP),
+		"approvals":  verb("list tool calls waiting for approval; approve or deny one", runApprovals, "list", "approve", "deny"),
+		"config":     verb("check tracebridge.toml and explain its problems", runConfig, "check"),
+		"host":       verb("run the workspace host for a directory (tools, proposals, reviews)", runHost),
+		"focus":      verb("set the host's active document and selection", runFocus),
+		"up":         verb("run the hub and the workspace host for a directory", runUp),
+		"proposals":  verb("list, show, approve, reject or reset proposed edits", runProposals, "list", "show", "approve", "reject", "reset"),
+		"replay":     verb("reconstruct one request and name the first boundary that failed", runReplay),
+		"runs":       verb("list recorded runs with their status and verdict", runRuns),
+		"rebuild":    verb("recompute projections from the start of the log", runRebuild),
+		"session":    verb("export an MCP session to a file; re-drive recorded sessions and check drift", runSession, "list", "export", "replay"),
+		"ui":         verb("print the URL (with its token) of the running operator UI", runUI),
+		"completion": verb("print a shell completion script (bash, zsh, fish)", runCompletion, "bash", "zsh", "fish"),
+		"servers":    verb("import a client's MCP servers (Claude Desktop, Cursor, VS Code, Claude Code) behind tracebridge", runServers, "import", "login"),
+		"token":      verb("print the bearer token of `mcp --http`", runToken),
+		"archive":    verb("move old events into a sealed, signed archive; the log stays verifiable", runArchive),
+		"export":     verb("write the audit envelopes as JSON lines for a SIEM (--follow to stream)", runExport, "audit", "otlp"),
+		"tools":      verb("list the pinned tools of upstream servers; diff and accept a changed one", runTools, "list", "diff", "accept"),
+		"prune":      verb("remove old bridge log files and the demo's temp dirs (never the event log)", runPrune),
 	}
 }
 

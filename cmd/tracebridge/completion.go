@@ -3,22 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
-
-// subcommands are the words that follow a command.
-var subcommands = map[string][]string{
-	"proposals":  {"list", "show", "approve", "reject", "reset"},
-	"approvals":  {"list", "approve", "deny"},
-	"tools":      {"list", "diff", "accept"},
-	"servers":    {"import"},
-	"export":     {"audit", "otlp"},
-	"session":    {"list", "export", "replay"},
-	"config":     {"check"},
-	"checkpoint": {"export"},
-	"completion": {"bash", "zsh", "fish"},
-}
 
 func runCompletion(_ context.Context, m *Main, args []string) error {
 	fs := m.flags("completion")
@@ -28,17 +16,16 @@ func runCompletion(_ context.Context, m *Main, args []string) error {
 	if fs.NArg() != 1 {
 		return usageError{"want: completion bash|zsh|fish"}
 	}
-	var names []string
-	for name := range commands() {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	tree := commands()
+	names := slices.Sorted(maps.Keys(tree))
 	cmds := strings.Join(names, " ")
 	switch fs.Arg(0) {
 	case "bash", "zsh":
 		var cases strings.Builder
-		for _, c := range sortedKeys(subcommands) {
-			fmt.Fprintf(&cases, "    %s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return;;\n", c, strings.Join(subcommands[c], " "))
+		for _, c := range names {
+			if subs := tree[c].subs; len(subs) > 0 {
+				fmt.Fprintf(&cases, "    %s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return;;\n", c, strings.Join(subs, " "))
+			}
 		}
 		script := fmt.Sprintf(`# tracebridge completion (%s)
 _tracebridge() {
@@ -63,8 +50,10 @@ _tracebridge() {
 	case "fish":
 		fmt.Fprintf(m.Stdout, "# tracebridge completion (fish)\ncomplete -c tracebridge -f -n __fish_use_subcommand -a %q\n", cmds)
 		fmt.Fprintln(m.Stdout, "complete -c tracebridge -l data -r -d 'data dir'\ncomplete -c tracebridge -l log-level -x -a 'debug info warn error'")
-		for _, c := range sortedKeys(subcommands) {
-			fmt.Fprintf(m.Stdout, "complete -c tracebridge -f -n '__fish_seen_subcommand_from %s' -a %q\n", c, strings.Join(subcommands[c], " "))
+		for _, c := range names {
+			if subs := tree[c].subs; len(subs) > 0 {
+				fmt.Fprintf(m.Stdout, "complete -c tracebridge -f -n '__fish_seen_subcommand_from %s' -a %q\n", c, strings.Join(subs, " "))
+			}
 		}
 	default:
 		return usageError{fmt.Sprintf("completion %q: want bash, zsh or fish", fs.Arg(0))}

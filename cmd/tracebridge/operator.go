@@ -100,8 +100,8 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	rest := fs.Args()
-	if len(rest) == 0 {
-		return usageError{"want list, show ID, approve ID, reject ID or reset"}
+	if err := verbOf("proposals", rest, "want list, show ID, approve ID, reject ID or reset"); err != nil {
+		return err
 	}
 	resp, err := m.hostCall(ctx, pipe.CmdProposalsList, nil)
 	if err != nil {

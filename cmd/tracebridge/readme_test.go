@@ -53,7 +53,7 @@ func TestREADMECommands(t *testing.T) {
 			continue
 		}
 		fmt.Fprintf(&script, "# %s\nexec tracebridge %s --help\n", line, cmd)
-		if subs := subcommands[cmd]; len(subs) > 0 && len(fields) > 1 && !strings.HasPrefix(fields[1], "-") {
+		if subs := commands()[cmd].subs; len(subs) > 0 && len(fields) > 1 && !strings.HasPrefix(fields[1], "-") {
 			if !slices.Contains(subs, fields[1]) {
 				t.Errorf("README: %q: %s has no subcommand %q (it has %v)", line, cmd, fields[1], subs)
 			}

@@ -45,8 +45,8 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	rest := fs.Args()
-	if len(rest) == 0 {
-		return usageError{"want list, diff TOOL or accept TOOL"}
+	if err := verbOf("tools", rest, "want list, diff TOOL or accept TOOL"); err != nil {
+		return err
 	}
 	switch c.state {
 	case "", projections.PinPinned, projections.PinChanged, projections.PinRemoved:
