@@ -79,3 +79,33 @@ func TestLayersReadBottomUp(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsNameWhatExists: every package, folder or Go file of this module
+// that docs/ARCHITECTURE.md, docs/EXTENDING.md or README.md names in
+// backticks exists.
+func TestDocsNameWhatExists(t *testing.T) {
+	root := filepath.Join("..", "..")
+	path := regexp.MustCompile("`((?:bench|bridge|cmd|config|events|export|hub|internal|mermaid|projections|replay|sessions|store|web)(?:/[A-Za-z0-9_.-]+)*/?)`")
+	for _, doc := range []string{"docs/ARCHITECTURE.md", "docs/EXTENDING.md", "README.md"} {
+		b, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range path.FindAllStringSubmatch(string(b), -1) {
+			p := strings.TrimSuffix(m[1], "/")
+			if !strings.Contains(p, "/") && !strings.HasSuffix(m[1], "/") {
+				continue // a bare word (`events`, `export`) may be a command or a kind, not a folder
+			}
+			last := p[strings.LastIndex(p, "/")+1:]
+			if dot := strings.Index(last, "."); dot >= 0 && !strings.HasSuffix(last, ".go") {
+				if rest := last[dot+1:]; rest == "" || rest[0] < 'A' || rest[0] > 'Z' {
+					continue // a file in a data dir (export/otlp.json), not the module's
+				}
+				p = p[:len(p)-len(last)+dot] // pkg.Symbol: the package
+			}
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Errorf("%s names %s, which does not exist", doc, m[1])
+			}
+		}
+	}
+}

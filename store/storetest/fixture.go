@@ -1,4 +1,7 @@
-// Package storetest builds large stores for benchmarks in other packages.
+// Package storetest gives other packages' tests a real store: Open (a fresh store
+// and an emitter on it, the chain verified and the seqs checked when the test
+// ends), Kinds (a run as the kinds a test compares), and Build (a large
+// synthetic store for benchmarks, built once per process).
 package storetest
 
 import (
