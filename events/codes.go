@@ -1,5 +1,7 @@
 package events
 
+import "net/http"
+
 // Code names why a step did not succeed. The same code travels unchanged from
 // the event to the tool result, the audit envelope, the diagram and the UI.
 type Code string
@@ -72,71 +74,78 @@ const (
 	CodeNoProposal      Code = "NoProposal"      // no proposal has that id
 )
 
-// codeInfo is what a failing step with a code means for its outcome and
-// what an operator can do about it. One table: the tool result, the audit
-// envelope, the verdict, the diagram and the UI all say these words.
+// codeInfo is what a failing step with a code means: its outcome, what an
+// operator can do about it, and where they differ from what the outcome
+// implies, its severity and risk in the audit envelope, its HTTP status
+// when a request is refused with it, and whether sending the same thing
+// again may succeed. One table: the tool result, the audit envelope, the
+// verdict, the diagram, the UI and the HTTP front doors all read it.
 type codeInfo struct {
-	outcome Outcome
-	action  string
+	outcome  Outcome
+	action   string
+	severity string // info | warning | error; "": from the outcome
+	risk     string // low | medium | high; "": low
+	status   int    // HTTP status; 0: from the outcome
+	retry    bool   // the same request may succeed later
 }
 
 var codeTable = map[Code]codeInfo{
-	CodeMalformedAppend: {Error, "a process sent the hub an append it could not decode: check that every process of the data dir runs the same tracebridge version"},
-	CodeOriginMismatch:  {Denied, "an event claims an origin other than the subject its publisher published on: that machine is misconfigured (--nats-user, --nats-machine) or forging another's events; check it and the cluster's per-user permissions"},
-	CodeInvalidEvent:    {Error, "a process recorded an event the catalog does not know: check that every process of the data dir runs the same tracebridge version"},
-	CodeTooLarge:        {Error, "something exceeded its size limit (the message names it): send less in one request"},
-	CodeChainBroken:     {Denied, "the log's hash chain does not verify: run `tracebridge verify` to find the first bad seq, and keep a copy of the data dir before anything else"},
-	CodeLogUnavailable:  {Denied, "the event log refuses writes (the message says why: a disk, a broken chain, an unreachable cluster): run `tracebridge verify` and check the hub's stderr; free disk space if it is full, bring the cluster back if it is down"},
-	CodeHubUnavailable:  {Unavailable, "no hub answers for the data dir: start `tracebridge serve` or `tracebridge up`, or check that every process uses the same --data"},
-	CodeUnknownQuery:    {Error, "a process asked the hub a query it does not serve: check that every process of the data dir runs the same tracebridge version"},
-	CodePayloadMissing:  {Error, "an event refers to a payload the log does not hold: run `tracebridge verify`; a process that appends must store a payload before the event that refers to it"},
+	CodeMalformedAppend: {outcome: Error, action: "a process sent the hub an append it could not decode: check that every process of the data dir runs the same tracebridge version"},
+	CodeOriginMismatch:  {outcome: Denied, action: "an event claims an origin other than the subject its publisher published on: that machine is misconfigured (--nats-user, --nats-machine) or forging another's events; check it and the cluster's per-user permissions"},
+	CodeInvalidEvent:    {outcome: Error, action: "a process recorded an event the catalog does not know: check that every process of the data dir runs the same tracebridge version"},
+	CodeTooLarge:        {outcome: Error, action: "something exceeded its size limit (the message names it): send less in one request", status: http.StatusRequestEntityTooLarge},
+	CodeChainBroken:     {outcome: Denied, action: "the log's hash chain does not verify: run `tracebridge verify` to find the first bad seq, and keep a copy of the data dir before anything else"},
+	CodeLogUnavailable:  {outcome: Denied, action: "the event log refuses writes (the message says why: a disk, a broken chain, an unreachable cluster): run `tracebridge verify` and check the hub's stderr; free disk space if it is full, bring the cluster back if it is down", severity: "error", risk: "high"},
+	CodeHubUnavailable:  {outcome: Unavailable, action: "no hub answers for the data dir: start `tracebridge serve` or `tracebridge up`, or check that every process uses the same --data", retry: true},
+	CodeUnknownQuery:    {outcome: Error, action: "a process asked the hub a query it does not serve: check that every process of the data dir runs the same tracebridge version"},
+	CodePayloadMissing:  {outcome: Error, action: "an event refers to a payload the log does not hold: run `tracebridge verify`; a process that appends must store a payload before the event that refers to it"},
 
-	CodeUnknownTool:       {Error, "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)"},
-	CodePolicyDenied:      {Denied, "grant the capability the tool needs in [policy] grant, or remove the tool from [policy] deny, in tracebridge.toml"},
-	CodeApprovalDenied:    {Denied, "an operator or [approval] mode denied the call: re-run it and approve it with `tracebridge approvals` if it was intended"},
-	CodeApprovalTimeout:   {Timeout, "nobody decided in time: answer with `tracebridge approvals list` / `approve` while the call waits, or raise [approval] timeout"},
-	CodeSecretUnresolved:  {Error, "set the environment variable or file that the tool's [secrets] reference names, then retry"},
-	CodePipeUnavailable:   {Unavailable, "start the workspace host: `tracebridge up --root <workspace>` (or `tracebridge host --root <workspace>`); set TRACEBRIDGE_HOST if it listens elsewhere"},
-	CodePipeTimeout:       {Timeout, "the workspace host did not answer in time: check it is responsive, or raise [pipe] timeout in tracebridge.toml"},
-	CodeUnknownCommand:    {Error, "the host does not serve that command: check that the bridge and the host run the same tracebridge version"},
-	CodeMalformedEnvelope: {Error, "a pipe frame was not a valid envelope: check that the bridge and the host run the same tracebridge version"},
-	CodeDrift:             {Error, "the file changed since the proposal was made: ask for a new proposal against the current file"},
-	CodeApplyInterrupted:  {Error, "the host stopped (a crash or power loss) while applying, before any file was written; nothing changed: ask for the proposal again"},
-	CodeAmbiguous:         {Error, "the original text occurs more than once (or not at all): propose again with more surrounding context"},
+	CodeUnknownTool:       {outcome: Error, action: "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)"},
+	CodePolicyDenied:      {outcome: Denied, action: "grant the capability the tool needs in [policy] grant, or remove the tool from [policy] deny, in tracebridge.toml", severity: "warning", risk: "medium"},
+	CodeApprovalDenied:    {outcome: Denied, action: "an operator or [approval] mode denied the call: re-run it and approve it with `tracebridge approvals` if it was intended", severity: "warning", risk: "medium"},
+	CodeApprovalTimeout:   {outcome: Timeout, action: "nobody decided in time: answer with `tracebridge approvals list` / `approve` while the call waits, or raise [approval] timeout", severity: "warning", risk: "medium"},
+	CodeSecretUnresolved:  {outcome: Error, action: "set the environment variable or file that the tool's [secrets] reference names, then retry", severity: "warning", risk: "high"},
+	CodePipeUnavailable:   {outcome: Unavailable, action: "start the workspace host: `tracebridge up --root <workspace>` (or `tracebridge host --root <workspace>`); set TRACEBRIDGE_HOST if it listens elsewhere"},
+	CodePipeTimeout:       {outcome: Timeout, action: "the workspace host did not answer in time: check it is responsive, or raise [pipe] timeout in tracebridge.toml"},
+	CodeUnknownCommand:    {outcome: Error, action: "the host does not serve that command: check that the bridge and the host run the same tracebridge version"},
+	CodeMalformedEnvelope: {outcome: Error, action: "a pipe frame was not a valid envelope: check that the bridge and the host run the same tracebridge version"},
+	CodeDrift:             {outcome: Error, action: "the file changed since the proposal was made: ask for a new proposal against the current file", status: http.StatusConflict},
+	CodeApplyInterrupted:  {outcome: Error, action: "the host stopped (a crash or power loss) while applying, before any file was written; nothing changed: ask for the proposal again", status: http.StatusConflict},
+	CodeAmbiguous:         {outcome: Error, action: "the original text occurs more than once (or not at all): propose again with more surrounding context", status: http.StatusConflict},
 
-	CodeInvalidArguments: {Error, "the arguments do not fit the tool's input schema or limits (the message says which): fix them and call again"},
-	CodeConfigInvalid:    {Denied, "tracebridge.toml is broken, so every tool is denied: run `tracebridge config check --config <file>` and fix what it names"},
-	CodeToolError:        {Error, "the tool ran and failed: see the message"},
-	CodeToolPanic:        {Error, "the tool crashed and the bridge kept running: report it with this request id"},
-	CodeToolTimeout:      {Timeout, "raise [tools.<id>] timeout in tracebridge.toml, or narrow the call"},
-	CodeCancelled:        {Cancelled, "the client cancelled the call: nothing to do unless it was unexpected"},
-	CodeMalformedFrame:   {Error, "the client sent a line that is not JSON-RPC: check the client"},
-	CodeInvalidRequest:   {Error, "the client reused a request id still in flight, or sent an id that cannot be echoed exactly: check the client"},
-	CodeInvalidManifest:  {Error, "fix the discovered tool's *.tool.json manifest (the message names the problem)"},
-	CodeDirMissing:       {Error, "create the directory named in [discovery] dirs, or remove it from tracebridge.toml"},
-	CodeForeignPeer:      {Denied, "another user's process is on the other end of the socket: stop it, and point TRACEBRIDGE_HOST at your own host's socket"},
-	CodeUnsafePath:       {Denied, "the socket path is squatted or its directory is open to others: remove the stale file or fix the directory's owner and mode (0700)"},
-	CodePathRefused:      {Denied, "use a path inside the workspace root that names a regular file"},
-	CodeMissingStep:      {Error, "a boundary answered without recording the end of its step: report it with this request id"},
+	CodeInvalidArguments: {outcome: Error, action: "the arguments do not fit the tool's input schema or limits (the message says which): fix them and call again", status: http.StatusBadRequest},
+	CodeConfigInvalid:    {outcome: Denied, action: "tracebridge.toml is broken, so every tool is denied: run `tracebridge config check --config <file>` and fix what it names", severity: "warning", risk: "medium"},
+	CodeToolError:        {outcome: Error, action: "the tool ran and failed: see the message", severity: "error", risk: "high"},
+	CodeToolPanic:        {outcome: Error, action: "the tool crashed and the bridge kept running: report it with this request id", severity: "error", risk: "high"},
+	CodeToolTimeout:      {outcome: Timeout, action: "raise [tools.<id>] timeout in tracebridge.toml, or narrow the call", severity: "error", risk: "medium"},
+	CodeCancelled:        {outcome: Cancelled, action: "the client cancelled the call: nothing to do unless it was unexpected"},
+	CodeMalformedFrame:   {outcome: Error, action: "the client sent a line that is not JSON-RPC: check the client", status: http.StatusBadRequest},
+	CodeInvalidRequest:   {outcome: Error, action: "the client reused a request id still in flight, or sent an id that cannot be echoed exactly: check the client"},
+	CodeInvalidManifest:  {outcome: Error, action: "fix the discovered tool's *.tool.json manifest (the message names the problem)"},
+	CodeDirMissing:       {outcome: Error, action: "create the directory named in [discovery] dirs, or remove it from tracebridge.toml"},
+	CodeForeignPeer:      {outcome: Denied, action: "another user's process is on the other end of the socket: stop it, and point TRACEBRIDGE_HOST at your own host's socket"},
+	CodeUnsafePath:       {outcome: Denied, action: "the socket path is squatted or its directory is open to others: remove the stale file or fix the directory's owner and mode (0700)"},
+	CodePathRefused:      {outcome: Denied, action: "use a path inside the workspace root that names a regular file"},
+	CodeMissingStep:      {outcome: Error, action: "a boundary answered without recording the end of its step: report it with this request id"},
 
-	CodeUpstreamUnavailable:  {Unavailable, "the upstream MCP server could not be reached: run the command or open the URL the message names to see why, fix [servers.<name>] in tracebridge.toml, then call again"},
-	CodeUpstreamTimeout:      {Timeout, "the upstream MCP server did not answer in time: check it is responsive, or raise [servers.<name>] timeout in tracebridge.toml"},
-	CodeUpstreamError:        {Error, "the upstream MCP server answered with an error (its code and message follow): fix the call or the server"},
-	CodeUpstreamProtocol:     {Error, "the upstream MCP server broke the protocol (the message says how): report it to its authors; the bridge restarts it on the next call"},
-	CodeUpstreamUnauthorized: {Denied, "the upstream MCP server needs OAuth authorization: run `tracebridge servers login <server>` once (it opens your browser), then call again"},
-	CodeClientError:          {Error, "the MCP client answered the upstream's sampling, elicitation or roots request with an error: see the client's log; the upstream was given that error"},
-	CodeClientIncapable:      {Unavailable, "the upstream asked the MCP client for sampling, elicitation or roots, which that client does not offer (or no client call was in flight to ask): use a client that does, or a tool that does not need it"},
-	CodeToolChanged:          {Denied, "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)"},
+	CodeUpstreamUnavailable:  {outcome: Unavailable, action: "the upstream MCP server could not be reached: run the command or open the URL the message names to see why, fix [servers.<name>] in tracebridge.toml, then call again", severity: "error", risk: "medium"},
+	CodeUpstreamTimeout:      {outcome: Timeout, action: "the upstream MCP server did not answer in time: check it is responsive, or raise [servers.<name>] timeout in tracebridge.toml", severity: "error", risk: "medium"},
+	CodeUpstreamError:        {outcome: Error, action: "the upstream MCP server answered with an error (its code and message follow): fix the call or the server", severity: "error", risk: "high"},
+	CodeUpstreamProtocol:     {outcome: Error, action: "the upstream MCP server broke the protocol (the message says how): report it to its authors; the bridge restarts it on the next call", severity: "error", risk: "high"},
+	CodeUpstreamUnauthorized: {outcome: Denied, action: "the upstream MCP server needs OAuth authorization: run `tracebridge servers login <server>` once (it opens your browser), then call again"},
+	CodeClientError:          {outcome: Error, action: "the MCP client answered the upstream's sampling, elicitation or roots request with an error: see the client's log; the upstream was given that error"},
+	CodeClientIncapable:      {outcome: Unavailable, action: "the upstream asked the MCP client for sampling, elicitation or roots, which that client does not offer (or no client call was in flight to ask): use a client that does, or a tool that does not need it"},
+	CodeToolChanged:          {outcome: Denied, action: "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)", severity: "warning", risk: "high"},
 
-	CodeForeignHost:     {Denied, "open the UI at the URL `tracebridge ui` prints"},
-	CodeUnauthenticated: {Denied, "open the URL `tracebridge ui` prints: its token signs the browser in"},
-	CodeForeignOrigin:   {Denied, "decide from the UI's own pages"},
-	CodeCSRFMismatch:    {Denied, "reload the page and decide again"},
-	CodeMethodRefused:   {Denied, "state changes are POSTs from the UI's own forms; pages are read with GET"},
-	CodeNotPending:      {Denied, "it was decided already (or timed out): reload to see what happened"},
-	CodeHashChanged:     {Denied, "what waits now differs from what was shown: reload, look again, and decide"},
-	CodeNotApproved:     {Denied, "approve the proposal before applying it"},
-	CodeNoProposal:      {Error, "list the proposals with `tracebridge proposals list` and use an id from it"},
+	CodeForeignHost:     {outcome: Denied, action: "open the UI at the URL `tracebridge ui` prints", status: http.StatusMisdirectedRequest},
+	CodeUnauthenticated: {outcome: Denied, action: "open the URL `tracebridge ui` prints: its token signs the browser in", status: http.StatusUnauthorized},
+	CodeForeignOrigin:   {outcome: Denied, action: "decide from the UI's own pages"},
+	CodeCSRFMismatch:    {outcome: Denied, action: "reload the page and decide again"},
+	CodeMethodRefused:   {outcome: Denied, action: "state changes are POSTs from the UI's own forms; pages are read with GET", status: http.StatusMethodNotAllowed},
+	CodeNotPending:      {outcome: Denied, action: "it was decided already (or timed out): reload to see what happened", status: http.StatusConflict},
+	CodeHashChanged:     {outcome: Denied, action: "what waits now differs from what was shown: reload, look again, and decide", status: http.StatusConflict},
+	CodeNotApproved:     {outcome: Denied, action: "approve the proposal before applying it", status: http.StatusConflict},
+	CodeNoProposal:      {outcome: Error, action: "list the proposals with `tracebridge proposals list` and use an id from it", status: http.StatusNotFound},
 }
 
 // Codes lists every code, for tests and docs.
@@ -163,3 +172,52 @@ func OutcomeOf(c Code) Outcome {
 
 // ActionFor is what an operator can do about a step that failed with c.
 func ActionFor(c Code) string { return codeTable[c].action }
+
+// SeverityOf is how an audit envelope rates a call that ended with c:
+// info for none; else the table's, or warning for a refusal, a timeout or
+// a cancel and error for the rest.
+func SeverityOf(c Code) string {
+	if c == "" {
+		return "info"
+	}
+	if s := codeTable[c].severity; s != "" {
+		return s
+	}
+	switch OutcomeOf(c) {
+	case Denied, Timeout, Cancelled:
+		return "warning"
+	}
+	return "error"
+}
+
+// RiskOf is the least risk an audit envelope gives a call that ended with c
+// (the tool's descriptor may raise it): low unless the table says more.
+func RiskOf(c Code) string {
+	if r := codeTable[c].risk; r != "" {
+		return r
+	}
+	return "low"
+}
+
+// HTTPStatus is the status a request refused with c is answered with: the
+// table's, else 403 for a refusal, 504 for a timeout, 503 for a missing
+// peer, 500 for the rest.
+func HTTPStatus(c Code) int {
+	if s := codeTable[c].status; s != 0 {
+		return s
+	}
+	switch OutcomeOf(c) {
+	case Denied:
+		return http.StatusForbidden
+	case Timeout:
+		return http.StatusGatewayTimeout
+	case Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// Retryable reports whether a request refused with c may succeed when sent
+// again unchanged (the hub was busy or changing); every other refusal is
+// for good.
+func Retryable(c Code) bool { return codeTable[c].retry }

@@ -54,3 +54,35 @@ func TestEveryCodeHasAnOutcomeAndAnAction(t *testing.T) {
 		}
 	}
 }
+
+// Every code rates a call with a known severity and risk and refuses an
+// HTTP request with a real status; the refusals by the UI's and the front
+// door's access rules keep the statuses clients rely on.
+func TestEveryCodeHasARatingAndAStatus(t *testing.T) {
+	for _, c := range Codes() {
+		if s := SeverityOf(c); s != "warning" && s != "error" {
+			t.Errorf("%s: severity %q", c, s)
+		}
+		if r := RiskOf(c); r != "low" && r != "medium" && r != "high" {
+			t.Errorf("%s: risk %q", c, r)
+		}
+		if s := HTTPStatus(c); s < 400 || s > 599 {
+			t.Errorf("%s: HTTP status %d", c, s)
+		}
+	}
+	if SeverityOf("") != "info" || RiskOf("") != "low" {
+		t.Error("no code: not info and low")
+	}
+	for c, want := range map[Code]int{CodeForeignHost: 421, CodeUnauthenticated: 401, CodeForeignOrigin: 403, CodeCSRFMismatch: 403,
+		CodeMethodRefused: 405, CodeNotPending: 409, CodeHashChanged: 409, CodeInvalidArguments: 400, CodeTooLarge: 413,
+		CodeMalformedFrame: 400, CodePipeUnavailable: 503, CodeDrift: 409} {
+		if got := HTTPStatus(c); got != want {
+			t.Errorf("%s: HTTP %d, want %d", c, got, want)
+		}
+	}
+	for _, c := range Codes() {
+		if Retryable(c) != (c == CodeHubUnavailable) {
+			t.Errorf("%s: retryable %v", c, Retryable(c))
+		}
+	}
+}

@@ -51,11 +51,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				http.Redirect(w, r, s.Origin()+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 				return
 			}
-			s.reject(w, r, http.StatusMisdirectedRequest, events.CodeForeignHost,
+			s.reject(w, r, events.CodeForeignHost,
 				"this UI answers only at "+s.Origin()+" (`tracebridge ui` prints its URL)")
 			return
 		default:
-			s.reject(w, r, http.StatusMisdirectedRequest, events.CodeForeignHost,
+			s.reject(w, r, events.CodeForeignHost,
 				"this UI answers only at "+s.Origin()+" (`tracebridge ui` prints its URL)")
 			return
 		}
@@ -65,24 +65,24 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		sid, ok := s.session(r)
 		if !ok {
-			s.reject(w, r, http.StatusUnauthorized, events.CodeUnauthenticated,
+			s.reject(w, r, events.CodeUnauthenticated,
 				"not signed in: open the URL tracebridge printed when it started (`tracebridge ui` prints it again)")
 			return
 		}
 		if isAction(r.URL.Path) {
 			switch {
 			case r.Method != http.MethodPost:
-				s.reject(w, r, http.StatusMethodNotAllowed, events.CodeMethodRefused, "this route changes state: POST only")
+				s.reject(w, r, events.CodeMethodRefused, "this route changes state: POST only")
 				return
 			case r.Header.Get("Origin") != "http://"+r.Host:
-				s.reject(w, r, http.StatusForbidden, events.CodeForeignOrigin, "a state change must come from this UI's own pages")
+				s.reject(w, r, events.CodeForeignOrigin, "a state change must come from this UI's own pages")
 				return
 			case !s.validCSRF(sid, csrfOf(r)):
-				s.reject(w, r, http.StatusForbidden, events.CodeCSRFMismatch, "missing or wrong CSRF token: reload the page and try again")
+				s.reject(w, r, events.CodeCSRFMismatch, "missing or wrong CSRF token: reload the page and try again")
 				return
 			}
 		} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			s.reject(w, r, http.StatusMethodNotAllowed, events.CodeMethodRefused, "pages are read with GET; state changes go to /do/")
+			s.reject(w, r, events.CodeMethodRefused, "pages are read with GET; state changes go to /do/")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, sid)))
@@ -118,7 +118,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, token string) 
 		err = s.takeLaunch(token, s.opts.Now())
 	}
 	if err != nil {
-		s.reject(w, r, http.StatusUnauthorized, events.CodeUnauthenticated,
+		s.reject(w, r, events.CodeUnauthenticated,
 			err.Error()+": a launch link signs in once, within "+LaunchTTL.String()+"; run `tracebridge ui` for a fresh one")
 		return
 	}
@@ -172,9 +172,11 @@ func csrfOf(r *http.Request) string {
 	return r.PostForm.Get("csrf")
 }
 
-// reject answers with status and a message that says what to do, and
+// reject answers with the code's HTTP status (events.HTTPStatus) and a
+// message that says what to do, and
 // records the refusal (never the query: it may hold a token).
-func (s *Server) reject(w http.ResponseWriter, r *http.Request, status int, code events.Code, msg string) {
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, code events.Code, msg string) {
+	status := events.HTTPStatus(code)
 	q := sha256.Sum256([]byte(r.URL.RawQuery + "\x00" + r.PostForm.Encode() + "\x00" + r.Header.Get("X-CSRF-Token")))
 	key := strings.Join([]string{r.Method, r.Host, r.URL.Path, r.Header.Get("Origin"), r.Header.Get("Cookie"), hex.EncodeToString(q[:8])}, " ")
 	s.rejects.Record(code, key, map[string]string{"method": r.Method, "path": r.URL.Path, "host": r.Host,

@@ -45,14 +45,14 @@ func (s *Server) acceptTool(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case pin == nil || pin.Pending == "":
-		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "no changed descriptor of "+name+" waits: it was accepted already")
+		s.reject(w, r, events.CodeNotPending, "no changed descriptor of "+name+" waits: it was accepted already")
 		return
 	case pin.Pending != hash:
-		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the tool changed again since the page showed it: reload and look again")
+		s.reject(w, r, events.CodeHashChanged, "the tool changed again since the page showed it: reload and look again")
 		return
 	}
 	if _, whole := projections.DescriptorDiff(*pin, s.opts.Descriptors); !whole {
-		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the new descriptor cannot be shown whole, so it cannot be accepted")
+		s.reject(w, r, events.CodeHashChanged, "the new descriptor cannot be shown whole, so it cannot be accepted")
 		return
 	}
 	req := s.opts.Rec.NewID()
@@ -71,7 +71,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm() // the guard parsed it unless the CSRF token came as a header
 	id, hash, decision := r.PathValue("id"), r.PostForm.Get("argsHash"), r.PostForm.Get("decision")
 	if decision != events.Approve && decision != events.Deny {
-		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "decision must be approve or deny")
+		s.reject(w, r, events.CodeInvalidArguments, "decision must be approve or deny")
 		return
 	}
 	pending, err := projections.PendingApprovals(r.Context(), s.opts.Log, s.opts.Now())
@@ -87,10 +87,10 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case p == nil:
-		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "no call waits with approval "+id+": it was decided already or timed out")
+		s.reject(w, r, events.CodeNotPending, "no call waits with approval "+id+": it was decided already or timed out")
 		return
 	case p.ArgsHash != hash:
-		s.reject(w, r, http.StatusConflict, events.CodeHashChanged, "the call waits with other arguments than the page showed: reload and look again")
+		s.reject(w, r, events.CodeHashChanged, "the call waits with other arguments than the page showed: reload and look again")
 		return
 	}
 	ev := projections.Decision(*p, decision, s.opts.Operator+" (ui)", r.PostForm.Get("reason"), s.opts.Now())
@@ -106,7 +106,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if held, ok := projections.Decided(evs, p.ID); !ok || !projections.Won(held, ev) {
-		s.reject(w, r, http.StatusConflict, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs.Get(events.AttrDecision)+" by "+held.Attrs.Get("by")+")")
+		s.reject(w, r, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs.Get(events.AttrDecision)+" by "+held.Attrs.Get("by")+")")
 		return
 	}
 	back(w, r, projections.PastTense(decision)+" "+p.Tool+" ("+p.ID+")")
@@ -118,7 +118,7 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	id, hash, decision := r.PathValue("id"), r.PostForm.Get("contentHash"), r.PostForm.Get("decision")
 	if decision != "approve" && decision != "reject" {
-		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "decision must be approve or reject")
+		s.reject(w, r, events.CodeInvalidArguments, "decision must be approve or reject")
 		return
 	}
 	var done host.Proposal
@@ -127,7 +127,7 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 	var ce *events.Err
 	switch {
 	case errors.As(err, &ce) && (ce.Code == events.CodeNotPending || ce.Code == events.CodeHashChanged || ce.Code == events.CodeNoProposal):
-		s.reject(w, r, http.StatusConflict, ce.Code, ce.Msg)
+		s.reject(w, r, ce.Code, ce.Msg)
 		return
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -147,7 +147,7 @@ func (s *Server) focus(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		s.reject(w, r, http.StatusBadRequest, events.CodeInvalidArguments, "focus: "+err.Error())
+		s.reject(w, r, events.CodeInvalidArguments, "focus: "+err.Error())
 		return
 	}
 	var set host.Focus
@@ -176,7 +176,7 @@ func (s *Server) commitReview(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	var versions []host.ReviewVersion
 	if err := s.hostCall(r.Context(), pipe.CmdReviewsList, nil, &versions); err != nil || len(versions) == 0 {
-		s.reject(w, r, http.StatusConflict, events.CodeInvalidArguments, "no review to commit with: present one first")
+		s.reject(w, r, events.CodeInvalidArguments, "no review to commit with: present one first")
 		return
 	}
 	var done struct {

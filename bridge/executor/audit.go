@@ -50,25 +50,17 @@ func (c *call) audit(res *Result) {
 	e := &c.env
 	e.Outcome, e.Code, e.Action = events.OutcomeOf(res.Code), res.Code, events.ActionFor(res.Code)
 	e.DurationMs = float64(c.x.opts.Now().Sub(c.start).Microseconds()) / 1000 // the injected clock: re-drives are deterministic
-	cl := classification{Category: "unknown", Severity: "info", Risk: "low", Outcome: e.Outcome}
+	// The code rates the call (events/codes.go); the tool's descriptor can
+	// only raise the risk.
+	cl := classification{Category: "unknown", Severity: events.SeverityOf(res.Code), Risk: events.RiskOf(res.Code), Outcome: e.Outcome}
 	if d := e.Descriptor; d != nil {
 		cl.Category = d.Category
 		switch {
 		case d.SideEffects:
-			cl.Risk = "high"
+			cl.Risk = riskiest(cl.Risk, "high")
 		case len(d.Secrets) > 0 || d.Approval == "always":
-			cl.Risk = "medium"
+			cl.Risk = riskiest(cl.Risk, "medium")
 		}
-	}
-	switch e.Outcome {
-	case events.Denied, events.Timeout, events.Cancelled:
-		cl.Severity = "warning"
-	case events.Error:
-		cl.Severity = "error"
-	}
-	if k, ok := codeClasses[res.Code]; ok {
-		cl.Severity = k.severity
-		cl.Risk = riskiest(cl.Risk, k.risk)
 	}
 	e.Classification = cl
 	b, err := json.Marshal(e)
@@ -76,30 +68,6 @@ func (c *call) audit(res *Result) {
 		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
 	}
 	c.emit(events.KindExecutorAudit, e.Outcome, res.Code, c.start, map[string]string{"envelope": string(b)})
-}
-
-// codeClasses is what a failure code says about severity and risk, as the
-// VS MCP Bridge design classifies calls: a policy denial is a warning of
-// medium risk, an unresolved secret a warning of high risk, a tool that
-// failed or crashed an error of high risk. The tool's descriptor can only
-// raise the risk.
-var codeClasses = map[events.Code]struct{ severity, risk string }{
-	events.CodePolicyDenied:     {"warning", "medium"},
-	events.CodeConfigInvalid:    {"warning", "medium"},
-	events.CodeApprovalDenied:   {"warning", "medium"},
-	events.CodeApprovalTimeout:  {"warning", "medium"},
-	events.CodeSecretUnresolved: {"warning", "high"},
-	events.CodeToolError:        {"error", "high"},
-	events.CodeToolPanic:        {"error", "high"},
-	events.CodeToolTimeout:      {"error", "medium"},
-	events.CodeLogUnavailable:   {"error", "high"},
-	// An upstream server that fails is a tool that failed; a changed
-	// descriptor is a possible rug pull, refused before it ran.
-	events.CodeUpstreamError:       {"error", "high"},
-	events.CodeUpstreamProtocol:    {"error", "high"},
-	events.CodeUpstreamUnavailable: {"error", "medium"},
-	events.CodeUpstreamTimeout:     {"error", "medium"},
-	events.CodeToolChanged:         {"warning", "high"},
 }
 
 func riskiest(a, b string) string {

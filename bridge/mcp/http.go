@@ -76,8 +76,8 @@ type front struct {
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if code, status, msg := f.guard(r); code != "" {
-		f.reject(w, r, code, status, msg)
+	if code, msg := f.guard(r); code != "" {
+		f.reject(w, r, code, msg)
 		return
 	}
 	if r.URL.Path != "/mcp" {
@@ -113,7 +113,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			f.reject(w, r, events.CodeTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body exceeds %d bytes", f.opts.MaxBody))
+			f.reject(w, r, events.CodeTooLarge, fmt.Sprintf("the body exceeds %d bytes", f.opts.MaxBody))
 			return
 		}
 		http.Error(w, "reading the body failed", http.StatusBadRequest)
@@ -129,7 +129,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} `json:"params"`
 	}
 	if err := json.Unmarshal(body, &msg); err != nil {
-		f.reject(w, r, events.CodeMalformedFrame, http.StatusBadRequest, "the body is not one JSON-RPC message (batches are not supported)")
+		f.reject(w, r, events.CodeMalformedFrame, "the body is not one JSON-RPC message (batches are not supported)")
 		return
 	}
 	call := len(msg.ID) > 0 && msg.Method != ""
@@ -165,18 +165,18 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // guard checks Host, Origin and the bearer token, in that order.
-func (f *front) guard(r *http.Request) (events.Code, int, string) {
+func (f *front) guard(r *http.Request) (events.Code, string) {
 	if !f.loopbackHostPort(r.Host) {
-		return events.CodeForeignHost, http.StatusMisdirectedRequest, "the Host header must be 127.0.0.1, localhost or [::1] with this port"
+		return events.CodeForeignHost, "the Host header must be 127.0.0.1, localhost or [::1] with this port"
 	}
 	if o := r.Header.Get("Origin"); o != "" && !f.ownOrigin(o) {
-		return events.CodeForeignOrigin, http.StatusForbidden, "requests from other origins are refused"
+		return events.CodeForeignOrigin, "requests from other origins are refused"
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(f.opts.Token)) != 1 {
-		return events.CodeUnauthenticated, http.StatusUnauthorized, "a bearer token is required: `tracebridge token` prints it"
+		return events.CodeUnauthenticated, "a bearer token is required: `tracebridge token` prints it"
 	}
-	return "", 0, ""
+	return "", ""
 }
 
 func (f *front) loopbackHostPort(hostport string) bool {
@@ -192,7 +192,8 @@ func (f *front) ownOrigin(o string) bool {
 // reject answers a refused request, closing its connection, and records
 // it (aggregated: a flood of refusals cannot grow the log without bound,
 // and what is not recorded one by one is counted).
-func (f *front) reject(w http.ResponseWriter, r *http.Request, code events.Code, status int, msg string) {
+func (f *front) reject(w http.ResponseWriter, r *http.Request, code events.Code, msg string) {
+	status := events.HTTPStatus(code)
 	f.opts.Refusals.Record(code, r.Method+" "+r.URL.Path+" "+r.Host+" "+r.Header.Get("Origin"), map[string]string{
 		"method": r.Method, "path": r.URL.Path, "host": r.Host, "origin": r.Header.Get("Origin"), "error": msg})
 	if code == events.CodeUnauthenticated {
