@@ -16,6 +16,7 @@ const (
 	CodeLogUnavailable  Code = "LogUnavailable"  // the store cannot be written (fsync error, closed)
 	CodeHubUnavailable  Code = "HubUnavailable"  // no hub answers for the data dir
 	CodeUnknownQuery    Code = "UnknownQuery"    // a query subject the hub does not serve
+	CodeMalformedQuery  Code = "MalformedQuery"  // a query request could not be decoded
 	CodePayloadMissing  Code = "PayloadMissing"  // an event refers to a payload the store does not hold
 
 	// Bridge and host (used from the bridge issue on).
@@ -98,6 +99,7 @@ var codeTable = map[Code]codeInfo{
 	CodeLogUnavailable:  {outcome: Denied, action: "the event log refuses writes (the message says why: a disk, a broken chain, an unreachable cluster): run `tracebridge verify` and check the hub's stderr; free disk space if it is full, bring the cluster back if it is down", severity: "error", risk: "high"},
 	CodeHubUnavailable:  {outcome: Unavailable, action: "no hub answers for the data dir: start `tracebridge serve` or `tracebridge up`, or check that every process uses the same --data", retry: true},
 	CodeUnknownQuery:    {outcome: Error, action: "a process asked the hub a query it does not serve: check that every process of the data dir runs the same tracebridge version"},
+	CodeMalformedQuery:  {outcome: Error, action: "a process asked the hub a query it could not decode (or a part past a payload's end): check that every process of the data dir runs the same tracebridge version"},
 	CodePayloadMissing:  {outcome: Error, action: "an event refers to a payload the log does not hold: run `tracebridge verify`; a process that appends must store a payload before the event that refers to it"},
 
 	CodeUnknownTool:       {outcome: Error, action: "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)"},

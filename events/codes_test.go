@@ -4,7 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -83,6 +86,42 @@ func TestEveryCodeHasARatingAndAStatus(t *testing.T) {
 	for _, c := range Codes() {
 		if Retryable(c) != (c == CodeHubUnavailable) {
 			t.Errorf("%s: retryable %v", c, Retryable(c))
+		}
+	}
+}
+
+// Every code is produced somewhere outside the table: a code nothing
+// produces is a promise the tool never keeps.
+func TestEveryCodeIsProduced(t *testing.T) {
+	used := map[string]bool{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && d.Name() != ".." || d.Name() == "node_modules" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Base(path) == "codes.go" && filepath.Base(filepath.Dir(path)) == "events" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`\bCode[A-Z][A-Za-z]+\b`).FindAllString(string(b), -1) {
+			used[m] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(used) < 40 {
+		t.Fatalf("found %d codes in use; the walk missed the module", len(used))
+	}
+	for _, c := range Codes() {
+		if !used["Code"+string(c)] {
+			t.Errorf("code %s is declared but nothing produces it", c)
 		}
 	}
 }

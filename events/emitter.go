@@ -12,19 +12,10 @@ import (
 // Appender stores events durably and returns their seqs, in order. It is
 // what the emitter needs from the log; the bus client and the store both
 // provide it. Appending an event whose id is already stored returns the
-// stored seq.
+// stored seq. A refusal for good is an *Err whose code is not Retryable.
 type Appender interface {
 	Append(ctx context.Context, evs []Event) ([]uint64, error)
 }
-
-// RejectedError is an append the log refused for good: retrying the same
-// events cannot succeed.
-type RejectedError struct {
-	Code    Code
-	Message string
-}
-
-func (e *RejectedError) Error() string { return string(e.Code) + ": " + e.Message }
 
 // ErrEmitterClosed is returned by Flush for events emitted after Close.
 var ErrEmitterClosed = errors.New("emitter closed")
@@ -161,7 +152,7 @@ func (e *Emitter) Emit(ev Event) ID {
 		e.failLocked(ev.RequestID, ErrEmitterClosed)
 	case verr != nil:
 		e.opts.Logger.Error("event not emitted", "err", verr)
-		e.failLocked(ev.RequestID, &RejectedError{Code: CodeInvalidEvent, Message: verr.Error()})
+		e.failLocked(ev.RequestID, &Err{Code: CodeInvalidEvent, Msg: verr.Error()})
 	default:
 		e.queue = append(e.queue, ev)
 		if len(payloads) > 0 {
@@ -334,9 +325,12 @@ func (e *Emitter) send(ctx context.Context, batch []Event) error {
 		if err == nil {
 			return nil
 		}
-		var rej *RejectedError
-		if errors.As(err, &rej) {
-			e.opts.Logger.Error("log refused events", "events", len(batch), "code", rej.Code, "err", rej.Message)
+		// A coded error is a refusal for good unless its code says a retry
+		// may succeed (events/codes.go); an error without a code (a broken
+		// connection) is retried.
+		var rej *Err
+		if errors.As(err, &rej) && !Retryable(rej.Code) {
+			e.opts.Logger.Error("log refused events", "events", len(batch), "code", rej.Code, "err", rej.Msg)
 			return err
 		}
 		if attempt == 1 || attempt%20 == 0 {

@@ -82,7 +82,7 @@ func TestInvalidEventFailsOnlyItsOwnRequest(t *testing.T) {
 	bad, good := em.NewID(), em.NewID()
 	em.Emit(events.Event{Kind: "no.such.kind", RequestID: bad})
 	em.Emit(events.Event{Kind: events.KindToolStarted, RequestID: good})
-	var rej *events.RejectedError
+	var rej *events.Err
 	if err := em.Flush(context.Background(), bad); !errors.As(err, &rej) || rej.Code != events.CodeInvalidEvent {
 		t.Fatalf("Flush(bad) = %v, want InvalidEvent", err)
 	}
@@ -99,7 +99,7 @@ func TestFlushReportsAnUnwritableLog(t *testing.T) {
 	em.Emit(events.Event{Kind: events.KindToolStarted, RequestID: req})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var rej *events.RejectedError
+	var rej *events.Err
 	if err := em.Flush(ctx, req); !errors.As(err, &rej) || rej.Code != events.CodeLogUnavailable {
 		t.Fatalf("Flush on a closed log = %v, want LogUnavailable", err)
 	}

@@ -138,7 +138,7 @@ func (r *remote) close() error {
 }
 
 // request sends one request and turns transport failures into
-// ErrHubUnavailable and error replies into *events.RejectedError.
+// ErrHubUnavailable and error replies into *events.Err.
 func (r *remote) request(ctx context.Context, subj string, data []byte, timeout time.Duration) (*nats.Msg, error) {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

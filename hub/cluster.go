@@ -213,7 +213,7 @@ func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error)
 	msgs := make([]*nats.Msg, len(evs))
 	for i := range evs {
 		if err := events.Validate(&evs[i]); err != nil {
-			return nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: err.Error()}
+			return nil, &events.Err{Code: events.CodeInvalidEvent, Msg: err.Error()}
 		}
 		e := evs[i]
 		e.Seq, e.Prev, e.Hash = 0, events.Hash{}, events.Hash{}
@@ -230,8 +230,8 @@ func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error)
 	backoff := 50 * time.Millisecond
 	for {
 		if !l.nc.IsConnected() {
-			return nil, &events.RejectedError{Code: events.CodeLogUnavailable,
-				Message: fmt.Sprintf("the cluster at %s is unreachable (%s); nothing was acknowledged", l.cfg.URL, l.nc.Status())}
+			return nil, &events.Err{Code: events.CodeLogUnavailable,
+				Msg: fmt.Sprintf("the cluster at %s is unreachable (%s); nothing was acknowledged", l.cfg.URL, l.nc.Status())}
 		}
 		lastErr := l.publish(ctx, msgs, seqs)
 		if lastErr == nil {
@@ -289,7 +289,7 @@ func (l *link) unavailable(err error) error {
 	if d := l.denied.Load(); d != nil {
 		msg += " (the server reported: " + *d + "; this user may not publish to " + l.subject + ": check --nats-user and the credentials)"
 	}
-	return &events.RejectedError{Code: events.CodeLogUnavailable, Message: msg + "; nothing of them was acknowledged"}
+	return &events.Err{Code: events.CodeLogUnavailable, Msg: msg + "; nothing of them was acknowledged"}
 }
 
 func slicesMax(s []uint64) uint64 {

@@ -231,11 +231,11 @@ func TestClusterOriginIsEnforced(t *testing.T) {
 	defer mallory.Close()
 	forged := ev()
 	_, err := mallory.Append(context.Background(), []events.Event{forged})
-	var rej *events.RejectedError
-	if !errors.As(err, &rej) || rej.Code != events.CodeLogUnavailable || !strings.Contains(strings.ToLower(rej.Message), "permissions violation") {
+	var rej *events.Err
+	if !errors.As(err, &rej) || rej.Code != events.CodeLogUnavailable || !strings.Contains(strings.ToLower(rej.Msg), "permissions violation") {
 		t.Fatalf("bob publishing as alice: %v; want LogUnavailable naming the permissions violation", err)
 	}
-	t.Logf("refused by the cluster: %s", rej.Message)
+	t.Logf("refused by the cluster: %s", rej.Msg)
 
 	// Bob's own prefix, an event that claims alice's origin.
 	nc, err := nats.Connect(as(c, "bob", "pb"))
@@ -299,7 +299,7 @@ func TestClusterHubKeepsNoPayloads(t *testing.T) {
 	}
 	e := events.Event{ID: events.NewID(), Time: time.Now().UTC(), Kind: events.KindToolCompleted, Boundary: events.BoundaryTool,
 		RequestID: events.NewID(), Outcome: events.OK, Attrs: events.A("answer", events.PayloadRef(strings.Repeat("p", 5000)))}
-	var rej *events.RejectedError
+	var rej *events.Err
 	if _, err := attached.Append(context.Background(), []events.Event{e}); !errors.As(err, &rej) || rej.Code != events.CodePayloadMissing {
 		t.Fatalf("an event referring to a payload on a cluster: %v", err)
 	}

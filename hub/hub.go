@@ -63,7 +63,7 @@ func (h *Hub) append(ctx context.Context, evs []events.Event) ([]uint64, error) 
 	}
 	for i := range evs {
 		if len(evs[i].Refs()) > 0 { // refused before the stream, where collectors would stall on it
-			return nil, &events.RejectedError{Code: events.CodePayloadMissing, Message: errNoPayloadsOnCluster.Error()}
+			return nil, &events.Err{Code: events.CodePayloadMissing, Msg: errNoPayloadsOnCluster.Error()}
 		}
 	}
 	seqs, err := h.cl.append(ctx, evs)
@@ -235,7 +235,7 @@ func (h *Hub) verifyAtStart() {
 	}
 	if !rep.OK() {
 		msg := rep.String() + "; appends are refused until the store is repaired (run `tracebridge verify`)"
-		h.st.Refuse(&events.RejectedError{Code: events.CodeChainBroken, Message: msg})
+		h.st.Refuse(&events.Err{Code: events.CodeChainBroken, Msg: msg})
 		h.log.Error("event log is broken", "firstBad", rep.FirstBad, "problem", rep.Problem)
 		return
 	}

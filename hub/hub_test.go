@@ -162,7 +162,7 @@ func TestBadRequestsOnTheBusGetCodedErrors(t *testing.T) {
 		{"oversized", subjAppend, make([]byte, events.MaxBatchBytes+1), events.CodeTooLarge},
 		{"unknown kind", subjAppend, events.EncodeBatch([]events.Event{bad}), events.CodeInvalidEvent},
 		{"unknown query", "tb.q.nope", nil, events.CodeUnknownQuery},
-		{"bad query json", subjRange, []byte("{"), events.CodeMalformedAppend},
+		{"bad query json", subjRange, []byte("{"), events.CodeMalformedQuery},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +170,7 @@ func TestBadRequestsOnTheBusGetCodedErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rej *events.RejectedError
+			var rej *events.Err
 			if err := replyError(m); !errors.As(err, &rej) || rej.Code != tc.code {
 				t.Fatalf("reply error %v, want code %s", err, tc.code)
 			}
@@ -269,7 +269,7 @@ func TestReadNodeOpensTheStoreWhenNoHubRuns(t *testing.T) {
 		t.Fatalf("offline verify: %v %v", rep, err)
 	}
 	_, err = r.Append(context.Background(), []events.Event{evt(events.NewID(), 2)})
-	var rej *events.RejectedError
+	var rej *events.Err
 	if !errors.As(err, &rej) || rej.Code != events.CodeLogUnavailable {
 		t.Fatalf("append on a read-only node: %v", err)
 	}

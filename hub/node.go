@@ -129,7 +129,7 @@ func (n *Node) link(ctx context.Context) (backend, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return nil, &events.RejectedError{Code: events.CodeLogUnavailable, Message: "node closed"}
+		return nil, &events.Err{Code: events.CodeLogUnavailable, Msg: "node closed"}
 	}
 	if n.cur != nil && !n.cur.dead() {
 		return n.cur, nil

@@ -72,11 +72,11 @@ func (n *Node) KeepsPayloads() bool {
 // PutPayloads stores ps durably in the log's payload store.
 func (n *Node) PutPayloads(ctx context.Context, ps []string) error {
 	if !n.KeepsPayloads() {
-		return &events.RejectedError{Code: events.CodePayloadMissing, Message: errNoPayloadsOnCluster.Error()}
+		return &events.Err{Code: events.CodePayloadMissing, Msg: errNoPayloadsOnCluster.Error()}
 	}
 	for _, p := range ps {
 		if len(p) > MaxPayloadLimit {
-			return &events.RejectedError{Code: events.CodeTooLarge, Message: fmt.Sprintf("a payload of %d bytes: the log keeps at most %d", len(p), MaxPayloadLimit)}
+			return &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("a payload of %d bytes: the log keeps at most %d", len(p), MaxPayloadLimit)}
 		}
 	}
 	b, err := n.link(ctx)
@@ -151,9 +151,9 @@ func (r *remote) putParts(ctx context.Context, p string) error {
 			return fmt.Errorf("%w: %s: %v", ErrHubUnavailable, subjPayloadPart, err)
 		}
 		if err := replyError(reply); err != nil {
-			var rej *events.RejectedError
+			var rej *events.Err
 			if errors.As(err, &rej) && rej.Code == events.CodeHubUnavailable {
-				return fmt.Errorf("%w: %s", ErrHubUnavailable, rej.Message) // busy, or the upload was dropped: the emitter sends again
+				return fmt.Errorf("%w: %s", ErrHubUnavailable, rej.Msg) // busy, or the upload was dropped: the emitter sends again
 			}
 			return err
 		}
@@ -166,9 +166,9 @@ func (r *remote) payload(ctx context.Context, sum events.Hash) (string, error) {
 	for {
 		m, err := r.queryJSON(ctx, subjPayload, payloadQuery{SHA256: sum, Offset: len(out)}, r.timeout)
 		if err != nil {
-			var rej *events.RejectedError
+			var rej *events.Err
 			if errors.As(err, &rej) && rej.Code == events.CodePayloadMissing {
-				return "", fmt.Errorf("%s: %w", rej.Message, events.ErrNoPayload)
+				return "", fmt.Errorf("%s: %w", rej.Msg, events.ErrNoPayload)
 			}
 			return "", err
 		}
@@ -295,14 +295,14 @@ func (h *Hub) servePart(m *nats.Msg) {
 func (h *Hub) queryPayload(data []byte) (*nats.Msg, error) {
 	var q payloadQuery
 	if err := json.Unmarshal(data, &q); err != nil {
-		return nil, &events.RejectedError{Code: events.CodeMalformedAppend, Message: "query " + subjPayload + ": " + err.Error()}
+		return nil, &events.Err{Code: events.CodeMalformedQuery, Msg: "query " + subjPayload + ": " + err.Error()}
 	}
 	part, size, err := h.st.PayloadPart(q.SHA256, q.Offset, partSize)
 	if errors.Is(err, events.ErrNoPayload) {
-		return nil, &events.RejectedError{Code: events.CodePayloadMissing, Message: err.Error()}
+		return nil, &events.Err{Code: events.CodePayloadMissing, Msg: err.Error()}
 	}
 	if err != nil {
-		return nil, &events.RejectedError{Code: events.CodeMalformedAppend, Message: err.Error()}
+		return nil, &events.Err{Code: events.CodeMalformedQuery, Msg: err.Error()}
 	}
 	out := nats.NewMsg("")
 	out.Header.Set(hdrSize, strconv.Itoa(size))

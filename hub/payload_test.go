@@ -49,7 +49,7 @@ func TestPayloadsTravelThroughTheHub(t *testing.T) {
 	}
 	forged := evt(req, 3)
 	forged.Attrs.Set("answer", events.RefOf(events.Hash{7}, 4097))
-	var rej *events.RejectedError
+	var rej *events.Err
 	if _, err := b.Append(ctx, []events.Event{forged}); !errors.As(err, &rej) || rej.Code != events.CodePayloadMissing {
 		t.Fatalf("a reference to no payload: %v", err)
 	}

@@ -77,7 +77,7 @@ func (h *Hub) rebuild(q rebuildQuery) (*nats.Msg, error) {
 	}
 	n, err := h.proj.Rebuild(context.Background(), q.Names, progress)
 	if err != nil {
-		return nil, &events.RejectedError{Code: events.CodeUnknownQuery, Message: fmt.Sprintf("rebuild: %v", err)}
+		return nil, &events.Err{Code: events.CodeUnknownQuery, Msg: fmt.Sprintf("rebuild: %v", err)}
 	}
 	return jsonMsg(rebuildReply{Events: n}), nil
 }
@@ -85,7 +85,7 @@ func (h *Hub) rebuild(q rebuildQuery) (*nats.Msg, error) {
 func (h *Hub) view(q projections.Query) (*nats.Msg, error) {
 	rows, err := h.proj.Query(context.Background(), q, true)
 	if err != nil {
-		return nil, &events.RejectedError{Code: events.CodeUnknownQuery, Message: err.Error()}
+		return nil, &events.Err{Code: events.CodeUnknownQuery, Msg: err.Error()}
 	}
 	return jsonMsg(rows), nil
 }

@@ -44,7 +44,7 @@ func (h *Hub) serveAppend(m *nats.Msg) {
 // fail answers a request that could not be served: a refusal keeps its
 // code, anything else means the log is unavailable.
 func (h *Hub) fail(m *nats.Msg, err error) {
-	var rej *events.RejectedError
+	var rej *events.Err
 	if errors.As(err, &rej) {
 		h.reject(m, rej.Code, err)
 		return
@@ -96,7 +96,7 @@ func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
 			return nil
 		}
 		if err := json.Unmarshal(m.Data, v); err != nil {
-			return &events.RejectedError{Code: events.CodeMalformedAppend, Message: fmt.Sprintf("query %s: %v", m.Subject, err)}
+			return &events.Err{Code: events.CodeMalformedQuery, Msg: fmt.Sprintf("query %s: %v", m.Subject, err)}
 		}
 		return nil
 	}
@@ -128,7 +128,7 @@ func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
 			return nil, err
 		}
 		if len(recs) > maxQueryRecords {
-			return nil, &events.RejectedError{Code: events.CodeTooLarge, Message: fmt.Sprintf("request %s has %d events; more than one reply holds", q.ID, len(recs))}
+			return nil, &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("request %s has %d events; more than one reply holds", q.ID, len(recs))}
 		}
 		out := nats.NewMsg("")
 		out.Data = events.EncodeRecords(recs)
@@ -179,5 +179,5 @@ func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
 		}
 		return h.rebuild(q)
 	}
-	return nil, &events.RejectedError{Code: events.CodeUnknownQuery, Message: "no query " + m.Subject}
+	return nil, &events.Err{Code: events.CodeUnknownQuery, Msg: "no query " + m.Subject}
 }

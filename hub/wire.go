@@ -2,7 +2,6 @@ package hub
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -83,7 +82,7 @@ func jsonMsg(v any) *nats.Msg {
 	return m
 }
 
-// replyError turns an error reply into a Go error: an *events.RejectedError
+// replyError turns an error reply into a Go error: an *events.Err
 // carrying the hub's code.
 func replyError(m *nats.Msg) error {
 	if m.Header == nil {
@@ -93,9 +92,9 @@ func replyError(m *nats.Msg) error {
 	if code == "" {
 		return nil
 	}
-	return &events.RejectedError{Code: events.Code(code), Message: m.Header.Get(hdrError)}
+	return &events.Err{Code: events.Code(code), Msg: m.Header.Get(hdrError)}
 }
 
 // ErrHubUnavailable wraps every transport failure: no hub answered. The
 // emitter retries these; a Node elects or attaches again on the next call.
-var ErrHubUnavailable = errors.New("hub unavailable")
+var ErrHubUnavailable = &events.Err{Code: events.CodeHubUnavailable, Msg: "hub unavailable"}

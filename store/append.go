@@ -40,7 +40,7 @@ func (r *appendReq) answer() {
 // only after the transaction holding them is committed with fsync. Events
 // whose id is already stored are not stored again; their stored seq is
 // returned. evs is not modified. Invalid events make the whole call fail with an
-// *events.RejectedError and nothing is stored.
+// *events.Err and nothing is stored.
 //
 // If ctx ends while the events are queued or being committed, Append returns
 // ctx's error; the events may still be stored, which a retry with the same
@@ -58,7 +58,7 @@ func (s *Store) append(ctx context.Context, evs []events.Event, src *Source) ([]
 	}
 	for i := range evs {
 		if err := events.Validate(&evs[i]); err != nil {
-			return nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: err.Error()}
+			return nil, &events.Err{Code: events.CodeInvalidEvent, Msg: err.Error()}
 		}
 	}
 	// Payloads are stored before the events that refer to them: a
@@ -66,7 +66,7 @@ func (s *Store) append(ctx context.Context, evs []events.Event, src *Source) ([]
 	if sum, err := s.missingPayload(evs); err != nil {
 		return nil, err
 	} else if sum != "" {
-		return nil, &events.RejectedError{Code: events.CodePayloadMissing, Message: "an event refers to payload " + sum + ", which is not stored: store payloads before the events that refer to them"}
+		return nil, &events.Err{Code: events.CodePayloadMissing, Msg: "an event refers to payload " + sum + ", which is not stored: store payloads before the events that refer to them"}
 	}
 	// The writer sets Seq, Prev and Hash on its own copy: the caller's slice
 	// may be read (or copied by append) while the commit runs.
@@ -81,7 +81,7 @@ func (s *Store) send(ctx context.Context, req *appendReq) ([]uint64, error) {
 	s.sendMu.RLock()
 	if s.closed || s.reqs == nil {
 		s.sendMu.RUnlock()
-		return nil, &events.RejectedError{Code: events.CodeLogUnavailable, Message: "store is closed or read-only"}
+		return nil, &events.Err{Code: events.CodeLogUnavailable, Msg: "store is closed or read-only"}
 	}
 	select {
 	case s.reqs <- req:
@@ -154,7 +154,7 @@ func (s *Store) commit(batch []*appendReq) {
 	}
 	if pe := (*positionError)(nil); errors.As(err, &pe) {
 		for _, r := range batch {
-			r.seqs, r.err = nil, &events.RejectedError{Code: events.CodeInvalidEvent, Message: pe.Error()}
+			r.seqs, r.err = nil, &events.Err{Code: events.CodeInvalidEvent, Msg: pe.Error()}
 		}
 		return
 	}
@@ -171,7 +171,7 @@ func (s *Store) commit(batch []*appendReq) {
 		s.full.tries++
 		s.full.err = err
 		s.mu.Unlock()
-		rej := &events.RejectedError{Code: events.CodeLogUnavailable, Message: "the disk is full: " + err.Error() + "; free space and the log resumes"}
+		rej := &events.Err{Code: events.CodeLogUnavailable, Msg: "the disk is full: " + err.Error() + "; free space and the log resumes"}
 		for _, r := range batch {
 			r.seqs, r.err = nil, rej
 		}
@@ -184,7 +184,7 @@ func (s *Store) commit(batch []*appendReq) {
 		// a later fsync would succeed without them ("fsyncgate"). Never
 		// retry-then-ack: refuse everything until a restart reads back
 		// what the disk holds.
-		rej := &events.RejectedError{Code: events.CodeLogUnavailable, Message: "commit failed, store stopped: " + err.Error() +
+		rej := &events.Err{Code: events.CodeLogUnavailable, Msg: "commit failed, store stopped: " + err.Error() +
 			"; nothing of it was acknowledged. Fix the disk, then restart tracebridge (reboot first, or drop the page cache: after a failed fsync it may hold what the disk lost)"}
 		s.Refuse(rej)
 		s.opts.Logger.Error("store commit failed; refusing all further appends", "path", s.path, "err", err)

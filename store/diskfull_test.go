@@ -61,7 +61,7 @@ func diskFullHelper() {
 			batch[j].Attrs.Set("pad", big)
 		}
 		_, err := s.Append(ctx, batch)
-		var rej *events.RejectedError
+		var rej *events.Err
 		if errors.As(err, &rej) {
 			say("full: %s after %d acked events", rej.Code, len(acked))
 			break

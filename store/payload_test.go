@@ -76,7 +76,7 @@ func TestPayloadsAreKeptWholeAndVerified(t *testing.T) {
 	forged := ev(req, 10)
 	forged.Attrs.Set("answer", events.RefOf(events.Hash{1, 2, 3}, 5000))
 	_, err = s.Append(ctx, []events.Event{forged})
-	var rej *events.RejectedError
+	var rej *events.Err
 	if !errors.As(err, &rej) || rej.Code != events.CodePayloadMissing {
 		t.Fatalf("an event referring to a payload not stored was %v", err)
 	}

@@ -32,7 +32,7 @@ func TestAppendFromRecordsTheStreamPositionWithTheEvents(t *testing.T) {
 	}
 	for _, bad := range []Source{{"TB", 4}, {"TB", 3}, {"OTHER", 9}} {
 		_, err := s.AppendFrom(ctx, []events.Event{ev(req, 3)}, bad)
-		var rej *events.RejectedError
+		var rej *events.Err
 		if !errors.As(err, &rej) || rej.Code != events.CodeInvalidEvent {
 			t.Fatalf("AppendFrom at %+v after TB/4: %v, want InvalidEvent", bad, err)
 		}

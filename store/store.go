@@ -68,7 +68,7 @@ type Store struct {
 	mu      sync.RWMutex
 	head    uint64
 	hash    events.Hash
-	refusal *events.RejectedError // set when the store must not be appended to
+	refusal *events.Err // set when the store must not be appended to
 	full    *diskFull             // set while commits fail for want of space
 }
 
@@ -153,7 +153,7 @@ func (s *Store) init() error {
 			copy(s.hash[:], v[8:])
 		}
 		if problem := checkTail(tx, s.head, s.hash); problem != nil {
-			s.refusal = &events.RejectedError{Code: events.CodeChainBroken, Message: problem.Error() +
+			s.refusal = &events.Err{Code: events.CodeChainBroken, Msg: problem.Error() +
 				"; appends are refused until the store is repaired (run `tracebridge verify` for the first bad seq)"}
 		}
 		return nil
@@ -227,7 +227,7 @@ func (s *Store) Head() (uint64, events.Hash) {
 
 // Refuse makes every later Append fail with err, for a caller that found
 // the log unsafe to extend (a failed Verify).
-func (s *Store) Refuse(err *events.RejectedError) {
+func (s *Store) Refuse(err *events.Err) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refusal == nil {
@@ -250,7 +250,7 @@ func (s *Store) AppendStatus() string {
 	defer s.mu.RUnlock()
 	switch {
 	case s.refusal != nil:
-		return string(s.refusal.Code) + ": " + s.refusal.Message
+		return string(s.refusal.Code) + ": " + s.refusal.Msg
 	case s.full != nil:
 		return fmt.Sprintf("%s: the disk is full since %s (%d failed commit(s), last: %v); appends resume by themselves once space is freed",
 			events.CodeLogUnavailable, s.full.since.UTC().Format(time.RFC3339), s.full.tries, s.full.err)
@@ -259,7 +259,7 @@ func (s *Store) AppendStatus() string {
 }
 
 // Refusal returns why appends are refused, or nil.
-func (s *Store) Refusal() *events.RejectedError {
+func (s *Store) Refusal() *events.Err {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.refusal

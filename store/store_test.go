@@ -219,7 +219,7 @@ func TestInvalidEventsAreRejectedWhole(t *testing.T) {
 	bad := ev(req, 2)
 	bad.Kind = "no.such.kind"
 	_, err := s.Append(context.Background(), []events.Event{ev(req, 1), bad})
-	var rej *events.RejectedError
+	var rej *events.Err
 	if !errors.As(err, &rej) || rej.Code != events.CodeInvalidEvent {
 		t.Fatalf("err = %v, want InvalidEvent", err)
 	}
@@ -271,7 +271,7 @@ func TestClosedStoreRefusesAppends(t *testing.T) {
 	}
 	s.Close()
 	_, err = s.Append(context.Background(), []events.Event{ev(testIDs.New(), 1)})
-	var rej *events.RejectedError
+	var rej *events.Err
 	if !errors.As(err, &rej) || rej.Code != events.CodeLogUnavailable {
 		t.Fatalf("append after close: %v", err)
 	}

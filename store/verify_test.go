@@ -145,8 +145,8 @@ func TestOpenRefusesAppendsPastABrokenTail(t *testing.T) {
 	}
 	defer s.Close()
 	_, err = s.Append(context.Background(), []events.Event{ev(testIDs.New(), 1)})
-	var rej *events.RejectedError
-	if !errors.As(err, &rej) || rej.Code != events.CodeChainBroken || !strings.Contains(rej.Message, "tracebridge verify") {
+	var rej *events.Err
+	if !errors.As(err, &rej) || rej.Code != events.CodeChainBroken || !strings.Contains(rej.Msg, "tracebridge verify") {
 		t.Fatalf("append past a broken tail: %v", err)
 	}
 }

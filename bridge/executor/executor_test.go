@@ -278,7 +278,7 @@ func TestSecretsReachTheToolButNotTheLog(t *testing.T) {
 
 func TestSideEffectsNeedAWritableLog(t *testing.T) {
 	h := newHarness(t, "", nil, func(d *Descriptor) { d.SideEffects = true })
-	h.st.Refuse(&events.RejectedError{Code: events.CodeLogUnavailable, Message: "disk full"})
+	h.st.Refuse(&events.Err{Code: events.CodeLogUnavailable, Msg: "disk full"})
 	req := h.em.NewID()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -203,7 +203,7 @@ func TestNothingIsWrittenWithoutDurableIntent(t *testing.T) {
 	r := newPropRig(t)
 	pr, _ := r.props.Create(events.NewID().String(), twoFiles())
 	r.props.Decide(pr.ID, true, pr.ContentHash, "op")
-	r.st.Refuse(&events.RejectedError{Code: events.CodeLogUnavailable, Message: "disk full"})
+	r.st.Refuse(&events.Err{Code: events.CodeLogUnavailable, Msg: "disk full"})
 	if _, err := r.props.Apply(context.Background(), pr.ID); codeOf(err) != events.CodeLogUnavailable {
 		t.Fatalf("apply with no log: %v", err)
 	}

@@ -42,18 +42,6 @@ type Response struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`
 }
 
-// FrameError is a frame that cannot be used. Code says why: TooLarge,
-// MalformedEnvelope or UnknownCommand.
-type FrameError struct {
-	Code events.Code
-	Msg  string
-	// OperationID is set when the frame was readable enough to name one, so
-	// the error can be answered.
-	OperationID, RequestID string
-}
-
-func (e *FrameError) Error() string { return string(e.Code) + ": " + e.Msg }
-
 // errFrameTooLarge is returned by readFrame for a line over MaxFrame.
 var errFrameTooLarge = errors.New("frame exceeds the size cap")
 
@@ -90,23 +78,24 @@ func newReader(r interface{ Read([]byte) (int, error) }) *bufio.Reader {
 }
 
 // DecodeRequest parses one request frame strictly: version 1, known fields
-// only, a command in commands, an operation id.
+// only, a command in commands, an operation id. A frame that cannot be used
+// is an *events.Err saying why (TooLarge, MalformedEnvelope,
+// UnknownCommand); the request comes back with it when it was readable
+// enough to name its operation, so the refusal can be answered.
 func DecodeRequest(b []byte, commands map[string]bool) (Request, error) {
 	var req Request
 	if len(b) > MaxFrame {
-		return req, &FrameError{Code: events.CodeTooLarge, Msg: fmt.Sprintf("frame of %d bytes exceeds %d", len(b), MaxFrame)}
+		return Request{}, events.Errorf(events.CodeTooLarge, "frame of %d bytes exceeds %d", len(b), MaxFrame)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return req, &FrameError{Code: events.CodeMalformedEnvelope, Msg: "not a request envelope: " + err.Error()}
+		return Request{}, events.Errorf(events.CodeMalformedEnvelope, "not a request envelope: %v", err)
 	}
 	if dec.More() {
-		return req, &FrameError{Code: events.CodeMalformedEnvelope, Msg: "trailing data after the envelope"}
+		return Request{}, events.Errorf(events.CodeMalformedEnvelope, "trailing data after the envelope")
 	}
-	fe := func(code events.Code, msg string) error {
-		return &FrameError{Code: code, Msg: msg, OperationID: req.OperationID, RequestID: req.RequestID}
-	}
+	fe := func(code events.Code, msg string) error { return &events.Err{Code: code, Msg: msg} }
 	switch {
 	case req.V != Version:
 		return req, fe(events.CodeMalformedEnvelope, fmt.Sprintf("envelope version %d; this host speaks %d", req.V, Version))
@@ -128,10 +117,10 @@ func DecodeResponse(b []byte) (Response, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&resp); err != nil {
-		return resp, &FrameError{Code: events.CodeMalformedEnvelope, Msg: "not a response envelope: " + err.Error()}
+		return resp, events.Errorf(events.CodeMalformedEnvelope, "not a response envelope: %v", err)
 	}
 	if resp.V != Version || resp.OperationID == "" {
-		return resp, &FrameError{Code: events.CodeMalformedEnvelope, Msg: "response lacks version 1 or an operationId"}
+		return resp, events.Errorf(events.CodeMalformedEnvelope, "response lacks version 1 or an operationId")
 	}
 	return resp, nil
 }
@@ -143,7 +132,7 @@ func encodeFrame(v any) ([]byte, error) {
 		return nil, err
 	}
 	if len(b)+1 > MaxFrame {
-		return nil, &FrameError{Code: events.CodeTooLarge, Msg: fmt.Sprintf("frame of %d bytes exceeds %d", len(b)+1, MaxFrame)}
+		return nil, events.Errorf(events.CodeTooLarge, "frame of %d bytes exceeds %d", len(b)+1, MaxFrame)
 	}
 	return append(b, '\n'), nil
 }

@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/events"
 	"net"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/tracebridge/tracebridge/events"
 
 	"golang.org/x/sys/unix"
 )

@@ -6,10 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/events"
 	"net"
 	"os"
 	"time"
+
+	"github.com/tracebridge/tracebridge/events"
 
 	"github.com/Microsoft/go-winio"
 	"golang.org/x/sys/windows"

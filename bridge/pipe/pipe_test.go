@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/store/storetest"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store"
@@ -323,7 +324,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req, err := DecodeRequest(b, cmds)
 		if err != nil {
-			var fe *FrameError
+			var fe *events.Err
 			if !errors.As(err, &fe) || fe.Code == "" {
 				t.Fatalf("uncoded error %v", err)
 			}

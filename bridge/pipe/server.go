@@ -117,7 +117,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	for {
 		line, err := readFrame(r)
 		if errors.Is(err, errFrameTooLarge) {
-			s.refuse(write, &FrameError{Code: events.CodeTooLarge, Msg: fmt.Sprintf("frame exceeds %d bytes", MaxFrame)})
+			s.refuse(write, Request{}, events.Errorf(events.CodeTooLarge, "frame exceeds %d bytes", MaxFrame))
 			return // the stream cannot be resynchronised cheaply: close it
 		}
 		if err != nil {
@@ -131,9 +131,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 		req, err := DecodeRequest(line, s.commands)
 		if err != nil {
-			var fe *FrameError
-			errors.As(err, &fe)
-			s.refuse(write, fe)
+			s.refuse(write, req, events.AsErr(err, events.CodeMalformedEnvelope))
 			continue
 		}
 		select {
@@ -150,11 +148,12 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	}
 }
 
-// refuse answers (and records) a frame that could not be used.
-func (s *Server) refuse(write func(Response), fe *FrameError) {
-	s.opts.Recorder.Emit(events.Event{Kind: events.KindHostResponseSent, RequestID: parseID(fe.RequestID), OperationID: parseID(fe.OperationID),
-		Outcome: events.Error, Code: fe.Code, Attrs: events.AttrsOf(map[string]string{"error": fe.Msg})})
-	write(Response{RequestID: fe.RequestID, OperationID: fe.OperationID, Code: fe.Code, Message: fe.Msg})
+// refuse answers (and records) a frame that could not be used: req is as
+// much of it as could be read (its ids, when it names them).
+func (s *Server) refuse(write func(Response), req Request, e *events.Err) {
+	s.opts.Recorder.Emit(events.Event{Kind: events.KindHostResponseSent, RequestID: parseID(req.RequestID), OperationID: parseID(req.OperationID),
+		Outcome: events.Error, Code: e.Code, Attrs: events.AttrsOf(map[string]string{"error": e.Msg})})
+	write(Response{RequestID: req.RequestID, OperationID: req.OperationID, Code: e.Code, Message: e.Msg})
 }
 
 // flush waits until the host's events of req are durable. When the log
