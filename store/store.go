@@ -69,7 +69,7 @@ type Store struct {
 	head    uint64
 	hash    events.Hash
 	refusal *events.Err // set when the store must not be appended to
-	full    *diskFull             // set while commits fail for want of space
+	full    *diskFull   // set while commits fail for want of space
 }
 
 // Open opens or creates the log at path.
