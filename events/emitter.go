@@ -9,6 +9,17 @@ import (
 	"time"
 )
 
+// Recorder is how every boundary records its crossings (an *Emitter is
+// one): Emit queues an event and returns its id, Flush returns once every
+// event of request req is durable, NewID gives the next id (an operation's,
+// a request's) from the same source as the events'. Packages take it, or
+// it plus what else they need of the emitter; no package declares its own.
+type Recorder interface {
+	Emit(Event) ID
+	Flush(ctx context.Context, req ID) error
+	NewID() ID
+}
+
 // Appender stores events durably and returns their seqs, in order. It is
 // what the emitter needs from the log; the bus client and the store both
 // provide it. Appending an event whose id is already stored returns the

@@ -86,3 +86,16 @@ func (o Outcome) Failed() bool {
 	}
 	return false
 }
+
+// Ms is d in milliseconds with microsecond precision: how events record a
+// duration.
+func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Took is e ending a step that began at since, now: with its duration
+// (none for a zero since: a point event).
+func (e Event) Took(since, now time.Time) Event {
+	if !since.IsZero() {
+		e.DurationMs = Ms(now.Sub(since))
+	}
+	return e
+}

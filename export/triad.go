@@ -161,7 +161,7 @@ func metadataOf(run replay.Run, opts TriadOptions) Metadata {
 		md.Result = run.Verdict.Message
 	}
 	if n := len(run.Events); n > 0 && !opts.Deterministic {
-		md.DurationMs = float64(run.Events[n-1].Time.Sub(run.Events[0].Time).Microseconds()) / 1000
+		md.DurationMs = events.Ms(run.Events[n-1].Time.Sub(run.Events[0].Time))
 		md.BoundaryMs = run.Durations
 	}
 	return md
@@ -194,7 +194,7 @@ func timeline(run replay.Run, opts TriadOptions) string {
 		if opts.Deterministic {
 			fmt.Fprintf(&b, "%3d ", i+1)
 		} else {
-			fmt.Fprintf(&b, "%7d +%9.3fms ", e.Seq, float64(e.Time.Sub(t0[0].Time).Microseconds())/1000)
+			fmt.Fprintf(&b, "%7d +%9.3fms ", e.Seq, events.Ms(e.Time.Sub(t0[0].Time)))
 		}
 		fmt.Fprintf(&b, "%-9s %-26s %-20s %-11s", e.Boundary, e.Kind, e.From+"→"+e.To, e.Outcome)
 		if e.Code != "" {

@@ -81,7 +81,7 @@ func Sequence(evs []events.Event, opts Options) string {
 			label += " " + t
 		}
 		if opts.Timings && len(evs) > 0 && !e.Time.IsZero() {
-			label += fmt.Sprintf(" +%.1fms", float64(e.Time.Sub(evs[0].Time).Microseconds())/1000)
+			label += fmt.Sprintf(" +%.1fms", events.Ms(e.Time.Sub(evs[0].Time)))
 		}
 		arrow := "->>"
 		if e.Outcome.Failed() {

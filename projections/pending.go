@@ -51,7 +51,7 @@ func Decision(p Approval, decision, by, reason string, now time.Time) events.Eve
 			events.AttrArgsHash: p.ArgsHash, "by": by, events.AttrReason: reason, events.AttrTool: p.Tool})}
 	if !now.IsZero() && !p.Requested.IsZero() && now.After(p.Requested) {
 		e.Time = now.UTC()
-		e.DurationMs = float64(now.Sub(p.Requested).Microseconds()) / 1000
+		e.DurationMs = events.Ms(now.Sub(p.Requested))
 	}
 	return e
 }

@@ -151,7 +151,7 @@ func (f *Fold) Summary() Summary {
 		end = f.Answered // the call's own duration; later proposal steps are the operator's
 	}
 	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Tool: f.Tool,
-		Start: f.Start, End: end, DurationMs: float64(end.Sub(f.Start).Microseconds()) / 1000, WaitMs: f.WaitMs, Later: f.Later,
+		Start: f.Start, End: end, DurationMs: events.Ms(end.Sub(f.Start)), WaitMs: f.WaitMs, Later: f.Later,
 		Status: status, Verdict: v, Events: f.Events, FirstSeq: f.FirstSeq, LastSeq: f.LastSeq}
 }
 

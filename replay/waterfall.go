@@ -30,7 +30,7 @@ func Waterfall(evs []events.Event) []Span {
 		if e.DurationMs <= 0 {
 			continue
 		}
-		end := float64(e.Time.Sub(evs[0].Time).Microseconds()) / 1000
+		end := events.Ms(e.Time.Sub(evs[0].Time))
 		out = append(out, Span{Kind: e.Kind, Boundary: e.Boundary, Code: e.Code, StartMs: end - e.DurationMs, Ms: e.DurationMs})
 		if len(out) == 1 || out[len(out)-1].StartMs < first {
 			first = out[len(out)-1].StartMs

@@ -293,7 +293,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		if d.Start.IsZero() {
 			d.Start = e.Time
 		}
-		d.Offsets = append(d.Offsets, float64(e.Time.Sub(d.Start).Microseconds())/1000)
+		d.Offsets = append(d.Offsets, events.Ms(e.Time.Sub(d.Start)))
 		if e.Kind == events.KindExecutorAudit {
 			d.Audit = indentJSON(e.Attrs.Get("envelope"))
 		}

@@ -47,13 +47,6 @@ type Host interface {
 	Call(ctx context.Context, req pipe.Request) (pipe.Response, error)
 }
 
-// Recorder records the UI's own events (an events.Emitter).
-type Recorder interface {
-	Emit(events.Event) events.ID
-	Flush(ctx context.Context, req events.ID) error
-	NewID() events.ID
-}
-
 // Options configure a Server.
 type Options struct {
 	// Addr is the address the UI listens on, 127.0.0.1:PORT.
@@ -66,7 +59,7 @@ type Options struct {
 	Name    string
 	Log     Log
 	Host    Host // nil: the workspace pages say no host is reachable
-	Rec     Recorder
+	Rec     events.Recorder
 	Version string
 	Logger  *slog.Logger
 	Now     func() time.Time

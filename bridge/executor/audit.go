@@ -49,7 +49,7 @@ type classification struct {
 func (c *call) audit(res *Result) {
 	e := &c.env
 	e.Outcome, e.Code, e.Action = events.OutcomeOf(res.Code), res.Code, events.ActionFor(res.Code)
-	e.DurationMs = float64(c.x.opts.Now().Sub(c.start).Microseconds()) / 1000 // the injected clock: re-drives are deterministic
+	e.DurationMs = events.Ms(c.x.opts.Now().Sub(c.start)) // the injected clock: re-drives are deterministic
 	// The code rates the call (events/codes.go); the tool's descriptor can
 	// only raise the risk.
 	cl := classification{Category: "unknown", Severity: events.SeverityOf(res.Code), Risk: events.RiskOf(res.Code), Outcome: e.Outcome}

@@ -18,9 +18,7 @@ import (
 
 // Emitter is what the executor needs of events.Emitter.
 type Emitter interface {
-	Emit(events.Event) events.ID
-	Flush(ctx context.Context, req events.ID) error
-	NewID() events.ID
+	events.Recorder
 	Redactor() *events.Redactor
 }
 
@@ -172,10 +170,7 @@ func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code ev
 	attrs[events.AttrTool] = c.inv.Tool
 	e := events.Event{ID: id, Kind: kind, RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID,
 		Traceparent: c.inv.Traceparent, Outcome: outcome, Code: code, Attrs: events.AttrsOf(attrs)}
-	if !since.IsZero() {
-		e.DurationMs = float64(c.x.opts.Now().Sub(since).Microseconds()) / 1000
-	}
-	c.x.opts.Emitter.Emit(e)
+	c.x.opts.Emitter.Emit(e.Took(since, c.x.opts.Now()))
 }
 
 // Execute runs inv through the pipeline and returns its result. It never

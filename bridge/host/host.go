@@ -33,7 +33,7 @@ type Host struct {
 	Diagnostics *DiagnosticsRunner // nil: get_diagnostics says how to configure it
 	// Rec records what the host does on its own (a review presented); nil
 	// records nothing.
-	Rec Recorder
+	Rec events.Recorder
 
 	mu      sync.Mutex
 	focus   *Focus

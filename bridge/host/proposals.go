@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
-	"github.com/tracebridge/tracebridge/internal/textdiff"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,16 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/durable"
+	"github.com/tracebridge/tracebridge/internal/textdiff"
+
 	"github.com/tracebridge/tracebridge/events"
 )
-
-// Recorder is what proposals need of events.Emitter: record, and make a
-// request's records durable before acting.
-type Recorder interface {
-	Emit(events.Event) events.ID
-	Flush(ctx context.Context, req events.ID) error
-	NewID() events.ID
-}
 
 // Proposals holds the proposals of one workspace. State lives in a JSON file
 // (replaced atomically on every transition); an apply in progress leaves a
@@ -31,7 +24,7 @@ type Recorder interface {
 // each transition happens exactly once.
 type Proposals struct {
 	ws   *Workspace
-	rec  Recorder
+	rec  events.Recorder
 	dir  string // state dir
 	now  func() time.Time
 	mu   sync.Mutex
@@ -55,7 +48,7 @@ type journalEntry struct {
 // interrupted: files still at their base are rolled forward (the approval
 // and the intent were durable), files already new are kept, and a file that
 // is neither marks the proposal failed with Drift, naming each file's state.
-func OpenProposals(ws *Workspace, rec Recorder, dir string, now func() time.Time) (*Proposals, error) {
+func OpenProposals(ws *Workspace, rec events.Recorder, dir string, now func() time.Time) (*Proposals, error) {
 	if now == nil {
 		now = time.Now
 	}

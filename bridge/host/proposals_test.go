@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/store/storetest"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store"

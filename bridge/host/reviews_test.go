@@ -2,12 +2,13 @@ package host
 
 import (
 	"errors"
-	"github.com/tracebridge/tracebridge/events"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 func newReviews(t *testing.T) (*Reviews, *tree, string) {

@@ -2,7 +2,6 @@ package host
 
 import (
 	"errors"
-	"github.com/tracebridge/tracebridge/events"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // tree is a workspace root beside an outside directory holding a sentinel.

@@ -32,13 +32,6 @@ const (
 
 var traceparentRE = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
 
-// recorder is what the connection needs of the emitter.
-type recorder interface {
-	Emit(events.Event) events.ID
-	Flush(ctx context.Context, req events.ID) error
-	NewID() events.ID
-}
-
 // evidenceTransport wraps a transport so its connection leaves evidence.
 type evidenceTransport struct {
 	inner sdk.Transport
@@ -57,7 +50,7 @@ func (t *evidenceTransport) Connect(ctx context.Context) (sdk.Connection, error)
 // connState is the evidence connection of one session.
 type connState struct {
 	inner        sdk.Connection
-	rec          recorder
+	rec          events.Recorder
 	log          *slog.Logger
 	session      events.ID
 	flushTimeout time.Duration
@@ -282,7 +275,7 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 		attrs["params"] = pd.params
 	}
 	e := events.Event{Kind: events.KindMCPResponseSent, RequestID: pd.req, SessionID: c.session, Traceparent: pd.tp,
-		Outcome: events.OK, DurationMs: float64(c.now().Sub(pd.start).Microseconds()) / 1000}
+		Outcome: events.OK, DurationMs: events.Ms(c.now().Sub(pd.start))}
 	if pd.tool != "" {
 		attrs["tool"] = pd.tool
 	}

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/store/storetest"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tracebridge/tracebridge/bridge/executor"

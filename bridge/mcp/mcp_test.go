@@ -3,11 +3,12 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/store/storetest"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracebridge/tracebridge/bridge/executor"

@@ -25,7 +25,7 @@ const DefaultMaxLineLength = 4 << 20
 
 // Emitter is what the server needs of events.Emitter.
 type Emitter interface {
-	recorder
+	events.Recorder
 	FlushAll(ctx context.Context) error
 }
 

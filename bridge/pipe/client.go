@@ -22,7 +22,7 @@ type ClientOptions struct {
 	// chose it among several: recorded on every pipe event ("root"), so a
 	// re-drive routes each call to the same host.
 	Root     string
-	Recorder Recorder
+	Recorder events.Recorder
 	// Timeout bounds one call. Zero: 5s.
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -64,10 +64,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	emit := func(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
 		e := base
 		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, events.AttrsOf(attrs)
-		if !since.IsZero() {
-			e.DurationMs = float64(time.Since(since).Microseconds()) / 1000
-		}
-		c.opts.Recorder.Emit(e)
+		c.opts.Recorder.Emit(e.Took(since, time.Now()))
 	}
 	attrs := func() map[string]string {
 		a := map[string]string{"command": req.Command, "path": c.opts.Path}

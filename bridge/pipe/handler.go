@@ -3,14 +3,7 @@ package pipe
 import (
 	"context"
 	"fmt"
-
-	"github.com/tracebridge/tracebridge/events"
 )
-
-// Recorder is what the pipe needs of events.Emitter.
-type Recorder interface {
-	Emit(events.Event) events.ID
-}
 
 // Handler serves one command. A *events.Err keeps its code; any other
 // error is a ToolError.

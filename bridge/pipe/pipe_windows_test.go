@@ -18,6 +18,7 @@ type recorded struct{ evs []events.Event }
 
 func (r *recorded) Emit(e events.Event) events.ID          { r.evs = append(r.evs, e); return events.NewID() }
 func (r *recorded) Flush(context.Context, events.ID) error { return nil }
+func (r *recorded) NewID() events.ID                       { return events.NewID() }
 
 // A round trip over a named pipe with the current-user DACL, and a second
 // Listen on the same name refused.

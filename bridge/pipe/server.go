@@ -18,22 +18,13 @@ import (
 // ServerOptions configures NewServer. Handlers and Recorder are required.
 type ServerOptions struct {
 	Handlers map[string]Handler
-	Recorder ServerRecorder
+	Recorder events.Recorder
 	Logger   *slog.Logger
 	// CheckPeer accepts or refuses a connecting uid. Nil: only this
 	// process's own uid.
 	CheckPeer func(uid int) error
 	// MaxInFlight bounds concurrent requests per connection. Zero: 64.
 	MaxInFlight int
-}
-
-// ServerRecorder is what the host side needs of events.Emitter: it makes a
-// request's host events durable before it answers, so the bridge, which
-// answers its client only after its own flush, never reports a call whose
-// host side the log could lose.
-type ServerRecorder interface {
-	Recorder
-	Flush(ctx context.Context, req events.ID) error
 }
 
 // Server is the host side of the pipe.

@@ -19,8 +19,7 @@ import (
 
 // Emitter is what the gateway needs of events.Emitter.
 type Emitter interface {
-	Emit(events.Event) events.ID
-	Flush(ctx context.Context, req events.ID) error
+	events.Recorder
 	Redactor() *events.Redactor
 }
 

@@ -70,10 +70,7 @@ func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, co
 	}
 	attrs[projections.AttrServer] = s.name
 	e := events.Event{Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: events.AttrsOf(attrs)}
-	if !since.IsZero() {
-		e.DurationMs = float64(s.g.opts.Now().Sub(since).Microseconds()) / 1000
-	}
-	s.g.opts.Emitter.Emit(e)
+	s.g.opts.Emitter.Emit(e.Took(since, s.g.opts.Now()))
 }
 
 // sharedProtocol is the protocol version of the shared link.
