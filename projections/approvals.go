@@ -33,7 +33,7 @@ const (
 
 type approvals struct{}
 
-func (approvals) Name() string { return "approvals" }
+func (approvals) Name() string { return ViewApprovals }
 func (approvals) Version() int { return 1 }
 
 func (approvals) Apply(kv KV, e *events.Event) error {

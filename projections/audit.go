@@ -26,7 +26,7 @@ type Audit struct {
 // audit keys envelopes by seq, so the newest come first.
 type audit struct{}
 
-func (audit) Name() string { return "audit" }
+func (audit) Name() string { return ViewAudit }
 func (audit) Version() int { return 1 }
 
 func (audit) Apply(kv KV, e *events.Event) error {

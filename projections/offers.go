@@ -20,7 +20,7 @@ type Offers struct {
 
 type offers struct{}
 
-func (offers) Name() string { return "offers" }
+func (offers) Name() string { return ViewOffers }
 func (offers) Version() int { return 1 }
 
 func (offers) Apply(kv KV, e *events.Event) error {

@@ -20,18 +20,14 @@ const MaxPending = 1000
 // PendingApprovals lists the tool calls waiting for a decision whose
 // deadline has not passed, oldest first, from the approvals projection.
 func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Approval, error) {
-	rows, err := log.View(ctx, Query{View: "approvals", Status: ApprovalPending, Limit: MaxPending})
+	all, err := Read[Approval](ctx, log, Query{View: ViewApprovals, Status: ApprovalPending, Limit: MaxPending})
 	if err != nil {
 		return nil, err
 	}
 	out := []Approval{}
-	for i := len(rows) - 1; i >= 0; i-- { // the view lists newest first
-		var a Approval
-		if err := json.Unmarshal(rows[i], &a); err != nil {
-			return nil, err
-		}
-		if a.Deadline.After(now) {
-			out = append(out, a)
+	for i := len(all) - 1; i >= 0; i-- { // the view lists newest first
+		if all[i].Deadline.After(now) {
+			out = append(out, all[i])
 		}
 	}
 	return out, nil

@@ -47,7 +47,7 @@ func PinKey(server, tool string) string { return server + "/" + tool }
 
 type pins struct{}
 
-func (pins) Name() string { return "pins" }
+func (pins) Name() string { return ViewPins }
 func (pins) Version() int { return 1 }
 
 func (pins) Apply(kv KV, e *events.Event) error {

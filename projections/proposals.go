@@ -35,7 +35,7 @@ type Transition struct {
 
 type proposals struct{}
 
-func (proposals) Name() string { return "proposals" }
+func (proposals) Name() string { return ViewProposals }
 func (proposals) Version() int { return 1 }
 
 func (proposals) Apply(kv KV, e *events.Event) error {

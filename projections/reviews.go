@@ -31,7 +31,7 @@ type ReviewVersion struct {
 
 type reviews struct{}
 
-func (reviews) Name() string { return "reviews" }
+func (reviews) Name() string { return ViewReviews }
 func (reviews) Version() int { return 1 }
 
 func (reviews) Apply(kv KV, e *events.Event) error {

@@ -12,7 +12,7 @@ import (
 // in `tracebridge runs` are the ones `tracebridge replay` gives.
 type runs struct{}
 
-func (runs) Name() string { return "runs" }
+func (runs) Name() string { return ViewRuns }
 func (runs) Version() int { return 2 } // 2: the call's own end, its wait, its proposal's later fate
 
 func (runs) Apply(kv KV, e *events.Event) error {

@@ -23,7 +23,7 @@ type Session struct {
 
 type sessions struct{}
 
-func (sessions) Name() string { return "sessions" }
+func (sessions) Name() string { return ViewSessions }
 func (sessions) Version() int { return 1 }
 
 func (sessions) Apply(kv KV, e *events.Event) error {

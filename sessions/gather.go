@@ -47,10 +47,10 @@ func Gather(ctx context.Context, log EvidenceLog, sid events.ID) (ExportInput, e
 	}
 	// The pinned descriptors of upstream tools and what the upstreams
 	// offered: the file serves those of the servers the session called.
-	if in.Pins, err = viewRows[projections.Pin](ctx, log, "pins"); err != nil {
+	if in.Pins, err = projections.Read[projections.Pin](ctx, log, projections.Query{View: projections.ViewPins, Limit: 1 << 20}); err != nil {
 		return in, err
 	}
-	if in.Offers, err = viewRows[projections.Offers](ctx, log, "offers"); err != nil {
+	if in.Offers, err = projections.Read[projections.Offers](ctx, log, projections.Query{View: projections.ViewOffers, Limit: 1 << 20}); err != nil {
 		return in, err
 	}
 	if len(proposals) > 0 {
@@ -114,22 +114,6 @@ func gatherDecisions(ctx context.Context, log EvidenceLog, proposals map[string]
 		}
 		from = next
 	}
-}
-
-// viewRows reads every row of a view, leaving out rows that do not decode.
-func viewRows[T any](ctx context.Context, log projections.Viewer, view string) ([]T, error) {
-	rows, err := log.View(ctx, projections.Query{View: view, Limit: 1 << 20})
-	if err != nil {
-		return nil, err
-	}
-	var out []T
-	for _, r := range rows {
-		var v T
-		if json.Unmarshal(r, &v) == nil {
-			out = append(out, v)
-		}
-	}
-	return out, nil
 }
 
 // resolvePayloads puts the whole payloads in the evidence in place of

@@ -31,16 +31,15 @@ func (s *Server) actions() map[string]http.Handler {
 func (s *Server) acceptTool(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	name, hash := r.PathValue("name"), r.PostForm.Get("hash")
-	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: "pins", Limit: 1 << 20})
+	pins, err := projections.Read[projections.Pin](r.Context(), s.opts.Log, projections.Query{View: projections.ViewPins, Limit: 1 << 20})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	var pin *projections.Pin
-	for _, row := range rows {
-		var p projections.Pin
-		if json.Unmarshal(row, &p) == nil && p.Name == name {
-			pin = &p
+	for i := range pins {
+		if pins[i].Name == name {
+			pin = &pins[i]
 		}
 	}
 	switch {

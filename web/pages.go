@@ -138,7 +138,7 @@ func filterOf(r *http.Request) (runsFilter, projections.Query, error) {
 	v := r.URL.Query()
 	f := runsFilter{Status: v.Get("status"), Tool: strings.TrimSpace(v.Get("tool")),
 		Session: strings.TrimSpace(v.Get("session")), Text: strings.TrimSpace(v.Get("q")), Kind: v.Get("kind")}
-	q := projections.Query{View: "runs", Status: f.Status, Tool: f.Tool, Text: f.Text, Limit: runsLimit}
+	q := projections.Query{View: projections.ViewRuns, Status: f.Status, Tool: f.Tool, Text: f.Text, Limit: runsLimit}
 	switch f.Kind {
 	case "", projections.KindMCP: // AI clients' requests unless asked
 		f.Kind, q.Kind = projections.KindMCP, projections.KindMCP
@@ -308,7 +308,7 @@ type sessionsData struct {
 }
 
 func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
-	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: "sessions", Limit: runsLimit})
+	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: projections.ViewSessions, Limit: runsLimit})
 	p := page{Title: "Sessions", Nav: "sessions"}
 	d := sessionsData{}
 	for _, row := range rows {
@@ -353,7 +353,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		evs, d.Truncated = evs[:maxSessionEvents], true
 	}
 	d.Diagram = mermaid.Sequence(evs, mermaid.Options{})
-	rows, _ := s.opts.Log.View(r.Context(), projections.Query{View: "runs", Session: id, Limit: runsLimit})
+	rows, _ := s.opts.Log.View(r.Context(), projections.Query{View: projections.ViewRuns, Session: id, Limit: runsLimit})
 	for _, row := range rows {
 		var sum replay.Summary
 		if json.Unmarshal(row, &sum) == nil {
@@ -458,13 +458,12 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		p.Error = err.Error()
 	}
 	d.Tools = tools
-	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: "pins", Status: projections.PinChanged, Limit: 1000})
+	pins, err := projections.Read[projections.Pin](r.Context(), s.opts.Log, projections.Query{View: projections.ViewPins, Status: projections.PinChanged, Limit: 1000})
 	if err != nil && p.Error == "" {
 		p.Error = err.Error()
 	}
-	for _, row := range rows {
-		var pin projections.Pin
-		if json.Unmarshal(row, &pin) == nil && pin.Pending != "" {
+	for _, pin := range pins {
+		if pin.Pending != "" {
 			diff, whole := projections.DescriptorDiff(pin, s.opts.Descriptors)
 			d.Changed = append(d.Changed, changedTool{Pin: pin, Diff: diff, Whole: whole})
 		}

@@ -64,7 +64,7 @@ func Trace(log TraceLog) []*executor.Tool {
 	return []*executor.Tool{
 		tool("trace_runs", "Recorded runs (one per request id), newest first: method, tool, status (ok, failed, denied, incomplete), duration, event count and the verdict of those that did not succeed.",
 			executor.SchemaFor[TraceRunsArgs](), typedRun(func(ctx context.Context, a TraceRunsArgs) (any, error) {
-				q := projections.Query{View: "runs", Status: a.Status, Tool: a.Tool, Limit: min(max(a.Limit, 0), 200)}
+				q := projections.Query{View: projections.ViewRuns, Status: a.Status, Tool: a.Tool, Limit: min(max(a.Limit, 0), 200)}
 				if q.Limit == 0 {
 					q.Limit = 20
 				}

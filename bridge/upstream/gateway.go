@@ -355,14 +355,13 @@ func sortedToolNames(m map[string]*toolState) []string {
 
 // pins reads the pins of server's tools, by upstream tool name.
 func (g *Gateway) pins(ctx context.Context, server string) (map[string]projections.Pin, error) {
-	rows, err := g.opts.Pins.View(ctx, projections.Query{View: "pins", Limit: 1 << 20})
+	all, err := projections.Read[projections.Pin](ctx, g.opts.Pins, projections.Query{View: projections.ViewPins, Limit: 1 << 20})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]projections.Pin{}
-	for _, r := range rows {
-		var p projections.Pin
-		if json.Unmarshal(r, &p) == nil && p.Server == server {
+	for _, p := range all {
+		if p.Server == server {
 			out[p.Tool] = p
 		}
 	}
@@ -393,12 +392,15 @@ func (s *Server) checkPin(ctx context.Context, st *toolState, tool string) error
 	if until, ok := st.admitted.Load().(time.Time); ok && s.g.opts.Now().Before(until) {
 		return nil
 	}
-	rows, err := s.g.opts.Pins.View(ctx, projections.Query{View: "pins", Key: projections.PinKey(s.name, tool)})
+	pins, err := projections.Read[projections.Pin](ctx, s.g.opts.Pins, projections.Query{View: projections.ViewPins, Key: projections.PinKey(s.name, tool)})
 	if err != nil {
 		return events.Errorf(events.CodeLogUnavailable, "the pinned descriptor of %s cannot be read: %v", s.exposed(tool), err)
 	}
 	var p projections.Pin
-	if len(rows) == 0 || json.Unmarshal(rows[0], &p) != nil {
+	if len(pins) > 0 {
+		p = pins[0]
+	}
+	if len(pins) == 0 {
 		return events.Errorf(events.CodeToolChanged, "tool %s of server %s has no pinned descriptor yet", tool, s.name)
 	}
 	if p.Hash != st.hash {

@@ -214,7 +214,7 @@ func demoRuns(ctx context.Context, m *Main, step func(string, ...any), session, 
 	}
 	defer node.Close()
 	step("tracebridge runs --session %s", session)
-	rows, err := node.View(ctx, projections.Query{View: "runs", Session: session, Limit: 50})
+	rows, err := node.View(ctx, projections.Query{View: projections.ViewRuns, Session: session, Limit: 50})
 	if err != nil {
 		return err
 	}

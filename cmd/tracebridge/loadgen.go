@@ -42,7 +42,7 @@ func runLoadgen(ctx context.Context, m *Main, args []string) error {
 	// Synthetic load among a user's real evidence drowns it: refuse a data
 	// dir with MCP sessions unless asked.
 	if !*yes {
-		rows, _ := node.View(ctx, projections.Query{View: "sessions", Limit: 1 << 20})
+		rows, _ := node.View(ctx, projections.Query{View: projections.ViewSessions, Limit: 1 << 20})
 		for _, r := range rows {
 			var s projections.Session
 			if json.Unmarshal(r, &s) == nil && s.Client != "" {

@@ -38,7 +38,7 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	q := projections.Query{View: "runs", Status: *status, Tool: *tool, Limit: *limit}
+	q := projections.Query{View: projections.ViewRuns, Status: *status, Tool: *tool, Limit: *limit}
 	switch *status {
 	case "", replay.StatusOK, replay.StatusFailed, replay.StatusDenied, replay.StatusIncomplete:
 	default:

@@ -84,7 +84,7 @@ func runSessionList(ctx context.Context, m *Main, args []string) error {
 	if *limit < 0 {
 		return usageError{"--limit must be 0 (all) or more"}
 	}
-	q := projections.Query{View: "sessions", Limit: *limit}
+	q := projections.Query{View: projections.ViewSessions, Limit: *limit}
 	if *limit == 0 {
 		q.Limit = 1 << 30
 	}

@@ -58,7 +58,7 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer node.Close()
-	if c.pins, err = pinsOf(ctx, node, c.state); err != nil {
+	if c.pins, err = projections.Read[projections.Pin](ctx, node, projections.Query{View: projections.ViewPins, Status: c.state, Limit: 1 << 20}); err != nil {
 		return err
 	}
 	switch {
@@ -86,22 +86,6 @@ type toolsCmd struct {
 	state, reason, hash string
 }
 
-// pinsOf reads the pins view, only those in state when it is set.
-func pinsOf(ctx context.Context, log projections.Viewer, state string) ([]projections.Pin, error) {
-	rows, err := log.View(ctx, projections.Query{View: "pins", Status: state, Limit: 1 << 20})
-	if err != nil {
-		return nil, err
-	}
-	var pins []projections.Pin
-	for _, r := range rows {
-		var p projections.Pin
-		if json.Unmarshal(r, &p) == nil {
-			pins = append(pins, p)
-		}
-	}
-	return pins, nil
-}
-
 func (c *toolsCmd) find(name string) (projections.Pin, error) {
 	for _, p := range c.pins {
 		if p.Name == name || projections.PinKey(p.Server, p.Tool) == name {
@@ -119,7 +103,7 @@ func (c *toolsCmd) list(ctx context.Context, node projections.Viewer) error {
 		return enc.Encode(c.pins)
 	}
 	if len(c.pins) == 0 && c.state != "" {
-		all, err := node.View(ctx, projections.Query{View: "pins", Limit: 1 << 20})
+		all, err := node.View(ctx, projections.Query{View: projections.ViewPins, Limit: 1 << 20})
 		if err == nil && len(all) > 0 {
 			fmt.Fprintf(out, "no pinned tool is %s (%d pinned: tracebridge tools list)\n", c.state, len(all))
 			return nil
