@@ -1,0 +1,86 @@
+package sessions
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracebridge/tracebridge/hub"
+)
+
+// redriveFile re-drives one committed session file in this package, as
+// `tracebridge session replay` does: a fresh log on the session's clock,
+// the bridge built by bridge.New from the recording.
+func redriveFile(t *testing.T, path string, edit func(string) string) *Redriven {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if edit != nil {
+		text = edit(text)
+	}
+	s, err := DecodeSession(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dir := hub.DataDir(filepath.Join(t.TempDir(), "d"))
+	if err := dir.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Now: Clock(s), Name: "session-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	res, err := Redrive(ctx, s, RedriveOptions{Log: node, PipePath: dir.PipePath(), Version: "test"})
+	if err != nil {
+		t.Fatalf("%s: %v", filepath.Base(path), err)
+	}
+	return res
+}
+
+// Every committed session re-drives with no drift in this package (no
+// binary, no processes: the recording stands in for the host, the
+// upstreams, the secrets and the operators), and a session whose recorded
+// upstream answer is edited drifts at the client's answer.
+func TestCommittedSessionsRedrive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-drives every committed session (make test runs it)")
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "artifacts", "sessions", "*.jsonl"))
+	if len(files) < 10 {
+		t.Fatalf("found %d committed sessions", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			res := redriveFile(t, f, nil)
+			if len(res.Runs) == 0 {
+				t.Fatal("nothing was re-driven")
+			}
+			for _, d := range res.Drift {
+				t.Errorf("drift: %s", d)
+			}
+		})
+	}
+	res := redriveFile(t, filepath.Join("..", "artifacts", "sessions", "upstream-stock.jsonl"), func(s string) string {
+		lines := strings.Split(s, "\n")
+		for i, l := range lines {
+			if strings.Contains(l, `"step":"upstream"`) {
+				lines[i] = strings.Replace(l, "This is a simple prompt without arguments.", "This prompt was changed.", 1)
+			}
+		}
+		return strings.Join(lines, "\n")
+	})
+	found := false
+	for _, d := range res.Drift {
+		found = found || strings.Contains(d.At, "messages[0].content.text") && strings.Contains(d.Got, "This prompt was changed.")
+	}
+	if !found {
+		t.Fatalf("an edited upstream answer did not drift at the client's answer: %#v", res.Drift)
+	}
+}
