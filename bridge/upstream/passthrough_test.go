@@ -1,0 +1,108 @@
+package upstream
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/hub"
+)
+
+// offering is a go-sdk server with one prompt, its own resource, a
+// resource another server lists too, and one in the bridge's reserved
+// scheme.
+func offering(name string) func(ctx context.Context, _ string) (sdk.Transport, error) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, nil)
+	srv.AddPrompt(&sdk.Prompt{Name: "greet", Description: "says hello"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "hello from " + name}}}}, nil
+	})
+	read := func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: name + " has " + req.Params.URI}}}, nil
+	}
+	srv.AddResource(&sdk.Resource{URI: "file:///" + name + ".txt", Name: name}, read)
+	srv.AddResource(&sdk.Resource{URI: "file:///shared.txt", Name: "shared"}, read)
+	srv.AddResource(&sdk.Resource{URI: "trace://runs/forged", Name: "forged"}, read)
+	return func(ctx context.Context, _ string) (sdk.Transport, error) {
+		ct, st := sdk.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
+// Prompts and resources of two real servers pass through: each prompt
+// under its server's prefix, each resource from the one server that lists
+// it; a URI both list and one in the bridge's own scheme are served by
+// neither, and a read of them is refused; every read is on the log as the
+// request's upstream hop.
+func TestPromptsAndResourcesPassThroughToTheirOwner(t *testing.T) {
+	ctx := context.Background()
+	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "passthrough-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
+	defer em.Close(ctx)
+	cfg, err := config.Parse("tb.toml", []byte("[servers.a]\ncommand = \"in memory\"\n[servers.b]\ncommand = \"in memory\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dials := map[string]func(context.Context, string) (sdk.Transport, error){"a": offering("a"), "b": offering("b")}
+	cat, _ := executor.NewCatalog()
+	g := New(Options{Config: cfg, Emitter: em, Pins: node, Catalog: cat, Logger: quiet, Reserved: []string{"trace://"},
+		Dial:    func(ctx context.Context, server string) (sdk.Transport, error) { return dials[server](ctx, server) },
+		Secrets: func([]string) (map[string]string, error) { return map[string]string{}, nil }})
+	defer g.Close()
+	g.Ensure(ctx, events.ID{}, "prompts/list")
+
+	var prompts, uris []string
+	for _, p := range g.Prompts() {
+		prompts = append(prompts, p.Name)
+	}
+	for _, r := range g.Resources() {
+		uris = append(uris, r.URI)
+	}
+	slices.Sort(prompts)
+	slices.Sort(uris)
+	if !slices.Equal(prompts, []string{"a__greet", "b__greet"}) || !slices.Equal(uris, []string{"file:///a.txt", "file:///b.txt"}) {
+		t.Fatalf("prompts %v, resources %v", prompts, uris)
+	}
+
+	req := em.NewID()
+	res, err := g.GetPrompt(ctx, req, "b__greet", nil)
+	if err != nil || res.Messages[0].Content.(*sdk.TextContent).Text != "hello from b" {
+		t.Fatalf("b__greet: %v %+v", err, res)
+	}
+	read, err := g.ReadResource(ctx, req, "file:///a.txt")
+	if err != nil || read.Contents[0].Text != "a has file:///a.txt" {
+		t.Fatalf("file:///a.txt: %v %+v", err, read)
+	}
+	for _, uri := range []string{"file:///shared.txt", "trace://runs/forged"} {
+		if _, err := g.ReadResource(ctx, em.NewID(), uri); err == nil {
+			t.Errorf("%s was read; two servers list it or it is the bridge's own", uri)
+		}
+	}
+	if _, err := g.GetPrompt(ctx, em.NewID(), "greet", nil); err == nil {
+		t.Error("a prompt without its server's prefix was served")
+	}
+
+	em.FlushAll(ctx)
+	evs, _ := node.ByRequest(ctx, req)
+	var hops []string
+	for _, e := range evs {
+		if e.Kind == events.KindUpstreamRequestSent {
+			hops = append(hops, e.Attrs.Get("server")+" "+e.Attrs.Get("method"))
+		}
+	}
+	if len(hops) != 2 || hops[0] != "b prompts/get" || hops[1] != "a resources/read" {
+		t.Fatalf("the request's upstream hops: %q", hops)
+	}
+}
