@@ -132,7 +132,7 @@ func (x *Audit) flush(ctx context.Context, cp *store.Checkpoint) error {
 func auditLineOf(ctx context.Context, r events.PayloadReader, e events.Event, cp *store.Checkpoint) (AuditLine, error) {
 	l := AuditLine{Seq: e.Seq, EventID: e.ID, Time: e.Time, Hash: e.Hash.String(), RequestID: e.RequestID, SessionID: e.SessionID,
 		Tool: e.Attrs.Get(events.AttrTool), Outcome: e.Outcome, Code: e.Code, Checkpoint: cp}
-	env, err := events.ResolveValue(ctx, r, e.Attrs.Get("envelope")) // over 4 KiB: whole in the payload store
+	env, err := events.ResolveValue(ctx, r, e.Attrs.Get(events.AttrEnvelope)) // over 4 KiB: whole in the payload store
 	if err != nil {
 		return l, fmt.Errorf("the envelope of seq %d: %w", e.Seq, err)
 	}

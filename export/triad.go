@@ -147,12 +147,12 @@ func metadataOf(run replay.Run, opts TriadOptions) Metadata {
 		}
 		switch e.Kind {
 		case events.KindMCPResponseSent:
-			md.Input = cut(opts.Scrub(e.Attrs.Get("params")), 512)
+			md.Input = cut(opts.Scrub(e.Attrs.Get(events.AttrParams)), 512)
 		case events.KindExecutorAudit:
 			var env struct {
 				Result string `json:"result"`
 			}
-			if json.Unmarshal([]byte(e.Attrs.Get("envelope")), &env) == nil && env.Result != "" {
+			if json.Unmarshal([]byte(e.Attrs.Get(events.AttrEnvelope)), &env) == nil && env.Result != "" {
 				md.Result = cut(opts.Scrub(env.Result), 512)
 			}
 		}

@@ -77,7 +77,7 @@ func Sequence(evs []events.Event, opts Options) string {
 		if e.Code != "" {
 			label += " " + string(e.Code)
 		}
-		if t := e.Attrs.Get("tool"); t != "" && (e.Kind == events.KindMCPRequestReceived || e.Kind == events.KindExecutorStarted) {
+		if t := e.Attrs.Get(events.AttrTool); t != "" && (e.Kind == events.KindMCPRequestReceived || e.Kind == events.KindExecutorStarted) {
 			label += " " + t
 		}
 		if opts.Timings && len(evs) > 0 && !e.Time.IsZero() {
@@ -128,7 +128,7 @@ func participantOf(e *events.Event, p string) string {
 		return p
 	}
 	var b strings.Builder
-	for _, r := range e.Attrs.Get("server") {
+	for _, r := range e.Attrs.Get(events.AttrServer) {
 		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)
 		}

@@ -15,7 +15,7 @@ import (
 // is the operator request it belongs to.
 func Acceptance(req events.ID, p Pin, by, reason string) events.Event {
 	return events.Event{Kind: events.KindUpstreamToolAccepted, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
-		AttrServer: p.Server, AttrUpTool: p.Tool, AttrExposed: p.Name,
+		events.AttrServer: p.Server, AttrUpTool: p.Tool, AttrExposed: p.Name,
 		AttrHash: p.Pending, "pinned": p.Hash, "by": by, events.AttrReason: reason})}
 }
 

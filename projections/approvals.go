@@ -55,7 +55,7 @@ func (approvals) Apply(kv KV, e *events.Event) error {
 		if err != nil || !ok || a.State == ApprovalDecided {
 			return err // decided without asking (allow/deny mode), or decided already: the first stands
 		}
-		a.State, a.Decision, a.By, a.Reason, a.Decided = ApprovalDecided, e.Attrs.Get(events.AttrDecision), e.Attrs.Get("by"), e.Attrs.Get(events.AttrReason), e.Time
+		a.State, a.Decision, a.By, a.Reason, a.Decided = ApprovalDecided, e.Attrs.Get(events.AttrDecision), e.Attrs.Get(events.AttrBy), e.Attrs.Get(events.AttrReason), e.Time
 		return saveState(kv, key, a)
 	}
 	return nil

@@ -38,11 +38,11 @@ func (audit) Apply(kv KV, e *events.Event) error {
 	var env struct {
 		Tool string `json:"tool"`
 	}
-	if raw := []byte(e.Attrs.Get("envelope")); json.Valid(raw) {
+	if raw := []byte(e.Attrs.Get(events.AttrEnvelope)); json.Valid(raw) {
 		a.Envelope = raw
 		json.Unmarshal(raw, &env)
 	} else if len(raw) > 0 {
-		a.Envelope, _ = json.Marshal(e.Attrs.Get("envelope")) // truncated or redacted: kept as text
+		a.Envelope, _ = json.Marshal(e.Attrs.Get(events.AttrEnvelope)) // truncated or redacted: kept as text
 	}
 	a.Tool = env.Tool
 	return putJSON(kv, binary.BigEndian.AppendUint64(nil, e.Seq), &a)

@@ -24,7 +24,7 @@ func (offers) Name() string { return ViewOffers }
 func (offers) Version() int { return 1 }
 
 func (offers) Apply(kv KV, e *events.Event) error {
-	server := e.Attrs.Get(AttrServer)
+	server := e.Attrs.Get(events.AttrServer)
 	if e.Kind != events.KindUpstreamOffers || server == "" {
 		return nil
 	}

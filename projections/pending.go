@@ -76,7 +76,7 @@ func Decided(evs []events.Event, approval string) (events.Event, bool) {
 // caller emitted), not another decider's.
 func Won(held, ev events.Event) bool {
 	return held.ID == ev.ID && held.Attrs.Get(events.AttrDecision) == ev.Attrs.Get(events.AttrDecision) &&
-		held.Attrs.Get("by") == ev.Attrs.Get("by") && held.Attrs.Get(events.AttrReason) == ev.Attrs.Get(events.AttrReason)
+		held.Attrs.Get(events.AttrBy) == ev.Attrs.Get(events.AttrBy) && held.Attrs.Get(events.AttrReason) == ev.Attrs.Get(events.AttrReason)
 }
 
 // PastTense names a decision once taken: approved, denied.

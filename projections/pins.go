@@ -33,9 +33,8 @@ const (
 	PinRemoved = "removed"
 )
 
-// Attributes of the upstream.tool.* events.
+// Attributes of the upstream.tool.* events (and events.AttrServer).
 const (
-	AttrServer     = "server"
 	AttrUpTool     = "upstreamTool"
 	AttrExposed    = "exposed" // the name in the bridge's catalog (server__tool)
 	AttrHash       = "hash"
@@ -51,7 +50,7 @@ func (pins) Name() string { return ViewPins }
 func (pins) Version() int { return 1 }
 
 func (pins) Apply(kv KV, e *events.Event) error {
-	server, tool, hash := e.Attrs.Get(AttrServer), e.Attrs.Get(AttrUpTool), e.Attrs.Get(AttrHash)
+	server, tool, hash := e.Attrs.Get(events.AttrServer), e.Attrs.Get(AttrUpTool), e.Attrs.Get(AttrHash)
 	if server == "" || tool == "" || hash == "" {
 		return nil
 	}
@@ -81,7 +80,7 @@ func (pins) Apply(kv KV, e *events.Event) error {
 		if !found || hash != p.Pending {
 			return nil // accepts a descriptor that no longer waits
 		}
-		p.Hash, p.Descriptor, p.Pending, p.PendingDescriptor, p.State, p.AcceptedBy = p.Pending, p.PendingDescriptor, "", "", PinPinned, e.Attrs.Get("by")
+		p.Hash, p.Descriptor, p.Pending, p.PendingDescriptor, p.State, p.AcceptedBy = p.Pending, p.PendingDescriptor, "", "", PinPinned, e.Attrs.Get(events.AttrBy)
 	case events.KindUpstreamToolRemoved:
 		if !found {
 			return nil

@@ -39,7 +39,7 @@ func (proposals) Name() string { return ViewProposals }
 func (proposals) Version() int { return 1 }
 
 func (proposals) Apply(kv KV, e *events.Event) error {
-	id := e.Attrs.Get("proposal")
+	id := e.Attrs.Get(events.AttrProposal)
 	if id == "" || !strings.HasPrefix(e.Kind, "proposal.") {
 		return nil
 	}
@@ -58,7 +58,7 @@ func (proposals) Apply(kv KV, e *events.Event) error {
 		state = "applying"
 	}
 	p.State, p.Updated = state, e.Time
-	p.Code, p.Message = e.Code, e.Attrs.Get("error")
+	p.Code, p.Message = e.Code, e.Attrs.Get(events.AttrError)
 	if v := e.Attrs.Get("files"); v != "" {
 		p.Files = v
 	}
@@ -71,7 +71,7 @@ func (proposals) Apply(kv KV, e *events.Event) error {
 	if e.Kind == events.KindProposalReset {
 		p.Preview = ""
 	}
-	p.Transitions = append(p.Transitions, Transition{Seq: e.Seq, Time: e.Time, Kind: e.Kind, State: state, By: e.Attrs.Get("by"), Code: e.Code})
+	p.Transitions = append(p.Transitions, Transition{Seq: e.Seq, Time: e.Time, Kind: e.Kind, State: state, By: e.Attrs.Get(events.AttrBy), Code: e.Code})
 	return saveState(kv, []byte(id), p)
 }
 

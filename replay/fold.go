@@ -47,10 +47,10 @@ func (f *Fold) Add(e *events.Event) {
 		f.SessionID = e.SessionID
 	}
 	if f.Tool == "" {
-		f.Tool = e.Attrs.Get("tool")
+		f.Tool = e.Attrs.Get(events.AttrTool)
 	}
 	if f.Method == "" {
-		f.Method = e.Attrs.Get("method")
+		f.Method = e.Attrs.Get(events.AttrMethod)
 	}
 	if e.Kind == events.KindMCPRequestReceived {
 		f.MCP = true
@@ -72,9 +72,9 @@ func (f *Fold) Add(e *events.Event) {
 		f.Open = append(f.Open, e.Kind)
 	}
 	if e.Outcome.Failed() {
-		msg := e.Attrs.Get("error")
+		msg := e.Attrs.Get(events.AttrError)
 		if msg == "" {
-			msg = e.Attrs.Get("reason")
+			msg = e.Attrs.Get(events.AttrReason)
 		}
 		if msg == "" {
 			msg = e.Kind + " ended " + string(e.Outcome)

@@ -75,8 +75,8 @@ func Export(in ExportInput) (*Session, error) {
 	}
 	for _, it := range items {
 		if it.note != nil {
-			st := Step{Step: StepNotify, Method: it.note.Attrs.Get("method")}
-			if p := it.note.Attrs.Get("params"); p != "" {
+			st := Step{Step: StepNotify, Method: it.note.Attrs.Get(events.AttrMethod)}
+			if p := it.note.Attrs.Get(events.AttrParams); p != "" {
 				if !json.Valid([]byte(p)) {
 					return nil, fmt.Errorf("seq %d: the notification's params were cut or redacted into invalid JSON; it cannot be re-sent", it.note.Seq)
 				}
@@ -171,21 +171,21 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			if lead != nil {
 				continue
 			}
-			lead = &Step{Step: StepClient, Method: e.Attrs.Get("method"), RequestID: e.RequestID}
-			if e.Attrs.Get("method") == "initialize" {
+			lead = &Step{Step: StepClient, Method: e.Attrs.Get(events.AttrMethod), RequestID: e.RequestID}
+			if e.Attrs.Get(events.AttrMethod) == "initialize" {
 				s.Header.Client, s.Header.ProtocolVersion = e.Attrs.Get("client"), e.Attrs.Get("protocolVersion")
 			}
 		case events.KindMCPResponseSent:
 			if lead == nil || lead.Step != StepClient || lead.Params != nil {
 				continue
 			}
-			if p := e.Attrs.Get("params"); p != "" {
+			if p := e.Attrs.Get(events.AttrParams); p != "" {
 				if !json.Valid([]byte(p)) || strings.Contains(p, "[TRUNCATED") {
 					return nil, fmt.Errorf("request %s (seq %d): its params were cut in the log (over 4 KiB) and cannot be re-sent", e.RequestID, e.Seq)
 				}
 				lead.Params = json.RawMessage(p)
 			}
-			if a := e.Attrs.Get("answer"); json.Valid([]byte(a)) {
+			if a := e.Attrs.Get(events.AttrAnswer); json.Valid([]byte(a)) {
 				lead.Reply = json.RawMessage(a) // cut (a log without a payload store): not compared
 			}
 			answered = true
@@ -202,17 +202,17 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			}
 		case events.KindPipeAttempt:
 			if s.Header.Pipe == "" {
-				s.Header.Pipe = e.Attrs.Get("path")
+				s.Header.Pipe = e.Attrs.Get(events.AttrPath)
 			}
 		case events.KindPipeRequestSent:
 			if lead == nil { // an operator's request: no MCP in front of it
-				lead = &Step{Step: StepOperator, Command: e.Attrs.Get("command"), Payload: json.RawMessage(e.Attrs.Get("payload"))}
+				lead = &Step{Step: StepOperator, Command: e.Attrs.Get(events.AttrCommand), Payload: json.RawMessage(e.Attrs.Get(events.AttrPayload))}
 				if !json.Valid(lead.Payload) {
 					return nil, fmt.Errorf("operator request %s (seq %d): its payload was cut in the log and cannot be re-sent", e.RequestID, e.Seq)
 				}
 			}
 		case events.KindApprovalDecided:
-			switch by := e.Attrs.Get("by"); by {
+			switch by := e.Attrs.Get(events.AttrBy); by {
 			case "config", "timeout", "bridge", "client":
 				// decided by the bridge itself: the re-drive decides again
 			default:
@@ -231,14 +231,14 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			if s.Header.Tools == nil {
 				s.Header.Tools = map[string]json.RawMessage{}
 			}
-			s.Header.Tools[e.Attrs.Get("tool")] = json.RawMessage(desc)
-			hosts = append(hosts, Step{Step: StepTool, Command: e.Attrs.Get("tool"), Result: json.RawMessage(res)})
+			s.Header.Tools[e.Attrs.Get(events.AttrTool)] = json.RawMessage(desc)
+			hosts = append(hosts, Step{Step: StepTool, Command: e.Attrs.Get(events.AttrTool), Result: json.RawMessage(res)})
 		case events.KindUpstreamResponse:
-			req, ans := e.Attrs.Get("request"), e.Attrs.Get("answer")
+			req, ans := e.Attrs.Get("request"), e.Attrs.Get(events.AttrAnswer)
 			if !json.Valid([]byte(req)) || !json.Valid([]byte(ans)) || strings.Contains(ans, "[TRUNCATED") {
 				return nil, fmt.Errorf("request %s (seq %d): the upstream's answer was cut in the log (over 4 KiB) or is missing, so it cannot be replayed", e.RequestID, e.Seq)
 			}
-			hosts = append(hosts, Step{Step: StepUpstream, Server: e.Attrs.Get("server"), Command: e.Attrs.Get("upstreamTool"),
+			hosts = append(hosts, Step{Step: StepUpstream, Server: e.Attrs.Get(events.AttrServer), Command: e.Attrs.Get("upstreamTool"),
 				Params: json.RawMessage(req), Result: json.RawMessage(ans), Asks: asks})
 			asks = nil
 		case events.KindUpstreamAsked:
@@ -246,7 +246,7 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			if !json.Valid([]byte(p)) {
 				return nil, fmt.Errorf("request %s (seq %d): what the upstream asked the client was cut in the log", e.RequestID, e.Seq)
 			}
-			asks = append(asks, Ask{Method: e.Attrs.Get("method"), Params: json.RawMessage(p)})
+			asks = append(asks, Ask{Method: e.Attrs.Get(events.AttrMethod), Params: json.RawMessage(p)})
 		case events.KindUpstreamAnswered:
 			if len(asks) == 0 {
 				continue
@@ -255,15 +255,15 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 			if ans, ok := e.Attrs.Lookup("answer"); ok && json.Valid([]byte(ans)) {
 				a.Answer, _ = json.Marshal(map[string]json.RawMessage{"result": json.RawMessage(ans)})
 			} else {
-				a.Answer, _ = json.Marshal(map[string]any{"error": map[string]any{"code": -32603, "message": e.Attrs.Get("error")}})
+				a.Answer, _ = json.Marshal(map[string]any{"error": map[string]any{"code": -32603, "message": e.Attrs.Get(events.AttrError)}})
 				a.Bridge = e.Code == events.CodeClientIncapable
 			}
 		case events.KindPipeResponseReceived:
 			var a pipe.Answer
-			if err := json.Unmarshal([]byte(e.Attrs.Get("answer")), &a); err != nil {
+			if err := json.Unmarshal([]byte(e.Attrs.Get(events.AttrAnswer)), &a); err != nil {
 				return nil, fmt.Errorf("request %s (seq %d): the host's answer was cut in the log (over 4 KiB) or is missing: %v", e.RequestID, e.Seq, err)
 			}
-			hosts = append(hosts, Step{Step: StepHost, Command: e.Attrs.Get("command"), Root: e.Attrs.Get("root"), Answer: &a})
+			hosts = append(hosts, Step{Step: StepHost, Command: e.Attrs.Get(events.AttrCommand), Root: e.Attrs.Get("root"), Answer: &a})
 			s.Header.Host = true
 		}
 	}

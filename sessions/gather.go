@@ -39,7 +39,7 @@ func Gather(ctx context.Context, log EvidenceLog, sid events.ID) (ExportInput, e
 			return in, err
 		}
 		for _, e := range evs {
-			if id := e.Attrs.Get("proposal"); id != "" {
+			if id := e.Attrs.Get(events.AttrProposal); id != "" {
 				proposals[id] = true
 			}
 		}
@@ -97,13 +97,13 @@ func gatherDecisions(ctx context.Context, log EvidenceLog, proposals map[string]
 			return err
 		}
 		for _, e := range evs {
-			if e.Kind != events.KindPipeRequestSent || e.Attrs.Get("command") != pipe.CmdProposalsDecide || seen[e.RequestID] {
+			if e.Kind != events.KindPipeRequestSent || e.Attrs.Get(events.AttrCommand) != pipe.CmdProposalsDecide || seen[e.RequestID] {
 				continue
 			}
 			var p struct {
 				ID string `json:"id"`
 			}
-			if json.Unmarshal([]byte(e.Attrs.Get("payload")), &p) == nil && proposals[p.ID] {
+			if json.Unmarshal([]byte(e.Attrs.Get(events.AttrPayload)), &p) == nil && proposals[p.ID] {
 				seen[e.RequestID] = true
 				run, err := log.ByRequest(ctx, e.RequestID)
 				if err != nil {

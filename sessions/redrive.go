@@ -374,7 +374,7 @@ func compareReply(ctx context.Context, node Log, idx int, st *Step, evs []events
 func Reply(ctx context.Context, r events.PayloadReader, evs []events.Event) (json.RawMessage, error) {
 	for i := range evs {
 		if evs[i].Kind == events.KindMCPResponseSent {
-			a, err := events.ResolveValue(ctx, r, evs[i].Attrs.Get("answer"))
+			a, err := events.ResolveValue(ctx, r, evs[i].Attrs.Get(events.AttrAnswer))
 			if err != nil || !json.Valid([]byte(a)) {
 				return nil, err
 			}

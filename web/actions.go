@@ -105,7 +105,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if held, ok := projections.Decided(evs, p.ID); !ok || !projections.Won(held, ev) {
-		s.reject(w, r, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs.Get(events.AttrDecision)+" by "+held.Attrs.Get("by")+")")
+		s.reject(w, r, events.CodeNotPending, "approval "+p.ID+" was decided already ("+held.Attrs.Get(events.AttrDecision)+" by "+held.Attrs.Get(events.AttrBy)+")")
 		return
 	}
 	back(w, r, projections.PastTense(decision)+" "+p.Tool+" ("+p.ID+")")

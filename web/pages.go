@@ -295,7 +295,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Offsets = append(d.Offsets, events.Ms(e.Time.Sub(d.Start)))
 		if e.Kind == events.KindExecutorAudit {
-			d.Audit = indentJSON(e.Attrs.Get("envelope"))
+			d.Audit = indentJSON(e.Attrs.Get(events.AttrEnvelope))
 		}
 	}
 	raw, _ := json.MarshalIndent(run.Events, "", "  ")

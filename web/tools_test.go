@@ -22,7 +22,7 @@ import (
 func TestChangedToolIsAcceptedOnTheApprovalsPage(t *testing.T) {
 	f := newFixture(t)
 	pin := func(kind, hash, desc string) {
-		f.em.Emit(events.Event{Kind: kind, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{projections.AttrServer: "gh",
+		f.em.Emit(events.Event{Kind: kind, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{events.AttrServer: "gh",
 			projections.AttrUpTool: "create_issue", projections.AttrExposed: "gh__create_issue", projections.AttrHash: hash, projections.AttrDescriptor: desc})})
 	}
 	// The hashes are the descriptors' own: a descriptor that does not hash
@@ -70,7 +70,7 @@ func TestChangedToolIsAcceptedOnTheApprovalsPage(t *testing.T) {
 func TestACutDescriptorCannotBeAccepted(t *testing.T) {
 	f := newFixture(t)
 	pin := func(kind, hash, desc string) {
-		f.em.Emit(events.Event{Kind: kind, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{projections.AttrServer: "gh",
+		f.em.Emit(events.Event{Kind: kind, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{events.AttrServer: "gh",
 			projections.AttrUpTool: "read", projections.AttrExposed: "gh__read", projections.AttrHash: hash, projections.AttrDescriptor: desc})})
 	}
 	desc := `{"description":"Reads","name":"read"}`

@@ -338,7 +338,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		// decision per approval, and the call follows the one it kept.
 		if c.flush(ctx) == nil {
 			if evs, err := c.x.opts.Log.ByRequest(ctx, c.inv.RequestID); err == nil {
-				if held, found := projections.Decided(evs, c.op.String()); found && held.Attrs.Get("by") != "timeout" {
+				if held, found := projections.Decided(evs, c.op.String()); found && held.Attrs.Get(events.AttrBy) != "timeout" {
 					return c.follow(held, hash, rec)
 				}
 			}
@@ -355,14 +355,14 @@ func (c *call) follow(e events.Event, hash string, rec *approvalRecord) (Result,
 		rec.Decision, rec.By, rec.Reason = events.Deny, "bridge", "the decision names other arguments"
 		return fail(events.CodeApprovalDenied, "the operator's decision was bound to different arguments than this call's")
 	case e.Attrs.Get(events.AttrDecision) != events.Approve:
-		rec.Decision, rec.By, rec.Reason = events.Deny, e.Attrs.Get("by"), e.Attrs.Get(events.AttrReason)
+		rec.Decision, rec.By, rec.Reason = events.Deny, e.Attrs.Get(events.AttrBy), e.Attrs.Get(events.AttrReason)
 		msg := "an operator denied the call"
 		if r := e.Attrs.Get(events.AttrReason); r != "" {
 			msg += ": " + r
 		}
 		return fail(events.CodeApprovalDenied, msg)
 	}
-	rec.Decision, rec.By, rec.Reason = events.Approve, e.Attrs.Get("by"), e.Attrs.Get(events.AttrReason)
+	rec.Decision, rec.By, rec.Reason = events.Approve, e.Attrs.Get(events.AttrBy), e.Attrs.Get(events.AttrReason)
 	return Result{}, false
 }
 

@@ -195,7 +195,7 @@ func (g *Gateway) recordConflicts() {
 			return
 		}
 		g.opts.Emitter.Emit(events.Event{Kind: events.KindUpstreamOfferRefused, Outcome: events.Denied, Code: events.CodeAmbiguous,
-			Attrs: events.AttrsOf(map[string]string{"offer": what, projections.AttrServer: strings.Join(servers, ","), events.AttrReason: reason})})
+			Attrs: events.AttrsOf(map[string]string{"offer": what, events.AttrServer: strings.Join(servers, ","), events.AttrReason: reason})})
 		g.opts.Logger.Warn("upstream resource not served", "offer", what, "servers", servers, "reason", reason)
 	}
 	for uri, o := range g.uriOwners() {

@@ -99,7 +99,7 @@ func TestPinRefusesAChangedToolUntilAccepted(t *testing.T) {
 	evs, _ := node.ByRequest(ctx, req)
 	var kinds []string
 	for _, e := range evs {
-		if e.Attrs.Get(projections.AttrServer) == "mem" {
+		if e.Attrs.Get(events.AttrServer) == "mem" {
 			kinds = append(kinds, e.Kind)
 		}
 	}

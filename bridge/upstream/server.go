@@ -14,7 +14,6 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/projections"
 )
 
 // Server is one upstream: its connection, its process (stdio), the tools it
@@ -68,7 +67,7 @@ func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, co
 	if attrs == nil {
 		attrs = map[string]string{}
 	}
-	attrs[projections.AttrServer] = s.name
+	attrs[events.AttrServer] = s.name
 	e := events.Event{Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: events.AttrsOf(attrs)}
 	s.g.opts.Emitter.Emit(e.Took(since, s.g.opts.Now()))
 }

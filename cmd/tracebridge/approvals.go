@@ -113,7 +113,7 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []projections.
 		return err
 	}
 	if held, ok := projections.Decided(evs, p.ID); !ok || !projections.Won(held, ev) {
-		return fmt.Errorf("%s: approval %s was decided already (%s by %s)", events.CodeNotPending, p.ID, held.Attrs.Get(events.AttrDecision), held.Attrs.Get("by"))
+		return fmt.Errorf("%s: approval %s was decided already (%s by %s)", events.CodeNotPending, p.ID, held.Attrs.Get(events.AttrDecision), held.Attrs.Get(events.AttrBy))
 	}
 	fmt.Fprintf(m.Stdout, "%s %s (%s, arguments %s…)\n", projections.PastTense(decision), p.ID, p.Tool, p.ArgsHash[:12])
 	return nil

@@ -62,14 +62,14 @@ func (a *auditLogs) add(res *resource.Resource, evs []events.Event) {
 		r.SetTimestamp(e.Time)
 		r.SetObservedTimestamp(e.Time)
 		r.SetEventName("tracebridge.audit")
-		r.SetBody(attribute.StringValue(e.Attrs.Get("envelope")))
+		r.SetBody(attribute.StringValue(e.Attrs.Get(events.AttrEnvelope)))
 		sev, text := otellog.SeverityInfo, "info"
 		var env struct {
 			Classification struct {
 				Severity string `json:"severity"`
 			} `json:"classification"`
 		}
-		if json.Unmarshal([]byte(e.Attrs.Get("envelope")), &env) == nil {
+		if json.Unmarshal([]byte(e.Attrs.Get(events.AttrEnvelope)), &env) == nil {
 			switch env.Classification.Severity {
 			case "warning":
 				sev, text = otellog.SeverityWarn, "warning"

@@ -39,8 +39,8 @@ func (d *durations) add(evs []events.Event) {
 	if req == nil || resp == nil {
 		return
 	}
-	kv := []attribute.KeyValue{semconv.McpMethodNameKey.String(req.Attrs.Get("method")), semconv.NetworkTransportPipe}
-	if t := req.Attrs.Get("tool"); t != "" && req.Attrs.Get("method") == "tools/call" {
+	kv := []attribute.KeyValue{semconv.McpMethodNameKey.String(req.Attrs.Get(events.AttrMethod)), semconv.NetworkTransportPipe}
+	if t := req.Attrs.Get(events.AttrTool); t != "" && req.Attrs.Get(events.AttrMethod) == "tools/call" {
 		kv = append(kv, semconv.GenAIToolNameKey.String(t), semconv.GenAIOperationNameExecuteTool)
 	}
 	if resp.Code != "" {

@@ -155,12 +155,12 @@ func closer(evs []events.Event, i int, closers []string) int {
 }
 
 func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.SpanStub {
-	method, tool := req.Attrs.Get("method"), req.Attrs.Get("tool")
+	method, tool := req.Attrs.Get(events.AttrMethod), req.Attrs.Get(events.AttrTool)
 	if tool == "" && !strings.HasPrefix(method, "resources/") {
 		// The target the run names, as the runs table does (a prompt's name
 		// is on its policy step); a resource's URI, unbounded, never is.
 		for i := range evs {
-			if tool = evs[i].Attrs.Get("tool"); tool != "" {
+			if tool = evs[i].Attrs.Get(events.AttrTool); tool != "" {
 				break
 			}
 		}
@@ -209,13 +209,13 @@ func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.Sp
 				}
 			}
 			if opts.Content {
-				if p := e.Attrs.Get("params"); p != "" {
+				if p := e.Attrs.Get(events.AttrParams); p != "" {
 					s.Attributes = append(s.Attributes, attribute.String("gen_ai.tool.call.arguments", p))
 				}
 			}
 		case events.KindExecutorAudit:
-			if opts.Content && e.Attrs.Get("envelope") != "" {
-				s.Attributes = append(s.Attributes, attribute.String("gen_ai.tool.call.result", resultOf(e.Attrs.Get("envelope"))))
+			if opts.Content && e.Attrs.Get(events.AttrEnvelope) != "" {
+				s.Attributes = append(s.Attributes, attribute.String("gen_ai.tool.call.result", resultOf(e.Attrs.Get(events.AttrEnvelope))))
 			}
 		}
 	}
