@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,31 @@ func TestCommittedSessionsRedrive(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("an edited upstream answer did not drift at the client's answer: %#v", res.Drift)
+	}
+	var text strings.Builder
+	for _, d := range res.Drift {
+		text.WriteString(d.String() + "\n")
+	}
+	golden(t, "drift-edited-prompt.txt", text.String())
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./sessions -update to write it)", err)
+	}
+	if string(want) != got {
+		t.Fatalf("%s differs from the golden file (go test ./sessions -update rewrites it after a change you meant):\n--- want\n%s\n--- got\n%s", name, want, got)
 	}
 }

@@ -1,0 +1,68 @@
+package export
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/replay"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./export -update to write it)", err)
+	}
+	if string(want) != got {
+		t.Fatalf("%s differs from the golden file (go test ./export -update rewrites it after a change you meant):\n--- want\n%s\n--- got\n%s", name, want, got)
+	}
+}
+
+// failedRun is a fixed tools/call that failed at the pipe: a message with
+// a pipe and a backtick in it, so escaping is part of the golden file.
+func failedRun(t *testing.T) replay.Run {
+	id := func(s string) events.ID {
+		v, err := events.ParseID(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	req, op, sess := id("01KB0000000000000000000001"), id("01KB0000000000000000000002"), id("01KB0000000000000000000003")
+	t0 := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	var evs []events.Event
+	add := func(ms int, kind string, code events.Code, attrs map[string]string) {
+		info, _ := events.Lookup(kind)
+		evs = append(evs, events.Event{Seq: uint64(len(evs) + 1), ID: id("01KB00000000000000000001" + string(rune('A'+len(evs))) + "0"), Time: t0.Add(time.Duration(ms) * time.Millisecond),
+			Kind: kind, Boundary: info.Boundary, From: info.From, To: info.To, RequestID: req, SessionID: sess, OperationID: op,
+			Outcome: events.OutcomeOf(code), Code: code, DurationMs: float64(ms), Attrs: events.AttrsOf(attrs)})
+	}
+	tool := map[string]string{events.AttrMethod: "tools/call", events.AttrTool: "get_selection"}
+	add(0, events.KindMCPRequestReceived, "", tool)
+	add(1, events.KindExecutorStarted, "", tool)
+	add(2, events.KindToolStarted, "", tool)
+	add(3, events.KindPipeUnavailable, events.CodePipeUnavailable, map[string]string{events.AttrError: "no host | at `run/host.sock`"})
+	add(4, events.KindToolCompleted, events.CodePipeUnavailable, tool)
+	add(5, events.KindMCPResponseSent, events.CodePipeUnavailable, tool)
+	return replay.Judge(req, evs)
+}
+
+// The review markdown of a failed run: verdict, timeline table and
+// diagram, with table cells escaped.
+func TestMarkdownGolden(t *testing.T) {
+	golden(t, "failed-run.md", Markdown(failedRun(t), true))
+}
