@@ -1,36 +1,13 @@
 package export
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/golden"
 	"github.com/tracebridge/tracebridge/replay"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./export -update to write it)", err)
-	}
-	if string(want) != got {
-		t.Fatalf("%s differs from the golden file (go test ./export -update rewrites it after a change you meant):\n--- want\n%s\n--- got\n%s", name, want, got)
-	}
-}
 
 // failedRun is a fixed tools/call that failed at the pipe: a message with
 // a pipe and a backtick in it, so escaping is part of the golden file.
@@ -64,5 +41,5 @@ func failedRun(t *testing.T) replay.Run {
 // The review markdown of a failed run: verdict, timeline table and
 // diagram, with table cells escaped.
 func TestMarkdownGolden(t *testing.T) {
-	golden(t, "failed-run.md", Markdown(failedRun(t), true))
+	golden.Check(t, "failed-run.md", Markdown(failedRun(t), true))
 }

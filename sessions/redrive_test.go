@@ -2,13 +2,13 @@ package sessions
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/internal/golden"
 )
 
 // redriveFile re-drives one committed session file in this package, as
@@ -88,26 +88,5 @@ func TestCommittedSessionsRedrive(t *testing.T) {
 	for _, d := range res.Drift {
 		text.WriteString(d.String() + "\n")
 	}
-	golden(t, "drift-edited-prompt.txt", text.String())
-}
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./sessions -update to write it)", err)
-	}
-	if string(want) != got {
-		t.Fatalf("%s differs from the golden file (go test ./sessions -update rewrites it after a change you meant):\n--- want\n%s\n--- got\n%s", name, want, got)
-	}
+	golden.Check(t, "drift-edited-prompt.txt", text.String())
 }
