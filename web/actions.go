@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -120,9 +119,8 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, events.CodeInvalidArguments, "decision must be approve or reject")
 		return
 	}
-	var done host.Proposal
-	err := s.hostCall(r.Context(), pipe.CmdProposalsDecide, host.DecideArgs{ID: id, Approve: decision == "approve",
-		ContentHash: hash, By: s.opts.Operator + " (ui)"}, &done)
+	done, err := s.host.Decide(r.Context(), host.DecideArgs{ID: id, Approve: decision == "approve",
+		ContentHash: hash, By: s.opts.Operator + " (ui)"})
 	var ce *events.Err
 	switch {
 	case errors.As(err, &ce) && (ce.Code == events.CodeNotPending || ce.Code == events.CodeHashChanged || ce.Code == events.CodeNoProposal):
@@ -149,8 +147,8 @@ func (s *Server) focus(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, events.CodeInvalidArguments, "focus: "+err.Error())
 		return
 	}
-	var set host.Focus
-	if err := s.hostCall(r.Context(), pipe.CmdSetFocus, f, &set); err != nil {
+	set, err := s.host.SetFocus(r.Context(), f)
+	if err != nil {
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 		return
 	}
@@ -173,17 +171,14 @@ func back(w http.ResponseWriter, r *http.Request, msg string) {
 // review as the commit message.
 func (s *Server) commitReview(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
-	var versions []host.ReviewVersion
-	if err := s.hostCall(r.Context(), pipe.CmdReviewsList, nil, &versions); err != nil || len(versions) == 0 {
+	versions, err := s.host.Reviews(r.Context())
+	if err != nil || len(versions) == 0 {
 		s.reject(w, r, events.CodeInvalidArguments, "no review to commit with: present one first")
 		return
 	}
-	var done struct {
-		Commit string   `json:"commit"`
-		Files  []string `json:"files"`
-	}
 	msg := commitMessage(versions[len(versions)-1].Content)
-	if err := s.hostCall(r.Context(), pipe.CmdReviewCommit, host.CommitArgs{Message: msg}, &done); err != nil {
+	done, err := s.host.Commit(r.Context(), msg)
+	if err != nil {
 		http.Redirect(w, r, "/reviews?done="+url.QueryEscape("not committed: "+err.Error()), http.StatusSeeOther)
 		return
 	}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/mermaid"
 	"github.com/tracebridge/tracebridge/projections"
@@ -402,33 +401,6 @@ func sessionEvents(ctx context.Context, log Log, id events.ID, limit int) ([]eve
 	return evs[:min(len(evs), limit)], nil
 }
 
-// hostCall sends one operator command to the workspace host.
-func (s *Server) hostCall(ctx context.Context, command string, payload, out any) error {
-	if s.opts.Host == nil {
-		return &events.Err{Code: events.CodePipeUnavailable, Msg: "no workspace host is running for this data dir: start one with tracebridge up --root DIR"}
-	}
-	var raw json.RawMessage
-	if payload != nil {
-		b, err := json.Marshal(payload)
-		if err != nil {
-			return err
-		}
-		raw = b
-	}
-	resp, err := s.opts.Host.Call(ctx, pipe.Request{Command: command, RequestID: s.opts.Rec.NewID().String(),
-		OperationID: s.opts.Rec.NewID().String(), Payload: raw})
-	if err != nil {
-		return err
-	}
-	if !resp.OK {
-		return &events.Err{Code: resp.Code, Msg: resp.Message}
-	}
-	if out != nil && len(resp.Payload) > 0 {
-		return json.Unmarshal(resp.Payload, out)
-	}
-	return nil
-}
-
 type approvalsData struct {
 	Tools     []projections.Approval
 	Changed   []changedTool
@@ -468,18 +440,18 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 			d.Changed = append(d.Changed, changedTool{Pin: pin, Diff: diff, Whole: whole})
 		}
 	}
-	var list []*host.Proposal
-	if err := s.hostCall(r.Context(), pipe.CmdProposalsList, nil, &list); err != nil {
+	list, err := s.host.Proposals(r.Context())
+	if err != nil {
 		d.HostError = err.Error()
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Created.After(list[j].Created) })
 	// The list carries summaries; each diff comes on its own (one frame
 	// each), for every pending proposal and the latest decided ones.
-	for _, pr := range list {
+	for i := range list {
+		pr := &list[i]
 		full := pr
 		if pr.State == host.Pending || len(d.Done) < recentDone {
-			var shown host.Proposal
-			if err := s.hostCall(r.Context(), pipe.CmdProposalsShow, host.ShowArgs{ID: pr.ID}, &shown); err == nil {
+			if shown, err := s.host.Proposal(r.Context(), pr.ID); err == nil {
 				full = &shown
 			}
 		}
@@ -505,7 +477,8 @@ type reviewsData struct {
 func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "Review", Nav: "reviews"}
 	d := reviewsData{Flash: r.URL.Query().Get("done")}
-	if err := s.hostCall(r.Context(), pipe.CmdReviewsList, nil, &d.Versions); err != nil {
+	var err error
+	if d.Versions, err = s.host.Reviews(r.Context()); err != nil {
 		d.HostError = err.Error()
 	}
 	if n := len(d.Versions); n > 0 {
@@ -534,12 +507,13 @@ type workspaceData struct {
 func (s *Server) workspacePage(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "Workspace", Nav: "workspace"}
 	var d workspaceData
-	if err := s.hostCall(r.Context(), pipe.CmdWorkspaceTree, nil, &d.Tree); err != nil {
+	var err error
+	if d.Tree, err = s.host.Tree(r.Context()); err != nil {
 		d.HostError = err.Error()
 	}
 	if f := r.URL.Query().Get("file"); f != "" && d.HostError == "" {
-		var v host.FileView
-		if err := s.hostCall(r.Context(), pipe.CmdWorkspaceFile, map[string]string{"path": f}, &v); err != nil {
+		v, err := s.host.File(r.Context(), f)
+		if err != nil {
 			p.Error = err.Error()
 		} else {
 			d.File, d.Lines = &v, strings.Split(v.Content, "\n")

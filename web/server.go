@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/internal/loopback"
@@ -42,9 +43,11 @@ type Log interface {
 	Follow(ctx context.Context, from uint64, fn func(events.Event) error) error
 }
 
-// Host calls the workspace host's operator commands (a pipe.Client).
-type Host interface {
-	Call(ctx context.Context, req pipe.Request) (pipe.Response, error)
+// noHost answers every call when no workspace host runs for the data dir.
+type noHost struct{}
+
+func (noHost) Call(context.Context, pipe.Request) (pipe.Response, error) {
+	return pipe.Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: "no workspace host is running for this data dir: start one with tracebridge up --root DIR"}
 }
 
 // Options configure a Server.
@@ -58,7 +61,7 @@ type Options struct {
 	// 127.0.0.1; one set for an unguessable name reaches only this UI.
 	Name    string
 	Log     Log
-	Host    Host // nil: the workspace pages say no host is reachable
+	Host    host.Caller // nil: the workspace pages say no host is reachable
 	Rec     events.Recorder
 	Version string
 	Logger  *slog.Logger
@@ -87,6 +90,7 @@ type Server struct {
 
 	feed    *feed
 	rejects *loopback.Refusals
+	host    host.Client // the workspace host's operator commands
 }
 
 // New returns a server for opts.
@@ -115,6 +119,10 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("ui name %q: want a name under .localhost", opts.Name)
 	}
 	s := &Server{opts: opts, port: port, name: name, launchKey: opts.LaunchKey, key: randomBytes(32), sessions: map[string]bool{}, spent: map[string]time.Time{}}
+	s.host = host.Client{Host: opts.Host, NewID: opts.Rec.NewID}
+	if opts.Host == nil {
+		s.host.Host = noHost{}
+	}
 	if len(s.launchKey) == 0 {
 		s.launchKey = randomBytes(32)
 	}

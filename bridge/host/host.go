@@ -380,5 +380,5 @@ func (h *Host) commit(ctx context.Context, req pipe.Request) (any, error) {
 		h.Rec.Emit(events.Event{Kind: events.KindReviewCommitted, RequestID: id, Outcome: events.OK,
 			Attrs: events.AttrsOf(map[string]string{"commit": rev, "files": strings.Join(paths, ","), "subject": strings.SplitN(a.Message, "\n", 2)[0]})})
 	}
-	return map[string]any{"commit": rev, "files": paths}, nil
+	return Committed{Commit: rev, Files: paths}, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/host"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/web"
@@ -102,7 +100,12 @@ func demoHost(ctx context.Context, m *Main, ws string) (*exec.Cmd, error) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	if _, err := m.hostCall(ctx, pipe.CmdSetFocus, map[string]any{"path": "svc/price.go", "startLine": 4, "startCol": 6, "endLine": 4, "endCol": 11}); err != nil {
+	hc, done, err := m.hostClient(ctx)
+	if err == nil {
+		_, err = hc.SetFocus(ctx, host.Focus{Path: "svc/price.go", StartLine: 4, StartCol: 6, EndLine: 4, EndCol: 11})
+		done()
+	}
+	if err != nil {
 		up.Process.Signal(os.Interrupt)
 		up.Wait()
 		return nil, err
@@ -174,19 +177,20 @@ func resultText(res *sdk.CallToolResult) string {
 // demoApprove approves every proposal as an operator would and shows the
 // edited line.
 func demoApprove(ctx context.Context, m *Main, ws string) error {
-	resp, err := m.hostCall(ctx, pipe.CmdProposalsList, nil)
+	hc, closeHost, err := m.hostClient(ctx)
 	if err != nil {
 		return err
 	}
-	var props []host.Proposal
-	json.Unmarshal(resp.Payload, &props)
+	defer closeHost()
+	props, err := hc.Proposals(ctx)
+	if err != nil {
+		return err
+	}
 	for _, p := range props {
-		resp, err := m.hostCall(ctx, pipe.CmdProposalsDecide, host.DecideArgs{ID: p.ID, Approve: true, ContentHash: p.ContentHash, By: "demo"})
+		done, err := hc.Decide(ctx, host.DecideArgs{ID: p.ID, Approve: true, ContentHash: p.ContentHash, By: "demo"})
 		if err != nil {
 			return err
 		}
-		var done host.Proposal
-		json.Unmarshal(resp.Payload, &done)
 		fmt.Fprintf(m.Stdout, "proposal %s: %s\n%s", done.ID, done.State, done.Preview)
 	}
 	b, _ := os.ReadFile(filepath.Join(ws, "svc", "price.go"))

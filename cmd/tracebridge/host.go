@@ -130,43 +130,30 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	return g.run()
 }
 
-// hostCall sends one operator command to the running host.
-func (m *Main) hostCall(ctx context.Context, command string, payload any) (pipe.Response, error) {
+// hostClient connects to the running host for operator commands (the one
+// the working directory is in, the only one, or $TRACEBRIDGE_HOST), its
+// calls recorded through this process's emitter; done closes it all.
+func (m *Main) hostClient(ctx context.Context) (c host.Client, done func(), err error) {
 	dir, err := m.dataDir()
 	if err != nil {
-		return pipe.Response{}, err
+		return c, nil, err
 	}
-	// The host the working directory is in (or the only one, or
-	// $TRACEBRIDGE_HOST).
 	path, err := m.hostRouter(dir, pipe.ClientOptions{}, nil).Path()
 	if err != nil {
-		return pipe.Response{}, err
+		return c, nil, err
 	}
 	if _, err := os.Stat(path); err != nil && runtime.GOOS != "windows" { // no host: say so now, not after waiting for a hub
-		return pipe.Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: pipe.Activation(path)}
+		return c, nil, &events.Err{Code: events.CodePipeUnavailable, Msg: pipe.Activation(path)}
 	}
 	node, err := m.open(ctx, hub.Read, "operator")
 	if err != nil {
-		return pipe.Response{}, err
+		return c, nil, err
 	}
-	defer node.Close()
 	em, err := m.emitter(dir, node, m.logger())
 	if err != nil {
-		return pipe.Response{}, err
+		node.Close()
+		return c, nil, err
 	}
-	defer em.Close(context.Background())
-	c := pipe.NewClient(pipe.ClientOptions{Path: path, Recorder: em, Logger: m.logger()})
-	defer c.Close()
-	b, err := jsonMarshal(payload)
-	if err != nil {
-		return pipe.Response{}, err
-	}
-	resp, err := c.Call(ctx, pipe.Request{Command: command, RequestID: em.NewID().String(), OperationID: em.NewID().String(), Payload: b})
-	if err != nil {
-		return resp, err
-	}
-	if !resp.OK {
-		return resp, fmt.Errorf("%s: %s", resp.Code, resp.Message)
-	}
-	return resp, nil
+	pc := pipe.NewClient(pipe.ClientOptions{Path: path, Recorder: em, Logger: m.logger()})
+	return host.Client{Host: pc, NewID: em.NewID}, func() { pc.Close(); em.Close(context.Background()); node.Close() }, nil
 }

@@ -17,15 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 )
-
-func jsonMarshal(v any) (json.RawMessage, error) {
-	if v == nil {
-		return nil, nil
-	}
-	return json.Marshal(v)
-}
 
 // parseFocus reads FILE[:LINE[:COL[-LINE:COL]]].
 func parseFocus(s string) (host.Focus, error) {
@@ -81,7 +73,12 @@ func runFocus(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	if _, err := m.hostCall(ctx, pipe.CmdSetFocus, f); err != nil {
+	hc, done, err := m.hostClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := hc.SetFocus(ctx, f); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "focus: %s\n", fs.Arg(0))
@@ -103,11 +100,13 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 	if err := verbOf("proposals", rest, "want list, show ID, approve ID, reject ID or reset"); err != nil {
 		return err
 	}
-	resp, err := m.hostCall(ctx, pipe.CmdProposalsList, nil)
+	hc, done, err := m.hostClient(ctx)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(resp.Payload, &c.list); err != nil {
+	defer done()
+	c.host = hc
+	if c.list, err = hc.Proposals(ctx); err != nil {
 		return err
 	}
 	slices.Reverse(c.list) // newest first
@@ -127,6 +126,7 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 // proposalsCmd is `proposals` over the host's list, newest first.
 type proposalsCmd struct {
 	m     *Main
+	host  host.Client
 	list  []host.Proposal
 	json  bool
 	state string
@@ -186,11 +186,7 @@ func (c *proposalsCmd) show(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	var p host.Proposal
-	resp, err := c.m.hostCall(ctx, pipe.CmdProposalsShow, host.ShowArgs{ID: found.ID})
-	if err == nil {
-		err = json.Unmarshal(resp.Payload, &p)
-	}
+	p, err := c.host.Proposal(ctx, found.ID)
 	if err != nil {
 		return err
 	}
@@ -214,12 +210,10 @@ func (c *proposalsCmd) decide(ctx context.Context, id string, approve bool) erro
 	if u, err := user.Current(); err == nil {
 		by = "operator:" + u.Username
 	}
-	resp, err := c.m.hostCall(ctx, pipe.CmdProposalsDecide, host.DecideArgs{ID: p.ID, Approve: approve, ContentHash: p.ContentHash, By: by})
+	done, err := c.host.Decide(ctx, host.DecideArgs{ID: p.ID, Approve: approve, ContentHash: p.ContentHash, By: by})
 	if err != nil {
 		return err
 	}
-	var done host.Proposal
-	json.Unmarshal(resp.Payload, &done)
 	fmt.Fprintf(c.m.Stdout, "%s: %s", done.ID, done.State)
 	if done.Code != "" {
 		fmt.Fprintf(c.m.Stdout, " (%s: %s)", done.Code, done.Message)
@@ -253,11 +247,11 @@ func (c *proposalsCmd) reset(ctx context.Context) error {
 			return nil
 		}
 	}
-	resp, err := c.m.hostCall(ctx, pipe.CmdProposalsReset, nil)
+	n, err := c.host.Reset(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.m.Stdout, "reset: %s\n", resp.Payload)
+	fmt.Fprintf(c.m.Stdout, "reset: {\"cleared\":%d}\n", n)
 	return nil
 }
 
