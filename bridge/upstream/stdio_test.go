@@ -72,7 +72,9 @@ env = { TB_UPSTREAM_CHILD = "1", CHILD_KEY = "${secret:K}" }
 	}
 	cat, _ := executor.NewCatalog()
 	g := New(Options{Config: cfg, Emitter: em, Pins: node, Catalog: cat, Logger: quiet,
-		Getenv:  func(k string) string { return map[string]string{"HOME": "/home/op", "AWS_SECRET_ACCESS_KEY": "not-for-children"}[k] },
+		Getenv: func(k string) string {
+			return map[string]string{"HOME": "/home/op", "AWS_SECRET_ACCESS_KEY": "not-for-children"}[k]
+		},
 		Secrets: func([]string) (map[string]string, error) { return map[string]string{"K": "resolved-123"}, nil }})
 	defer g.Close()
 	g.Ensure(ctx, events.ID{}, "tools/list")
