@@ -5,8 +5,8 @@ package events
 // renamed key cannot leave a reader behind. (Approval keys: approval.go;
 // origin keys: origin.go; the pins view's: projections/pins.go.)
 const (
-	AttrMethod   = "method"   // mcp.request.received, mcp.response.sent: the JSON-RPC method
-	AttrParams   = "params"   // mcp.request.received: the request's params, whole (a payload reference when long)
+	AttrMethod   = "method"   // mcp.*: the JSON-RPC method
+	AttrParams   = "params"   // mcp.response.sent: the request's params, recorded once every secret the call resolved is known
 	AttrAnswer   = "answer"   // mcp.response.sent: {"result":…} or {"error":…}, whole
 	AttrEnvelope = "envelope" // executor.audit: the audit envelope (JSON)
 	AttrError    = "error"    // a failure's message, redacted

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -42,4 +43,20 @@ func failedRun(t *testing.T) replay.Run {
 // diagram, with table cells escaped.
 func TestMarkdownGolden(t *testing.T) {
 	golden.Check(t, "failed-run.md", Markdown(failedRun(t), true))
+}
+
+// A deterministic triad of the failed run: its log and its metadata.json
+// (the verdict, the boundaries' time, the scope) as CI compares them.
+func TestTriadGolden(t *testing.T) {
+	tr, err := WriteTriad(t.TempDir(), failedRun(t), TriadOptions{Slug: "failed-run", Version: "test", Deterministic: true, Source: "golden"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, name := range map[string]string{tr.Log: "failed-run.log", tr.Metadata: "failed-run.metadata.json", tr.Diagram: "failed-run.mmd"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, name, string(b))
+	}
 }
