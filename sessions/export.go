@@ -156,123 +156,202 @@ func Export(in ExportInput) (*Session, error) {
 
 // exportRun returns the step of one request and the host answers it got.
 func exportRun(s *Session, run []events.Event) ([]Step, error) {
-	var lead *Step
-	var hosts []Step
-	var asks []Ask // of the upstream call in flight
-	var expect []Crossing
-	answered := false
+	x := &runExport{s: s}
 	for i := range run {
 		e := &run[i]
 		if InScopeEvent(e) {
-			expect = append(expect, CrossingOf(e))
+			x.expect = append(x.expect, CrossingOf(e))
 		}
-		switch e.Kind {
-		case events.KindMCPRequestReceived:
-			if lead != nil {
-				continue
-			}
-			lead = &Step{Step: StepClient, Method: e.Attrs.Get(events.AttrMethod), RequestID: e.RequestID}
-			if e.Attrs.Get(events.AttrMethod) == "initialize" {
-				s.Header.Client, s.Header.ProtocolVersion = e.Attrs.Get("client"), e.Attrs.Get("protocolVersion")
-			}
-		case events.KindMCPResponseSent:
-			if lead == nil || lead.Step != StepClient || lead.Params != nil {
-				continue
-			}
-			if p := e.Attrs.Get(events.AttrParams); p != "" {
-				if !json.Valid([]byte(p)) || strings.Contains(p, "[TRUNCATED") {
-					return nil, fmt.Errorf("request %s (seq %d): its params were cut in the log (over 4 KiB) and cannot be re-sent", e.RequestID, e.Seq)
-				}
-				lead.Params = json.RawMessage(p)
-			}
-			if a := e.Attrs.Get(events.AttrAnswer); json.Valid([]byte(a)) {
-				lead.Reply = json.RawMessage(a) // cut (a log without a payload store): not compared
-			}
-			answered = true
-		case events.KindMCPRootsListed:
-			if lead != nil && lead.Step == StepClient {
-				if msg, failed := e.Attrs.Lookup("error"); failed {
-					lead.Roots, _ = json.Marshal(msg)
-				} else {
-					lead.Roots = json.RawMessage(e.Attrs.Get("roots"))
-				}
-				if !json.Valid(lead.Roots) {
-					return nil, fmt.Errorf("request %s (seq %d): the client's roots were cut in the log", e.RequestID, e.Seq)
-				}
-			}
-		case events.KindPipeAttempt:
-			if s.Header.Pipe == "" {
-				s.Header.Pipe = e.Attrs.Get(events.AttrPath)
-			}
-		case events.KindPipeRequestSent:
-			if lead == nil { // an operator's request: no MCP in front of it
-				lead = &Step{Step: StepOperator, Command: e.Attrs.Get(events.AttrCommand), Payload: json.RawMessage(e.Attrs.Get(events.AttrPayload))}
-				if !json.Valid(lead.Payload) {
-					return nil, fmt.Errorf("operator request %s (seq %d): its payload was cut in the log and cannot be re-sent", e.RequestID, e.Seq)
-				}
-			}
-		case events.KindApprovalDecided:
-			switch by := e.Attrs.Get(events.AttrBy); by {
-			case "config", "timeout", "bridge", "client":
-				// decided by the bridge itself: the re-drive decides again
-			default:
-				if lead != nil {
-					lead.Decisions = append(lead.Decisions, Decision{Decision: e.Attrs.Get(events.AttrDecision), By: by, Reason: e.Attrs.Get(events.AttrReason)})
-				}
-			}
-		case events.KindToolCompleted:
-			res, desc := e.Attrs.Get("result"), e.Attrs.Get("descriptor")
-			if res == "" {
-				continue // not a recorded tool
-			}
-			if !json.Valid([]byte(res)) || !json.Valid([]byte(desc)) || strings.Contains(res, "[TRUNCATED") {
-				return nil, fmt.Errorf("request %s (seq %d): the tool's result was cut in the log (over 4 KiB), so it cannot be replayed", e.RequestID, e.Seq)
-			}
-			if s.Header.Tools == nil {
-				s.Header.Tools = map[string]json.RawMessage{}
-			}
-			s.Header.Tools[e.Attrs.Get(events.AttrTool)] = json.RawMessage(desc)
-			hosts = append(hosts, Step{Step: StepTool, Command: e.Attrs.Get(events.AttrTool), Result: json.RawMessage(res)})
-		case events.KindUpstreamResponse:
-			req, ans := e.Attrs.Get("request"), e.Attrs.Get(events.AttrAnswer)
-			if !json.Valid([]byte(req)) || !json.Valid([]byte(ans)) || strings.Contains(ans, "[TRUNCATED") {
-				return nil, fmt.Errorf("request %s (seq %d): the upstream's answer was cut in the log (over 4 KiB) or is missing, so it cannot be replayed", e.RequestID, e.Seq)
-			}
-			hosts = append(hosts, Step{Step: StepUpstream, Server: e.Attrs.Get(events.AttrServer), Command: e.Attrs.Get("upstreamTool"),
-				Params: json.RawMessage(req), Result: json.RawMessage(ans), Asks: asks})
-			asks = nil
-		case events.KindUpstreamAsked:
-			p := e.Attrs.Get("request")
-			if !json.Valid([]byte(p)) {
-				return nil, fmt.Errorf("request %s (seq %d): what the upstream asked the client was cut in the log", e.RequestID, e.Seq)
-			}
-			asks = append(asks, Ask{Method: e.Attrs.Get(events.AttrMethod), Params: json.RawMessage(p)})
-		case events.KindUpstreamAnswered:
-			if len(asks) == 0 {
-				continue
-			}
-			a := &asks[len(asks)-1]
-			if ans, ok := e.Attrs.Lookup("answer"); ok && json.Valid([]byte(ans)) {
-				a.Answer, _ = json.Marshal(map[string]json.RawMessage{"result": json.RawMessage(ans)})
-			} else {
-				a.Answer, _ = json.Marshal(map[string]any{"error": map[string]any{"code": -32603, "message": e.Attrs.Get(events.AttrError)}})
-				a.Bridge = e.Code == events.CodeClientIncapable
-			}
-		case events.KindPipeResponseReceived:
-			var a pipe.Answer
-			if err := json.Unmarshal([]byte(e.Attrs.Get(events.AttrAnswer)), &a); err != nil {
-				return nil, fmt.Errorf("request %s (seq %d): the host's answer was cut in the log (over 4 KiB) or is missing: %v", e.RequestID, e.Seq, err)
-			}
-			hosts = append(hosts, Step{Step: StepHost, Command: e.Attrs.Get(events.AttrCommand), Root: e.Attrs.Get("root"), Answer: &a})
-			s.Header.Host = true
+		if err := x.add(e); err != nil {
+			return nil, err
 		}
 	}
-	if lead == nil {
+	if x.lead == nil {
 		return nil, nil // host- or operator-side events of no request the session re-drives
 	}
-	if lead.Step == StepClient && !answered {
-		return nil, fmt.Errorf("request %s (%s) was never answered (the bridge stopped mid-request), so the session cannot be re-driven past it", run[0].RequestID, lead.Method)
+	if x.lead.Step == StepClient && !x.answered {
+		return nil, fmt.Errorf("request %s (%s) was never answered (the bridge stopped mid-request), so the session cannot be re-driven past it", run[0].RequestID, x.lead.Method)
 	}
-	lead.Expect = expect
-	return append([]Step{*lead}, hosts...), nil
+	x.lead.Expect = x.expect
+	return append([]Step{*x.lead}, x.hosts...), nil
+}
+
+// runExport folds one run's events, in order, into the step that re-drives
+// it (lead: the client's request, or an operator's) and the answers the
+// recording gives again (hosts: host, tool and upstream answers).
+type runExport struct {
+	s        *Session
+	lead     *Step
+	hosts    []Step
+	asks     []Ask // of the upstream call in flight
+	expect   []Crossing
+	answered bool
+}
+
+func (x *runExport) add(e *events.Event) error {
+	switch e.Kind {
+	case events.KindMCPRequestReceived:
+		x.request(e)
+	case events.KindMCPResponseSent:
+		return x.response(e)
+	case events.KindMCPRootsListed:
+		return x.roots(e)
+	case events.KindPipeAttempt:
+		if x.s.Header.Pipe == "" {
+			x.s.Header.Pipe = e.Attrs.Get(events.AttrPath)
+		}
+	case events.KindPipeRequestSent:
+		return x.operator(e)
+	case events.KindApprovalDecided:
+		x.decision(e)
+	case events.KindToolCompleted:
+		return x.tool(e)
+	case events.KindUpstreamResponse:
+		return x.upstream(e)
+	case events.KindUpstreamAsked:
+		return x.asked(e)
+	case events.KindUpstreamAnswered:
+		x.answeredAsk(e)
+	case events.KindPipeResponseReceived:
+		return x.host(e)
+	}
+	return nil
+}
+
+// request starts a client step (the first request of the run leads it).
+func (x *runExport) request(e *events.Event) {
+	if x.lead != nil {
+		return
+	}
+	x.lead = &Step{Step: StepClient, Method: e.Attrs.Get(events.AttrMethod), RequestID: e.RequestID}
+	if e.Attrs.Get(events.AttrMethod) == "initialize" {
+		x.s.Header.Client, x.s.Header.ProtocolVersion = e.Attrs.Get("client"), e.Attrs.Get("protocolVersion")
+	}
+}
+
+// response gives the client step its params (recorded with the response)
+// and the answer the client got.
+func (x *runExport) response(e *events.Event) error {
+	if x.lead == nil || x.lead.Step != StepClient || x.lead.Params != nil {
+		return nil
+	}
+	if p := e.Attrs.Get(events.AttrParams); p != "" {
+		if !json.Valid([]byte(p)) || strings.Contains(p, "[TRUNCATED") {
+			return fmt.Errorf("request %s (seq %d): its params were cut in the log (over 4 KiB) and cannot be re-sent", e.RequestID, e.Seq)
+		}
+		x.lead.Params = json.RawMessage(p)
+	}
+	if a := e.Attrs.Get(events.AttrAnswer); json.Valid([]byte(a)) {
+		x.lead.Reply = json.RawMessage(a) // cut (a log without a payload store): not compared
+	}
+	x.answered = true
+	return nil
+}
+
+// roots keeps what the client answered when the bridge asked for its roots.
+func (x *runExport) roots(e *events.Event) error {
+	if x.lead == nil || x.lead.Step != StepClient {
+		return nil
+	}
+	if msg, failed := e.Attrs.Lookup(events.AttrError); failed {
+		x.lead.Roots, _ = json.Marshal(msg)
+	} else {
+		x.lead.Roots = json.RawMessage(e.Attrs.Get("roots"))
+	}
+	if !json.Valid(x.lead.Roots) {
+		return fmt.Errorf("request %s (seq %d): the client's roots were cut in the log", e.RequestID, e.Seq)
+	}
+	return nil
+}
+
+// operator starts an operator step: a pipe request with no MCP request in
+// front of it.
+func (x *runExport) operator(e *events.Event) error {
+	if x.lead != nil {
+		return nil
+	}
+	x.lead = &Step{Step: StepOperator, Command: e.Attrs.Get(events.AttrCommand), Payload: json.RawMessage(e.Attrs.Get(events.AttrPayload))}
+	if !json.Valid(x.lead.Payload) {
+		return fmt.Errorf("operator request %s (seq %d): its payload was cut in the log and cannot be re-sent", e.RequestID, e.Seq)
+	}
+	return nil
+}
+
+// decision keeps an operator's approval decision; the bridge's own
+// (config, timeout, a cancelled client) it makes again.
+func (x *runExport) decision(e *events.Event) {
+	switch by := e.Attrs.Get(events.AttrBy); by {
+	case "config", "timeout", "bridge", "client":
+	default:
+		if x.lead != nil {
+			x.lead.Decisions = append(x.lead.Decisions, Decision{Decision: e.Attrs.Get(events.AttrDecision), By: by, Reason: e.Attrs.Get(events.AttrReason)})
+		}
+	}
+}
+
+// tool keeps a recorded tool's result and descriptor (a discovered tool:
+// the re-drive serves a stand-in instead of running it).
+func (x *runExport) tool(e *events.Event) error {
+	res, desc := e.Attrs.Get("result"), e.Attrs.Get("descriptor")
+	if res == "" {
+		return nil // not a recorded tool
+	}
+	if !json.Valid([]byte(res)) || !json.Valid([]byte(desc)) || strings.Contains(res, "[TRUNCATED") {
+		return fmt.Errorf("request %s (seq %d): the tool's result was cut in the log (over 4 KiB), so it cannot be replayed", e.RequestID, e.Seq)
+	}
+	if x.s.Header.Tools == nil {
+		x.s.Header.Tools = map[string]json.RawMessage{}
+	}
+	x.s.Header.Tools[e.Attrs.Get(events.AttrTool)] = json.RawMessage(desc)
+	x.hosts = append(x.hosts, Step{Step: StepTool, Command: e.Attrs.Get(events.AttrTool), Result: json.RawMessage(res)})
+	return nil
+}
+
+// upstream keeps an upstream's answer, with what it asked the client
+// meanwhile.
+func (x *runExport) upstream(e *events.Event) error {
+	req, ans := e.Attrs.Get("request"), e.Attrs.Get(events.AttrAnswer)
+	if !json.Valid([]byte(req)) || !json.Valid([]byte(ans)) || strings.Contains(ans, "[TRUNCATED") {
+		return fmt.Errorf("request %s (seq %d): the upstream's answer was cut in the log (over 4 KiB) or is missing, so it cannot be replayed", e.RequestID, e.Seq)
+	}
+	x.hosts = append(x.hosts, Step{Step: StepUpstream, Server: e.Attrs.Get(events.AttrServer), Command: e.Attrs.Get("upstreamTool"),
+		Params: json.RawMessage(req), Result: json.RawMessage(ans), Asks: x.asks})
+	x.asks = nil
+	return nil
+}
+
+// asked keeps what the upstream asked the client during the call.
+func (x *runExport) asked(e *events.Event) error {
+	p := e.Attrs.Get("request")
+	if !json.Valid([]byte(p)) {
+		return fmt.Errorf("request %s (seq %d): what the upstream asked the client was cut in the log", e.RequestID, e.Seq)
+	}
+	x.asks = append(x.asks, Ask{Method: e.Attrs.Get(events.AttrMethod), Params: json.RawMessage(p)})
+	return nil
+}
+
+// answeredAsk keeps the client's answer to the upstream's last question,
+// or the error the upstream was given instead.
+func (x *runExport) answeredAsk(e *events.Event) {
+	if len(x.asks) == 0 {
+		return
+	}
+	a := &x.asks[len(x.asks)-1]
+	if ans, ok := e.Attrs.Lookup(events.AttrAnswer); ok && json.Valid([]byte(ans)) {
+		a.Answer, _ = json.Marshal(map[string]json.RawMessage{"result": json.RawMessage(ans)})
+		return
+	}
+	a.Answer, _ = json.Marshal(map[string]any{"error": map[string]any{"code": -32603, "message": e.Attrs.Get(events.AttrError)}})
+	a.Bridge = e.Code == events.CodeClientIncapable
+}
+
+// host keeps a workspace host's answer.
+func (x *runExport) host(e *events.Event) error {
+	var a pipe.Answer
+	if err := json.Unmarshal([]byte(e.Attrs.Get(events.AttrAnswer)), &a); err != nil {
+		return fmt.Errorf("request %s (seq %d): the host's answer was cut in the log (over 4 KiB) or is missing: %v", e.RequestID, e.Seq, err)
+	}
+	x.hosts = append(x.hosts, Step{Step: StepHost, Command: e.Attrs.Get(events.AttrCommand), Root: e.Attrs.Get("root"), Answer: &a})
+	x.s.Header.Host = true
+	return nil
 }
