@@ -125,125 +125,168 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		}
 	}
 	cfg = cassetteConfig(cfg)
-	secrets := &recordedSecrets{}
-	now := Clock(s)
-	node := opts.Log
+	d := &redrive{s: s, opts: opts, node: opts.Log, now: Clock(s), secrets: &recordedSecrets{}, client: newRecordedClient(s),
+		redriven: map[string]string{}, served: make(chan error, 1)}
 	seed := sha256.Sum256([]byte("tracebridge session " + s.Header.Name))
-	em := events.NewEmitter(node, events.EmitterOptions{
-		Redactor: events.NewRedactor(seed[:]), IDs: events.NewIDSource(now, rand.NewChaCha8(seed)), Now: now, Logger: opts.Logger, Payloads: node})
-	defer em.Close(context.Background())
+	d.em = events.NewEmitter(d.node, events.EmitterOptions{
+		Redactor: events.NewRedactor(seed[:]), IDs: events.NewIDSource(d.now, rand.NewChaCha8(seed)), Now: d.now, Logger: opts.Logger, Payloads: d.node})
+	defer d.em.Close(context.Background())
 
 	var hosts []host.Entry
 	if s.Header.Host {
 		var stop func()
 		var err error
-		if hosts, stop, err = recordedHosts(ctx, s, opts, em); err != nil {
+		if hosts, stop, err = recordedHosts(ctx, s, opts, d.em); err != nil {
 			return nil, err
 		}
 		defer stop()
 	}
-	client := newRecordedClient(s)
-
 	upstreams := NewRecordedUpstreams(s)
-	inR, pipeW := io.Pipe()
-	inW := &lockedWriter{w: pipeW} // the steps and the answers to the bridge's own requests share it
-	outR, outW := io.Pipe()
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	served := make(chan error, 1)
-	// The bridge `tracebridge mcp` runs, on the re-drive's stdio and
-	// evidence, with the recording standing in for the environment and the
-	// disk: secrets resolve as recorded (never from the environment or a
-	// file), approval deadlines fire as recorded, upstreams are the
-	// recorded ones, discovered tools their recorded stand-ins, and the
-	// workspace hosts the recorded ones.
-	b, err := bridge.New(bridge.Parts{Config: cfg, Emitter: em, Log: node, Host: redriveHost(opts, cfg, em, hosts),
-		Getenv: secrets.Getenv, ReadFile: secrets.ReadFile, After: secrets.After, Now: now, Logger: opts.Logger, Version: opts.Version,
-		Dial: upstreams.Dial, Extra: append(RecordedTools(s), opts.Extra...)})
+	closeBridge, err := d.startBridge(bctx, cfg, hosts, upstreams)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	go func() {
-		err := b.Server.Serve(bctx, inR, outW)
-		if errors.Is(err, io.EOF) {
-			err = nil
-		}
-		served <- err
-		outW.Close()
-	}()
-	answers := readAnswers(outR, inW, client)
-
-	operator := pipe.NewClient(pipe.ClientOptions{Path: opts.PipePath, Recorder: em, Logger: opts.Logger, Timeout: opts.StepTimeout})
-	defer operator.Close()
-	var operatorReqs []events.ID
-	var stepOf []int
-	redriven := map[string]string{} // recorded request id → the re-drive's
-	nextID := 0
+	defer closeBridge()
+	d.operator = pipe.NewClient(pipe.ClientOptions{Path: opts.PipePath, Recorder: d.em, Logger: opts.Logger, Timeout: opts.StepTimeout})
+	defer d.operator.Close()
 	for i := range s.Steps {
-		st := &s.Steps[i]
-		switch st.Step {
-		case StepClient:
-			secrets.step.Store(st)
-			if len(st.Roots) > 0 {
-				client.roots.Store(&st.Roots)
-			}
-			nextID++
-			stopDeciding := decide(ctx, st, node, em, now)
-			if err := writeMessage(inW, nextID, withRequestIDs(st, redriven)); err != nil {
-				stopDeciding()
-				return nil, fmt.Errorf("step %d: the bridge stopped reading: %w", i+1, err)
-			}
-			select {
-			case <-answers.wait(nextID):
-				stopDeciding()
-				if !st.RequestID.IsZero() {
-					redriven[st.RequestID.String()] = answers.requestID(nextID)
-				}
-			case err := <-served:
-				stopDeciding()
-				return nil, fmt.Errorf("step %d (%s): the bridge exited: %v", i+1, st.Label(), err)
-			case <-time.After(opts.StepTimeout):
-				stopDeciding()
-				return nil, fmt.Errorf("step %d (%s): no answer within %v", i+1, st.Label(), opts.StepTimeout)
-			}
-			stepOf = append(stepOf, i)
-		case StepNotify:
-			if err := writeMessage(inW, 0, st); err != nil {
-				return nil, fmt.Errorf("step %d: the bridge stopped reading: %w", i+1, err)
-			}
-		case StepOperator:
-			req := em.NewID()
-			operator.Call(ctx, pipe.Request{Command: st.Command, RequestID: req.String(), OperationID: em.NewID().String(), Payload: st.Payload})
-			if err := em.Flush(ctx, req); err != nil {
-				return nil, err
-			}
-			operatorReqs = append(operatorReqs, req)
-			stepOf = append(stepOf, i)
+		if err := d.step(ctx, i); err != nil {
+			return nil, err
 		}
 	}
-	pipeW.Close()
-	select {
-	case err := <-served:
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
-			return nil, fmt.Errorf("the bridge failed: %w", err)
-		}
-	case <-time.After(opts.StepTimeout):
-		return nil, errors.New("the bridge did not end its session after stdin closed")
-	}
-	if err := em.FlushAll(ctx); err != nil {
+	if err := d.end(ctx); err != nil {
 		return nil, err
 	}
 	scrub := func(v string) string { return v }
 	if s.Header.Pipe != "" {
 		scrub = strings.NewReplacer(opts.PipePath, s.Header.Pipe).Replace
 	}
-	res, err := collect(ctx, s, node, stepOf, operatorReqs, scrub)
+	res, err := collect(ctx, s, d.node, d.stepOf, d.operatorReqs, scrub)
 	if err != nil {
 		return nil, err
 	}
 	res.Drift = append(res.Drift, upstreams.Drift()...)
 	return res, nil
+}
+
+// redrive is one re-drive in progress: the bridge on its stdio, the
+// recording's stand-ins, and which step each re-driven run belongs to.
+type redrive struct {
+	s       *Session
+	opts    RedriveOptions
+	node    Log
+	em      *events.Emitter
+	now     func() time.Time
+	secrets *recordedSecrets
+	client  *recordedClient
+
+	pipeW    io.Closer
+	inW      *lockedWriter // the steps and the answers to the bridge's own requests share it
+	answers  *answerBox
+	served   chan error // the bridge's end
+	operator *pipe.Client
+
+	stepOf       []int
+	operatorReqs []events.ID
+	redriven     map[string]string // recorded request id → the re-drive's
+	nextID       int
+}
+
+// startBridge runs the bridge `tracebridge mcp` runs, on the re-drive's
+// stdio and evidence, with the recording standing in for the environment
+// and the disk: secrets resolve as recorded (never from the environment or
+// a file), approval deadlines fire as recorded, upstreams are the recorded
+// ones, discovered tools their recorded stand-ins, and the workspace hosts
+// the recorded ones.
+func (d *redrive) startBridge(ctx context.Context, cfg *config.Config, hosts []host.Entry, upstreams *RecordedUpstreams) (func(), error) {
+	b, err := bridge.New(bridge.Parts{Config: cfg, Emitter: d.em, Log: d.node, Host: redriveHost(d.opts, cfg, d.em, hosts),
+		Getenv: d.secrets.Getenv, ReadFile: d.secrets.ReadFile, After: d.secrets.After, Now: d.now, Logger: d.opts.Logger, Version: d.opts.Version,
+		Dial: upstreams.Dial, Extra: append(RecordedTools(d.s), d.opts.Extra...)})
+	if err != nil {
+		return nil, err
+	}
+	inR, pipeW := io.Pipe()
+	outR, outW := io.Pipe()
+	d.pipeW, d.inW = pipeW, &lockedWriter{w: pipeW}
+	go func() {
+		err := b.Server.Serve(ctx, inR, outW)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		d.served <- err
+		outW.Close()
+	}()
+	d.answers = readAnswers(outR, d.inW, d.client)
+	return b.Close, nil
+}
+
+// step re-drives step i: a client message, a notification or an
+// operator's pipe request.
+func (d *redrive) step(ctx context.Context, i int) error {
+	st := &d.s.Steps[i]
+	switch st.Step {
+	case StepClient:
+		if err := d.clientStep(ctx, i, st); err != nil {
+			return err
+		}
+		d.stepOf = append(d.stepOf, i)
+	case StepNotify:
+		if err := writeMessage(d.inW, 0, st); err != nil {
+			return fmt.Errorf("step %d: the bridge stopped reading: %w", i+1, err)
+		}
+	case StepOperator:
+		req := d.em.NewID()
+		d.operator.Call(ctx, pipe.Request{Command: st.Command, RequestID: req.String(), OperationID: d.em.NewID().String(), Payload: st.Payload})
+		if err := d.em.Flush(ctx, req); err != nil {
+			return err
+		}
+		d.operatorReqs = append(d.operatorReqs, req)
+		d.stepOf = append(d.stepOf, i)
+	}
+	return nil
+}
+
+// clientStep sends a client request and waits for its answer, giving the
+// recorded operator decisions meanwhile.
+func (d *redrive) clientStep(ctx context.Context, i int, st *Step) error {
+	d.secrets.step.Store(st)
+	if len(st.Roots) > 0 {
+		d.client.roots.Store(&st.Roots)
+	}
+	d.nextID++
+	stopDeciding := decide(ctx, st, d.node, d.em, d.now)
+	defer stopDeciding()
+	if err := writeMessage(d.inW, d.nextID, withRequestIDs(st, d.redriven)); err != nil {
+		return fmt.Errorf("step %d: the bridge stopped reading: %w", i+1, err)
+	}
+	select {
+	case <-d.answers.wait(d.nextID):
+		if !st.RequestID.IsZero() {
+			d.redriven[st.RequestID.String()] = d.answers.requestID(d.nextID)
+		}
+		return nil
+	case err := <-d.served:
+		return fmt.Errorf("step %d (%s): the bridge exited: %v", i+1, st.Label(), err)
+	case <-time.After(d.opts.StepTimeout):
+		return fmt.Errorf("step %d (%s): no answer within %v", i+1, st.Label(), d.opts.StepTimeout)
+	}
+}
+
+// end closes the bridge's stdin, waits for its session to end and makes
+// the evidence durable.
+func (d *redrive) end(ctx context.Context) error {
+	d.pipeW.Close()
+	select {
+	case err := <-d.served:
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("the bridge failed: %w", err)
+		}
+	case <-time.After(d.opts.StepTimeout):
+		return errors.New("the bridge did not end its session after stdin closed")
+	}
+	return d.em.FlushAll(ctx)
 }
 
 // Clock is a re-drive's clock: it stands still at the recording's start,
