@@ -39,11 +39,39 @@ type ExportInput struct {
 // requests in order, the operator's pipe commands between them, the host's
 // answers, and the crossings each left.
 func Export(in ExportInput) (*Session, error) {
-	type item struct {
-		seq  uint64
-		run  []events.Event
-		note *events.Event
+	s := &Session{Header: SessionHeader{Name: in.Name, SessionID: in.Session, Config: in.Config, Tracebridge: in.Version}}
+	if s.Header.Config == "" {
+		cfg, err := recordedConfig(in)
+		if err != nil {
+			return nil, err
+		}
+		s.Header.Config = cfg
 	}
+	for _, it := range inOrder(in) {
+		if err := exportItem(s, it); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Steps) == 0 {
+		return nil, fmt.Errorf("session %s left no requests to export", in.Session)
+	}
+	for _, server := range sessionServers(s) {
+		if err := exportUpstream(s, in, server); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// item is a run or a notification of the session, at its seq.
+type item struct {
+	seq  uint64
+	run  []events.Event
+	note *events.Event
+}
+
+// inOrder is the session's runs and client notifications in seq order.
+func inOrder(in ExportInput) []item {
 	var items []item
 	for _, r := range in.Runs {
 		if len(r) > 0 {
@@ -56,50 +84,55 @@ func Export(in ExportInput) (*Session, error) {
 		}
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
-	s := &Session{Header: SessionHeader{Name: in.Name, SessionID: in.Session, Config: in.Config, Tracebridge: in.Version}}
-	if s.Header.Config == "" {
-		// The configuration the bridge recorded when the session started,
-		// not today's.
-		recorded := false
-		for i := range in.Notifications {
-			if e := &in.Notifications[i]; e.Kind == events.KindMCPSessionStarted {
-				s.Header.Config, recorded = e.Attrs.Lookup("config")
+	return items
+}
+
+// recordedConfig is the configuration the bridge recorded when the session
+// started, not today's (today's only for a log older than that record).
+func recordedConfig(in ExportInput) (string, error) {
+	cfg, recorded := in.TodayConfig, false
+	for i := range in.Notifications {
+		if e := &in.Notifications[i]; e.Kind == events.KindMCPSessionStarted {
+			cfg, recorded = e.Attrs.Lookup("config")
+		}
+	}
+	if !recorded {
+		cfg = in.TodayConfig
+	}
+	if strings.Contains(cfg, "[REDACTED") || strings.Contains(cfg, "[TRUNCATED") || strings.Contains(cfg, "[PAYLOAD:") {
+		return "", fmt.Errorf("session %s: the recorded configuration was redacted or cut in the log; export with --config FILE", in.Session)
+	}
+	return cfg, nil
+}
+
+// exportItem adds a notification's step, or a run's steps.
+func exportItem(s *Session, it item) error {
+	if it.note != nil {
+		st := Step{Step: StepNotify, Method: it.note.Attrs.Get(events.AttrMethod)}
+		if p := it.note.Attrs.Get(events.AttrParams); p != "" {
+			if !json.Valid([]byte(p)) {
+				return fmt.Errorf("seq %d: the notification's params were cut or redacted into invalid JSON; it cannot be re-sent", it.note.Seq)
 			}
+			st.Params = json.RawMessage(p)
 		}
-		if !recorded {
-			s.Header.Config = in.TodayConfig
-		}
-		if strings.Contains(s.Header.Config, "[REDACTED") || strings.Contains(s.Header.Config, "[TRUNCATED") || strings.Contains(s.Header.Config, "[PAYLOAD:") {
-			return nil, fmt.Errorf("session %s: the recorded configuration was redacted or cut in the log; export with --config FILE", in.Session)
-		}
+		s.Steps = append(s.Steps, st)
+		return nil
 	}
-	for _, it := range items {
-		if it.note != nil {
-			st := Step{Step: StepNotify, Method: it.note.Attrs.Get(events.AttrMethod)}
-			if p := it.note.Attrs.Get(events.AttrParams); p != "" {
-				if !json.Valid([]byte(p)) {
-					return nil, fmt.Errorf("seq %d: the notification's params were cut or redacted into invalid JSON; it cannot be re-sent", it.note.Seq)
-				}
-				st.Params = json.RawMessage(p)
-			}
-			s.Steps = append(s.Steps, st)
-			continue
-		}
-		if s.Header.Recorded.IsZero() {
-			s.Header.Recorded = it.run[0].Time.UTC()
-		}
-		steps, err := exportRun(s, it.run)
-		if err != nil {
-			return nil, err
-		}
-		s.Steps = append(s.Steps, steps...)
+	if s.Header.Recorded.IsZero() {
+		s.Header.Recorded = it.run[0].Time.UTC()
 	}
-	if len(s.Steps) == 0 {
-		return nil, fmt.Errorf("session %s left no requests to export", in.Session)
+	steps, err := exportRun(s, it.run)
+	if err != nil {
+		return err
 	}
-	// Every server of the session's configuration is served by the
-	// recording, called or not: one listed but never called must not be
-	// unavailable in the re-drive.
+	s.Steps = append(s.Steps, steps...)
+	return nil
+}
+
+// sessionServers are the upstream servers the recording serves: every one
+// of the session's configuration, called or not (one listed but never
+// called must not be unavailable in the re-drive), and every one called.
+func sessionServers(s *Session) []string {
 	var servers []string
 	if cfg, err := config.Parse("session config", []byte(s.Header.Config)); err == nil {
 		for name := range cfg.Servers {
@@ -111,47 +144,61 @@ func Export(in ExportInput) (*Session, error) {
 			servers = append(servers, st.Server)
 		}
 	}
-	for _, server := range servers {
-		if s.Header.Upstreams[server] != nil {
+	return servers
+}
+
+// exportUpstream puts what server offered (its listings besides tools) and
+// its pinned tools in the header, once.
+func exportUpstream(s *Session, in ExportInput, server string) error {
+	if s.Header.Upstreams[server] != nil {
+		return nil
+	}
+	if s.Header.Upstreams == nil {
+		s.Header.Upstreams = map[string][]json.RawMessage{}
+	}
+	s.Header.Upstreams[server] = []json.RawMessage{}
+	for _, o := range in.Offers {
+		if o.Server != server {
 			continue
 		}
-		if s.Header.Upstreams == nil {
-			s.Header.Upstreams = map[string][]json.RawMessage{}
+		uo, err := offersOf(o)
+		if err != nil {
+			return err
 		}
-		s.Header.Upstreams[server] = []json.RawMessage{}
-		for _, o := range in.Offers {
-			if o.Server != server {
-				continue
-			}
-			var uo UpstreamOffers
-			for _, f := range []struct {
-				v  string
-				to *json.RawMessage
-			}{{o.Prompts, &uo.Prompts}, {o.Resources, &uo.Resources}, {o.Templates, &uo.Templates}} {
-				if f.v == "" {
-					continue
-				}
-				if !json.Valid([]byte(f.v)) {
-					return nil, fmt.Errorf("what %s listed besides tools is not whole JSON in the log; the session cannot list it", server)
-				}
-				*f.to = json.RawMessage(f.v)
-			}
-			if s.Header.Offers == nil {
-				s.Header.Offers = map[string]UpstreamOffers{}
-			}
-			s.Header.Offers[server] = uo
+		if s.Header.Offers == nil {
+			s.Header.Offers = map[string]UpstreamOffers{}
 		}
-		for _, p := range in.Pins {
-			if p.Server != server || p.State == projections.PinRemoved {
-				continue
-			}
-			if !json.Valid([]byte(p.Descriptor)) {
-				return nil, fmt.Errorf("the pinned descriptor of %s is not whole JSON in the log; the session cannot serve it", p.Name)
-			}
-			s.Header.Upstreams[server] = append(s.Header.Upstreams[server], json.RawMessage(p.Descriptor))
-		}
+		s.Header.Offers[server] = uo
 	}
-	return s, nil
+	for _, p := range in.Pins {
+		if p.Server != server || p.State == projections.PinRemoved {
+			continue
+		}
+		if !json.Valid([]byte(p.Descriptor)) {
+			return fmt.Errorf("the pinned descriptor of %s is not whole JSON in the log; the session cannot serve it", p.Name)
+		}
+		s.Header.Upstreams[server] = append(s.Header.Upstreams[server], json.RawMessage(p.Descriptor))
+	}
+	return nil
+}
+
+// offersOf is what an upstream listed besides tools, as the session file
+// keeps it.
+func offersOf(o projections.Offers) (UpstreamOffers, error) {
+	var uo UpstreamOffers
+	for _, f := range []struct {
+		v  string
+		to *json.RawMessage
+	}{{o.Prompts, &uo.Prompts}, {o.Resources, &uo.Resources}, {o.Templates, &uo.Templates}} {
+		if f.v == "" {
+			continue
+		}
+		if !json.Valid([]byte(f.v)) {
+			return uo, fmt.Errorf("what %s listed besides tools is not whole JSON in the log; the session cannot list it", o.Server)
+		}
+		*f.to = json.RawMessage(f.v)
+	}
+	return uo, nil
 }
 
 // exportRun returns the step of one request and the host answers it got.
