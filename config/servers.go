@@ -200,99 +200,129 @@ func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 		if !serverNameRE.MatchString(name) {
 			bad(key, "a server's name prefixes its tools' names (NAME__tool): use 1-32 letters, digits and '-', starting with a letter or digit")
 		}
-		switch {
-		case s.Command == "" && s.URL == "":
-			bad(key, "set command (a stdio server) or url (a Streamable HTTP server)")
-		case s.Command != "" && s.URL != "":
-			bad(key, "set command or url, not both")
-		case s.URL != "":
-			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				bad(key+".url", "%q is not an http:// or https:// URL", s.URL)
-			} else if u.User != nil {
-				bad(key+".url", "credentials in the URL would be recorded: put them in headers with a ${secret:NAME} reference")
-			}
-			if len(s.Args) > 0 || s.Cwd != "" || len(s.Env) > 0 {
-				bad(key, "args, cwd and env are for command servers; a url server takes headers")
-			}
-		default:
-			if len(s.Headers) > 0 {
-				bad(key+".headers", "headers are for url servers; a command server takes env")
-			}
-			if s.Transport != "" {
-				bad(key+".transport", "transport is for url servers")
-			}
-		}
-		for _, a := range s.Args {
-			if len(SecretRefs(a)) > 0 {
-				bad(key+".args", "a secret in argv is visible to every local user (ps): pass it in env instead")
-			}
-		}
-		switch s.Transport {
-		case "", "streamable", "sse":
-		default:
-			bad(key+".transport", "%q is not one of streamable, sse", s.Transport)
-		}
-		if o := s.OAuth; o != nil {
-			if s.URL == "" {
-				bad(key+".oauth", "oauth is for url servers")
-			}
-			if o.ClientSecret != "" && len(SecretRefs(o.ClientSecret)) == 0 {
-				bad(key+".oauth.client_secret", "a client secret in the file would be recorded: use a ${secret:NAME} reference")
-			}
-			if o.RedirectPort < 0 || o.RedirectPort > 65535 {
-				bad(key+".oauth.redirect_port", "%d is not a port", o.RedirectPort)
-			}
-		}
-		switch s.Sessions {
-		case "", "per-client", "shared":
-		default:
-			bad(key+".sessions", "%q is not one of per-client, shared", s.Sessions)
-		}
-		switch s.Start {
-		case "", "lazy", "eager":
-		default:
-			bad(key+".start", "%q is not one of lazy, eager", s.Start)
-		}
-		if s.Timeout != "" {
-			if positive(s.Timeout) == 0 {
-				bad(key+".timeout", "%q is not a positive duration such as \"30s\"", s.Timeout)
-			}
-		}
-		for field, pats := range map[string][]string{"allow": s.Allow, "deny": s.Deny, "read_only": s.ReadOnly} {
-			for _, p := range pats {
-				if _, err := path.Match(p, ""); err != nil {
-					bad(key+"."+field, "%q is not a valid pattern (use * and ?, as in \"create_*\")", p)
-				}
-			}
-		}
-		for _, p := range sortedKeys(s.Approval) {
-			if _, err := path.Match(p, ""); err != nil {
-				bad(key+".approval", "%q is not a valid pattern", p)
-			}
-			if v := s.Approval[p]; v != "always" && v != "never" {
-				bad(key+".approval", "%q = %q: want always or never", p, v)
-			}
-		}
-		switch {
-		case s.Capability != "" && strings.ContainsAny(s.Capability, " \t"):
-			bad(key+".capability", "capability %q has spaces", s.Capability)
-		case slices.Contains(builtinCapabilities, s.Capability):
-			bad(key+".capability", "%q is a built-in capability: a server's tools need their own (the default upstream.%s, or a name of yours that [policy] grant lists)", s.Capability, name)
-		case strings.HasPrefix(s.Capability, "upstream.") && s.Capability != "upstream."+name:
-			bad(key+".capability", "%q is another server's capability", s.Capability)
-		}
-		check := func(field string, vals map[string]string) {
-			for _, k := range sortedKeys(vals) {
-				for _, ref := range SecretRefs(vals[k]) {
-					if _, ok := c.Secrets[ref]; !ok {
-						bad(key+"."+field, "%s refers to secret %q, which is not defined (add a [secrets.%s] table with env or file)", k, ref, ref)
-					}
-				}
-			}
-		}
-		check("env", s.Env)
-		check("headers", s.Headers)
+		validateTransport(key, s, bad)
+		validateChoices(key, s, bad)
+		validatePatterns(key, s, bad)
+		validateCapability(key, name, s, bad)
+		c.validateSecretRefs(key, s, bad)
 		c.validateInheritEnv(key, s, bad)
+	}
+}
+
+// validateTransport checks that a server is a command or a URL, with the
+// fields of its kind only, and no credential where it would be recorded
+// or seen (a URL's user info, argv, an OAuth client secret in the file).
+func validateTransport(key string, s Server, bad func(key, format string, args ...any)) {
+	switch {
+	case s.Command == "" && s.URL == "":
+		bad(key, "set command (a stdio server) or url (a Streamable HTTP server)")
+	case s.Command != "" && s.URL != "":
+		bad(key, "set command or url, not both")
+	case s.URL != "":
+		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(key+".url", "%q is not an http:// or https:// URL", s.URL)
+		} else if u.User != nil {
+			bad(key+".url", "credentials in the URL would be recorded: put them in headers with a ${secret:NAME} reference")
+		}
+		if len(s.Args) > 0 || s.Cwd != "" || len(s.Env) > 0 {
+			bad(key, "args, cwd and env are for command servers; a url server takes headers")
+		}
+	default:
+		if len(s.Headers) > 0 {
+			bad(key+".headers", "headers are for url servers; a command server takes env")
+		}
+		if s.Transport != "" {
+			bad(key+".transport", "transport is for url servers")
+		}
+	}
+	for _, a := range s.Args {
+		if len(SecretRefs(a)) > 0 {
+			bad(key+".args", "a secret in argv is visible to every local user (ps): pass it in env instead")
+		}
+	}
+	if o := s.OAuth; o != nil {
+		if s.URL == "" {
+			bad(key+".oauth", "oauth is for url servers")
+		}
+		if o.ClientSecret != "" && len(SecretRefs(o.ClientSecret)) == 0 {
+			bad(key+".oauth.client_secret", "a client secret in the file would be recorded: use a ${secret:NAME} reference")
+		}
+		if o.RedirectPort < 0 || o.RedirectPort > 65535 {
+			bad(key+".oauth.redirect_port", "%d is not a port", o.RedirectPort)
+		}
+	}
+}
+
+// validateChoices checks the fields that take one of a few words, and the
+// timeout.
+func validateChoices(key string, s Server, bad func(key, format string, args ...any)) {
+	for _, f := range []struct {
+		field, value string
+		allowed      []string
+	}{
+		{"transport", s.Transport, []string{"streamable", "sse"}},
+		{"sessions", s.Sessions, []string{"per-client", "shared"}},
+		{"start", s.Start, []string{"lazy", "eager"}},
+	} {
+		if f.value != "" && !slices.Contains(f.allowed, f.value) {
+			bad(key+"."+f.field, "%q is not one of %s", f.value, strings.Join(f.allowed, ", "))
+		}
+	}
+	if s.Timeout != "" && positive(s.Timeout) == 0 {
+		bad(key+".timeout", "%q is not a positive duration such as \"30s\"", s.Timeout)
+	}
+}
+
+// validatePatterns checks the tool patterns of allow, deny, read_only and
+// approval, and approval's values.
+func validatePatterns(key string, s Server, bad func(key, format string, args ...any)) {
+	for _, f := range []struct {
+		field string
+		pats  []string
+	}{{"allow", s.Allow}, {"deny", s.Deny}, {"read_only", s.ReadOnly}} {
+		for _, p := range f.pats {
+			if _, err := path.Match(p, ""); err != nil {
+				bad(key+"."+f.field, "%q is not a valid pattern (use * and ?, as in \"create_*\")", p)
+			}
+		}
+	}
+	for _, p := range sortedKeys(s.Approval) {
+		if _, err := path.Match(p, ""); err != nil {
+			bad(key+".approval", "%q is not a valid pattern", p)
+		}
+		if v := s.Approval[p]; v != "always" && v != "never" {
+			bad(key+".approval", "%q = %q: want always or never", p, v)
+		}
+	}
+}
+
+// validateCapability refuses a capability that would let a server's tools
+// pass as built-in ones or as another server's.
+func validateCapability(key, name string, s Server, bad func(key, format string, args ...any)) {
+	switch {
+	case s.Capability != "" && strings.ContainsAny(s.Capability, " \t"):
+		bad(key+".capability", "capability %q has spaces", s.Capability)
+	case slices.Contains(builtinCapabilities, s.Capability):
+		bad(key+".capability", "%q is a built-in capability: a server's tools need their own (the default upstream.%s, or a name of yours that [policy] grant lists)", s.Capability, name)
+	case strings.HasPrefix(s.Capability, "upstream.") && s.Capability != "upstream."+name:
+		bad(key+".capability", "%q is another server's capability", s.Capability)
+	}
+}
+
+// validateSecretRefs checks that every ${secret:NAME} in env and headers
+// names a defined secret.
+func (c *Config) validateSecretRefs(key string, s Server, bad func(key, format string, args ...any)) {
+	for _, f := range []struct {
+		field string
+		vals  map[string]string
+	}{{"env", s.Env}, {"headers", s.Headers}} {
+		for _, k := range sortedKeys(f.vals) {
+			for _, ref := range SecretRefs(f.vals[k]) {
+				if _, ok := c.Secrets[ref]; !ok {
+					bad(key+"."+f.field, "%s refers to secret %q, which is not defined (add a [secrets.%s] table with env or file)", k, ref, ref)
+				}
+			}
+		}
 	}
 }
 
