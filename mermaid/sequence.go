@@ -26,27 +26,7 @@ var noteAttrs = []string{"reason", "error"}
 func Sequence(evs []events.Event, opts Options) string {
 	var b strings.Builder
 	b.WriteString("sequenceDiagram\n")
-	present := map[string]bool{}
-	var upstreams []string
-	for i := range evs {
-		for _, p := range []string{participantOf(&evs[i], evs[i].From), participantOf(&evs[i], evs[i].To)} {
-			if !present[p] && strings.HasPrefix(p, events.Upstream+"_") {
-				upstreams = append(upstreams, p)
-			}
-			present[p] = true
-		}
-	}
-	slices.Sort(upstreams)
-	for _, p := range append(slices.Clone(events.Participants), Other) {
-		if p == events.Upstream { // one participant per upstream server, in name order
-			for _, u := range upstreams {
-				fmt.Fprintf(&b, "    participant %s as %s\n", u, strings.Replace(u, "_", " ", 1))
-			}
-		}
-		if present[p] {
-			fmt.Fprintf(&b, "    participant %s\n", p)
-		}
-	}
+	writeParticipants(&b, evs)
 	failed := -1
 	for i := range evs {
 		if evs[i].Outcome.Failed() {
@@ -68,55 +48,85 @@ func Sequence(evs []events.Event, opts Options) string {
 		pending, repeat = "", 0
 	}
 	for i := range evs {
-		e := &evs[i]
-		from, to := participantOf(e, e.From), participantOf(e, e.To)
-		label := e.Kind
-		if e.Outcome != "" && e.Outcome != events.OK {
-			label += " " + string(e.Outcome)
-		}
-		if e.Code != "" {
-			label += " " + string(e.Code)
-		}
-		if t := e.Attrs.Get(events.AttrTool); t != "" && (e.Kind == events.KindMCPRequestReceived || e.Kind == events.KindExecutorStarted) {
-			label += " " + t
-		}
-		if opts.Timings && len(evs) > 0 && !e.Time.IsZero() {
-			label += fmt.Sprintf(" +%.1fms", events.Ms(e.Time.Sub(evs[0].Time)))
-		}
-		arrow := "->>"
-		if e.Outcome.Failed() {
-			arrow = "-x"
-		}
-		line := fmt.Sprintf("    %s%s%s: %s\n", from, arrow, to, Escape(label))
-		var note string
-		info, _ := events.Lookup(e.Kind)
-		if e.Outcome.Failed() || info.Boundary == events.BoundaryPolicy || info.Boundary == events.BoundaryApproval {
-			for _, k := range noteAttrs {
-				if v := e.Attrs.Get(k); v != "" {
-					note = fmt.Sprintf("    Note over %s: %s\n", to, Escape(truncate(v, 120)))
-					break
-				}
-			}
-		}
+		line, note := arrowOf(evs, i, opts)
 		if i != failed && note == "" && line == pending {
 			repeat++
 			continue
 		}
 		flush()
-		if i == failed {
+		switch {
+		case i == failed:
 			b.WriteString("    rect rgb(255, 228, 225)\n")
 			b.WriteString(line + note)
 			b.WriteString("    end\n")
-			continue
-		}
-		if note != "" {
+		case note != "":
 			b.WriteString(line + note)
-			continue
+		default:
+			pending, repeat = line, 1
 		}
-		pending, repeat = line, 1
 	}
 	flush()
 	return b.String()
+}
+
+// writeParticipants declares the participants evs uses, in the canonical
+// order, one per upstream server (in name order) where Upstream stands.
+func writeParticipants(b *strings.Builder, evs []events.Event) {
+	present := map[string]bool{}
+	var upstreams []string
+	for i := range evs {
+		for _, p := range []string{participantOf(&evs[i], evs[i].From), participantOf(&evs[i], evs[i].To)} {
+			if !present[p] && strings.HasPrefix(p, events.Upstream+"_") {
+				upstreams = append(upstreams, p)
+			}
+			present[p] = true
+		}
+	}
+	slices.Sort(upstreams)
+	for _, p := range append(slices.Clone(events.Participants), Other) {
+		if p == events.Upstream {
+			for _, u := range upstreams {
+				fmt.Fprintf(b, "    participant %s as %s\n", u, strings.Replace(u, "_", " ", 1))
+			}
+		}
+		if present[p] {
+			fmt.Fprintf(b, "    participant %s\n", p)
+		}
+	}
+}
+
+// arrowOf is event i's arrow, and the note under it for a failure, a
+// policy decision or an approval (its first note attribute).
+func arrowOf(evs []events.Event, i int, opts Options) (line, note string) {
+	e := &evs[i]
+	from, to := participantOf(e, e.From), participantOf(e, e.To)
+	label := e.Kind
+	if e.Outcome != "" && e.Outcome != events.OK {
+		label += " " + string(e.Outcome)
+	}
+	if e.Code != "" {
+		label += " " + string(e.Code)
+	}
+	if t := e.Attrs.Get(events.AttrTool); t != "" && (e.Kind == events.KindMCPRequestReceived || e.Kind == events.KindExecutorStarted) {
+		label += " " + t
+	}
+	if opts.Timings && !e.Time.IsZero() {
+		label += fmt.Sprintf(" +%.1fms", events.Ms(e.Time.Sub(evs[0].Time)))
+	}
+	arrow := "->>"
+	if e.Outcome.Failed() {
+		arrow = "-x"
+	}
+	line = fmt.Sprintf("    %s%s%s: %s\n", from, arrow, to, Escape(label))
+	info, _ := events.Lookup(e.Kind)
+	if e.Outcome.Failed() || info.Boundary == events.BoundaryPolicy || info.Boundary == events.BoundaryApproval {
+		for _, k := range noteAttrs {
+			if v := e.Attrs.Get(k); v != "" {
+				return line, fmt.Sprintf("    Note over %s: %s\n", to, Escape(truncate(v, 120)))
+			}
+		}
+	}
+	return line, ""
 }
 
 // participantOf is p's participant in the diagram: Upstream is drawn once
