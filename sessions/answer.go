@@ -80,80 +80,92 @@ func normal(v any) any {
 }
 
 func firstDiff(path string, a, b any) (at, w, g string) {
-	name := func(p string) string {
-		if p == "" {
-			return "the answer"
-		}
-		return p
-	}
 	switch x := a.(type) {
 	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok {
-			break
+		if y, ok := b.(map[string]any); ok {
+			return firstDiffObject(path, x, y)
 		}
-		keys := make([]string, 0, len(x)+len(y))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		for k := range y {
-			if _, dup := x[k]; !dup {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			xv, inA := x[k]
-			yv, inB := y[k]
-			switch {
-			case !inA:
-				return p, "(none)", show(yv)
-			case !inB:
-				return p, show(xv), "(none)"
-			}
-			if at, w, g := firstDiff(p, xv, yv); at != "" {
-				return at, w, g
-			}
-		}
-		return "", "", ""
 	case []any:
-		y, ok := b.([]any)
-		if !ok {
-			break
+		if y, ok := b.([]any); ok {
+			return firstDiffArray(path, x, y)
 		}
-		for i := range min(len(x), len(y)) {
-			if at, w, g := firstDiff(fmt.Sprintf("%s[%d]", path, i), x[i], y[i]); at != "" {
-				return at, w, g
-			}
-		}
-		if len(x) != len(y) {
-			return name(path), fmt.Sprintf("%d items", len(x)), fmt.Sprintf("%d items", len(y))
-		}
-		return "", "", ""
 	}
 	if string(mustJSON(a)) == string(mustJSON(b)) {
 		return "", "", ""
 	}
 	if x, ok := a.(string); ok {
 		if y, ok := b.(string); ok && (len(x) > 200 || len(y) > 200) {
-			// Long texts: from a little before the first byte that differs.
-			i := 0
-			for i < len(x) && i < len(y) && x[i] == y[i] {
-				i++
-			}
-			from := max(0, i-40)
-			for from > 0 && from < len(x) && x[from]&0xC0 == 0x80 {
-				from--
-			}
-			at := fmt.Sprintf("%s (from byte %d)", name(path), from)
-			return at, show(x[min(from, len(x)):]), show(y[min(from, len(y)):])
+			return firstDiffText(path, x, y)
 		}
 	}
-	return name(path), show(a), show(b)
+	return pathName(path), show(a), show(b)
+}
+
+// pathName is how a drift line names path: the answer itself at the root.
+func pathName(path string) string {
+	if path == "" {
+		return "the answer"
+	}
+	return path
+}
+
+// firstDiffObject compares two objects key by key, in key order.
+func firstDiffObject(path string, x, y map[string]any) (at, w, g string) {
+	keys := make([]string, 0, len(x)+len(y))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	for k := range y {
+		if _, dup := x[k]; !dup {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := k
+		if path != "" {
+			p = path + "." + k
+		}
+		xv, inA := x[k]
+		yv, inB := y[k]
+		switch {
+		case !inA:
+			return p, "(none)", show(yv)
+		case !inB:
+			return p, show(xv), "(none)"
+		}
+		if at, w, g := firstDiff(p, xv, yv); at != "" {
+			return at, w, g
+		}
+	}
+	return "", "", ""
+}
+
+// firstDiffArray compares two arrays item by item, then their lengths.
+func firstDiffArray(path string, x, y []any) (at, w, g string) {
+	for i := range min(len(x), len(y)) {
+		if at, w, g := firstDiff(fmt.Sprintf("%s[%d]", path, i), x[i], y[i]); at != "" {
+			return at, w, g
+		}
+	}
+	if len(x) != len(y) {
+		return pathName(path), fmt.Sprintf("%d items", len(x)), fmt.Sprintf("%d items", len(y))
+	}
+	return "", "", ""
+}
+
+// firstDiffText shows two long texts from a little before the first byte
+// that differs (never inside a UTF-8 sequence).
+func firstDiffText(path, x, y string) (at, w, g string) {
+	i := 0
+	for i < len(x) && i < len(y) && x[i] == y[i] {
+		i++
+	}
+	from := max(0, i-40)
+	for from > 0 && from < len(x) && x[from]&0xC0 == 0x80 {
+		from--
+	}
+	return fmt.Sprintf("%s (from byte %d)", pathName(path), from), show(x[min(from, len(x)):]), show(y[min(from, len(y)):])
 }
 
 func mustJSON(v any) []byte {
