@@ -91,70 +91,19 @@ func (h *Hub) serveQuery(m *nats.Msg) {
 }
 
 func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
-	decode := func(v any) error {
-		if len(m.Data) == 0 {
-			return nil
-		}
-		if err := json.Unmarshal(m.Data, v); err != nil {
-			return &events.Err{Code: events.CodeMalformedQuery, Msg: fmt.Sprintf("query %s: %v", m.Subject, err)}
-		}
-		return nil
-	}
 	switch m.Subject {
 	case subjRange:
-		var q rangeQuery
-		if err := decode(&q); err != nil {
-			return nil, err
-		}
-		limit := q.Limit
-		if limit <= 0 || limit > maxQueryRecords {
-			limit = maxQueryRecords
-		}
-		recs, next, err := h.st.RangeRecords(max(q.From, 1), limit, events.MaxBatchBytes-4096)
-		if err != nil {
-			return nil, err
-		}
-		out := nats.NewMsg("")
-		out.Data = events.EncodeRecords(recs)
-		out.Header.Set(hdrNext, strconv.FormatUint(next, 10))
-		return out, nil
+		return h.queryRange(m)
 	case subjRequest:
-		var q idQuery
-		if err := decode(&q); err != nil {
-			return nil, err
-		}
-		recs, err := h.st.RecordsByRequest(q.ID)
-		if err != nil {
-			return nil, err
-		}
-		if len(recs) > maxQueryRecords {
-			return nil, &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("request %s has %d events; more than one reply holds", q.ID, len(recs))}
-		}
-		out := nats.NewMsg("")
-		out.Data = events.EncodeRecords(recs)
-		return out, nil
+		return h.queryRequest(m)
 	case subjSession:
-		var q idQuery
-		if err := decode(&q); err != nil {
-			return nil, err
-		}
-		limit := q.Limit
-		if limit <= 0 || limit > maxQueryRecords {
-			limit = maxQueryRecords
-		}
-		evs, err := h.st.BySession(q.ID, q.From, limit)
-		if err != nil {
-			return nil, err
-		}
-		out := nats.NewMsg("")
-		out.Data = events.EncodeBatch(evs)
-		return out, nil
+		return h.querySession(m)
 	case subjHead:
 		seq, hash := h.st.Head()
 		return jsonMsg(headReply{Seq: seq, Hash: hash}), nil
 	case subjVerify:
 		var q verifyQuery
-		if err := decode(&q); err != nil {
+		if err := decodeQuery(m, &q); err != nil {
 			return nil, err
 		}
 		rep, err := h.st.Verify(q.Checkpoints...)
@@ -166,7 +115,7 @@ func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
 		return jsonMsg(h.st.SignCheckpoint(h.key, h.now())), nil
 	case subjView:
 		var q projections.Query
-		if err := decode(&q); err != nil {
+		if err := decodeQuery(m, &q); err != nil {
 			return nil, err
 		}
 		return h.view(q)
@@ -174,10 +123,78 @@ func (h *Hub) query(m *nats.Msg) (*nats.Msg, error) {
 		return h.queryPayload(m.Data)
 	case subjRebuild:
 		var q rebuildQuery
-		if err := decode(&q); err != nil {
+		if err := decodeQuery(m, &q); err != nil {
 			return nil, err
 		}
 		return h.rebuild(q)
 	}
 	return nil, &events.Err{Code: events.CodeUnknownQuery, Msg: "no query " + m.Subject}
+}
+
+// decodeQuery reads a query's JSON arguments into v (none: v stays zero).
+func decodeQuery(m *nats.Msg, v any) error {
+	if len(m.Data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(m.Data, v); err != nil {
+		return &events.Err{Code: events.CodeMalformedQuery, Msg: fmt.Sprintf("query %s: %v", m.Subject, err)}
+	}
+	return nil
+}
+
+// queryLimit is a query's limit, at most maxQueryRecords (0: that many).
+func queryLimit(n int) int {
+	if n <= 0 || n > maxQueryRecords {
+		return maxQueryRecords
+	}
+	return n
+}
+
+// queryRange answers stored records from a seq, as many as one reply holds.
+func (h *Hub) queryRange(m *nats.Msg) (*nats.Msg, error) {
+	var q rangeQuery
+	if err := decodeQuery(m, &q); err != nil {
+		return nil, err
+	}
+	recs, next, err := h.st.RangeRecords(max(q.From, 1), queryLimit(q.Limit), events.MaxBatchBytes-4096)
+	if err != nil {
+		return nil, err
+	}
+	out := nats.NewMsg("")
+	out.Data = events.EncodeRecords(recs)
+	out.Header.Set(hdrNext, strconv.FormatUint(next, 10))
+	return out, nil
+}
+
+// queryRequest answers one request's records.
+func (h *Hub) queryRequest(m *nats.Msg) (*nats.Msg, error) {
+	var q idQuery
+	if err := decodeQuery(m, &q); err != nil {
+		return nil, err
+	}
+	recs, err := h.st.RecordsByRequest(q.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) > maxQueryRecords {
+		return nil, &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("request %s has %d events; more than one reply holds", q.ID, len(recs))}
+	}
+	out := nats.NewMsg("")
+	out.Data = events.EncodeRecords(recs)
+	return out, nil
+}
+
+// querySession answers a session's events from a seq.
+func (h *Hub) querySession(m *nats.Msg) (*nats.Msg, error) {
+	var q idQuery
+	if err := decodeQuery(m, &q); err != nil {
+		return nil, err
+	}
+	evs, err := h.st.BySession(q.ID, q.From, queryLimit(q.Limit))
+	if err != nil {
+		return nil, err
+	}
+	out := nats.NewMsg("")
+	out.Data = events.EncodeBatch(evs)
+	return out, nil
 }
