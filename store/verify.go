@@ -69,99 +69,18 @@ func (r Report) Healthy() bool { return r.OK() && r.Appends == "" }
 func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
 	err = s.guard(func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
-			if meta := tx.Bucket(bucketMeta); meta != nil {
-				if v := meta.Get(keyHead); len(v) == 40 {
-					r.Head = binary.BigEndian.Uint64(v)
-					copy(r.HeadHash[:], v[8:])
-				}
-			}
-			want := map[uint64]events.Hash{}
+			v := &verifier{tx: tx, r: &r, want: map[uint64]events.Hash{}}
 			for _, cp := range cps {
-				want[cp.Seq] = cp.Hash
+				v.want[cp.Seq] = cp.Hash
 			}
-			bad := func(seq uint64, format string, args ...any) {
-				r.FirstBad, r.Problem = seq, fmt.Sprintf(format, args...)
-			}
-			// After archiving, the stored log starts after the anchor: the
-			// first stored event's prev is the anchor's hash.
-			anchor := readAnchor(tx)
-			r.Anchor = anchor.Seq
-			if meta := tx.Bucket(bucketMeta); meta != nil {
-				if v := meta.Get(keySource); len(v) >= 8 {
-					r.Source = &Source{Stream: string(v[8:]), Seq: binary.BigEndian.Uint64(v)}
-				}
-			}
-			prevHash := anchor.Hash
-			next := anchor.Seq + 1
-			if b := tx.Bucket(bucketEvents); b != nil {
-				c := b.Cursor()
-				for k, v := c.First(); k != nil; k, v = c.Next() {
-					r.Events++
-					if len(k) != 8 {
-						bad(next, "malformed key %x", k)
-						return nil
-					}
-					seq := binary.BigEndian.Uint64(k)
-					if seq != next {
-						bad(next, "seq %d is missing (next stored is %d): events were deleted", next, seq)
-						return nil
-					}
-					body, prev, hash, err := events.SplitRecord(v)
-					if err != nil {
-						bad(seq, "%v", err)
-						return nil
-					}
-					if own, n := binary.Uvarint(body[1:]); n <= 0 || own != seq {
-						bad(seq, "record says seq %d but is stored at %d: events were moved or reordered", own, seq)
-						return nil
-					}
-					if prev != prevHash {
-						if seq == anchor.Seq+1 && anchor.Seq > 0 {
-							bad(seq, "prev hash does not match the archive's anchor (seq %d): the store does not continue the archive", anchor.Seq)
-							return nil
-						}
-						bad(seq, "prev hash does not match the hash of seq %d: the chain was cut or reordered", seq-1)
-						return nil
-					}
-					if events.ChainHash(prev, body) != hash {
-						bad(seq, "hash does not match the record's bytes: the event was edited")
-						return nil
-					}
-					if h, ok := want[seq]; ok && h != hash {
-						bad(seq, "hash differs from the signed checkpoint at seq %d: the log was rewritten", seq)
-						return nil
-					}
-					if !checkPayloads(tx, seq, v, bad) {
-						return nil
-					}
-					prevHash = hash
-					next++
-				}
-			}
-			last := next - 1
-			switch {
-			case r.Head != last:
-				bad(min(r.Head, last)+1, "meta head is seq %d but the log ends at seq %d: the log was truncated or its head edited", r.Head, last)
-			case r.HeadHash != prevHash:
-				bad(last, "meta head hash differs from the hash of the last event")
-			}
-			if r.OK() {
-				for _, cp := range cps {
-					if cp.Seq <= anchor.Seq {
-						continue // archived: checked against the archive (verify --archive)
-					}
-					if cp.Seq > last {
-						bad(last+1, "the log ends at seq %d but a checkpoint signed at %s covers seq %d: the log was truncated or rolled back to an older copy",
-							last, cp.Time.Format("2006-01-02T15:04:05Z07:00"), cp.Seq)
-						break
-					}
-				}
-			}
+			v.readMeta()
+			v.chain()
+			v.checkpoints(cps)
 			r.Checkpoints = len(cps)
 			if r.OK() {
 				// The request index holds a copy of each record (what replay
 				// reads): every copy must be the record the chain covers.
-				checkCopies(tx, bad)
+				checkCopies(tx, v.bad)
 			}
 			// The chain is intact; the B-trees under it (the indexes too)
 			// must be as well, or the next append may trip over a lost page.
@@ -185,6 +104,116 @@ func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
 	}
 	r.Appends = s.AppendStatus()
 	return r, err
+}
+
+// verifier walks the chain in one read transaction and reports the first
+// problem into r.
+type verifier struct {
+	tx       *bolt.Tx
+	r        *Report
+	want     map[uint64]events.Hash // the signed checkpoints' hashes, by seq
+	anchor   Anchor
+	prevHash events.Hash
+	next     uint64 // the seq the next record must have
+}
+
+func (v *verifier) bad(seq uint64, format string, args ...any) {
+	v.r.FirstBad, v.r.Problem = seq, fmt.Sprintf(format, args...)
+}
+
+// readMeta reads the head, the anchor (after archiving, the stored log
+// starts after it: the first stored event's prev is the anchor's hash) and
+// the stream position of a collector's store.
+func (v *verifier) readMeta() {
+	if meta := v.tx.Bucket(bucketMeta); meta != nil {
+		if b := meta.Get(keyHead); len(b) == 40 {
+			v.r.Head = binary.BigEndian.Uint64(b)
+			copy(v.r.HeadHash[:], b[8:])
+		}
+		if b := meta.Get(keySource); len(b) >= 8 {
+			v.r.Source = &Source{Stream: string(b[8:]), Seq: binary.BigEndian.Uint64(b)}
+		}
+	}
+	v.anchor = readAnchor(v.tx)
+	v.r.Anchor = v.anchor.Seq
+	v.prevHash, v.next = v.anchor.Hash, v.anchor.Seq+1
+}
+
+// chain checks every stored record in seq order, then that the head
+// names the last one.
+func (v *verifier) chain() {
+	if b := v.tx.Bucket(bucketEvents); b != nil {
+		c := b.Cursor()
+		for k, rec := c.First(); k != nil; k, rec = c.Next() {
+			v.r.Events++
+			if !v.record(k, rec) {
+				return
+			}
+		}
+	}
+	last := v.next - 1
+	switch {
+	case v.r.Head != last:
+		v.bad(min(v.r.Head, last)+1, "meta head is seq %d but the log ends at seq %d: the log was truncated or its head edited", v.r.Head, last)
+	case v.r.HeadHash != v.prevHash:
+		v.bad(last, "meta head hash differs from the hash of the last event")
+	}
+}
+
+// record checks one stored record: its place, its link to the one before,
+// its hash, a signed checkpoint at its seq and the payloads it refers to.
+func (v *verifier) record(k, rec []byte) bool {
+	if len(k) != 8 {
+		v.bad(v.next, "malformed key %x", k)
+		return false
+	}
+	seq := binary.BigEndian.Uint64(k)
+	if seq != v.next {
+		v.bad(v.next, "seq %d is missing (next stored is %d): events were deleted", v.next, seq)
+		return false
+	}
+	body, prev, hash, err := events.SplitRecord(rec)
+	if err != nil {
+		v.bad(seq, "%v", err)
+		return false
+	}
+	switch own, n := binary.Uvarint(body[1:]); {
+	case n <= 0 || own != seq:
+		v.bad(seq, "record says seq %d but is stored at %d: events were moved or reordered", own, seq)
+	case prev != v.prevHash && seq == v.anchor.Seq+1 && v.anchor.Seq > 0:
+		v.bad(seq, "prev hash does not match the archive's anchor (seq %d): the store does not continue the archive", v.anchor.Seq)
+	case prev != v.prevHash:
+		v.bad(seq, "prev hash does not match the hash of seq %d: the chain was cut or reordered", seq-1)
+	case events.ChainHash(prev, body) != hash:
+		v.bad(seq, "hash does not match the record's bytes: the event was edited")
+	case v.want[seq] != (events.Hash{}) && v.want[seq] != hash:
+		v.bad(seq, "hash differs from the signed checkpoint at seq %d: the log was rewritten", seq)
+	default:
+		if !checkPayloads(v.tx, seq, rec, v.bad) {
+			return false
+		}
+		v.prevHash = hash
+		v.next++
+		return true
+	}
+	return false
+}
+
+// checkpoints reports a checkpoint past the end of an otherwise intact log:
+// truncation or a rollback to an older copy (archived seqs are checked
+// against the archive instead, by verify --archive).
+func (v *verifier) checkpoints(cps []Checkpoint) {
+	if !v.r.OK() {
+		return
+	}
+	last := v.next - 1
+	for _, cp := range cps {
+		if cp.Seq > v.anchor.Seq && cp.Seq > last {
+			v.bad(last+1, "the log ends at seq %d but a checkpoint signed at %s covers seq %d: the log was truncated or rolled back to an older copy",
+				last, cp.Time.Format("2006-01-02T15:04:05Z07:00"), cp.Seq)
+			return
+		}
+	}
 }
 
 // checkCopies compares every record copy in the request index with the
