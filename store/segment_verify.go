@@ -90,47 +90,15 @@ func walkArchive(dir string, trusted ed25519.PublicKey, fn func(rec []byte) erro
 		if seg.First != next || seg.Prev != prev {
 			return bad(next, "segment %s starts at seq %d after %d: a segment is missing or out of order", seg.File, seg.First, next-1)
 		}
-		var held map[events.Hash]int // the segment's payloads, by the hash each was found to have
-		if seg.Payloads != "" {
-			var psum string
-			held, psum, err = readPayloads(filepath.Join(dir, filepath.Base(seg.Payloads)))
-			switch {
-			case psum == "":
-				return bad(seg.First, "the payloads of segment %s: %v", seg.File, err)
-			case psum != seg.PayloadsSHA256:
-				return bad(seg.First, "%s does not have the SHA-256 the manifest names: it was changed", seg.Payloads)
-			case err != nil:
-				return bad(seg.First, "the payloads of segment %s: %v", seg.File, err)
-			}
+		held, problem := segmentPayloads(dir, seg) // by the hash each was found to have
+		if problem != "" {
+			return bad(seg.First, "%s", problem)
 		}
 		var broken string
 		var recs [][]byte // the segment's records, handed to fn once it verified
 		sum, err := readSegment(filepath.Join(dir, filepath.Base(seg.File)), func(rec []byte) error {
-			body, p, own, err := events.SplitRecord(rec)
-			switch {
-			case err != nil:
-				broken = err.Error()
-			case len(body) < 2:
-				broken = "a record without a body"
-			default:
-				if seq, n := binary.Uvarint(body[1:]); n <= 0 || seq != next {
-					broken = fmt.Sprintf("record says seq %d where %d belongs", seq, next)
-				} else if p != prev {
-					broken = "prev hash does not match the record before"
-				} else if events.ChainHash(p, body) != own {
-					broken = "hash does not match the record's bytes"
-				} else if refs, err := refsOf(rec); err != nil {
-					broken = err.Error()
-				} else {
-					for _, sum := range refs {
-						if _, ok := held[sum]; !ok {
-							broken = fmt.Sprintf("the record refers to payload %s…, which the archive does not hold whole", sum.String()[:12])
-							break
-						}
-					}
-				}
-			}
-			if broken != "" {
+			var own events.Hash
+			if own, broken = checkArchived(rec, next, prev, held); broken != "" {
 				return ErrStop
 			}
 			if fn != nil {
@@ -166,4 +134,54 @@ func walkArchive(dir string, trusted ed25519.PublicKey, fn func(rec []byte) erro
 	}
 	r.Last = next - 1
 	return r, prev, nil
+}
+
+// segmentPayloads reads the payloads file of seg, checked against the
+// SHA-256 the manifest names; problem says what is wrong ("" for nothing).
+func segmentPayloads(dir string, seg Segment) (held map[events.Hash]int, problem string) {
+	if seg.Payloads == "" {
+		return nil, ""
+	}
+	held, psum, err := readPayloads(filepath.Join(dir, filepath.Base(seg.Payloads)))
+	switch {
+	case psum == "":
+		return nil, fmt.Sprintf("the payloads of segment %s: %v", seg.File, err)
+	case psum != seg.PayloadsSHA256:
+		return nil, fmt.Sprintf("%s does not have the SHA-256 the manifest names: it was changed", seg.Payloads)
+	case err != nil:
+		return nil, fmt.Sprintf("the payloads of segment %s: %v", seg.File, err)
+	}
+	return held, ""
+}
+
+// checkArchived is what is wrong with the archived record rec, which
+// belongs at seq next after a record hashed prev, and whose payloads must
+// be among held ("" for nothing); own is its hash.
+func checkArchived(rec []byte, next uint64, prev events.Hash, held map[events.Hash]int) (own events.Hash, problem string) {
+	body, p, own, err := events.SplitRecord(rec)
+	switch {
+	case err != nil:
+		return own, err.Error()
+	case len(body) < 2:
+		return own, "a record without a body"
+	}
+	if seq, n := binary.Uvarint(body[1:]); n <= 0 || seq != next {
+		return own, fmt.Sprintf("record says seq %d where %d belongs", seq, next)
+	}
+	switch {
+	case p != prev:
+		return own, "prev hash does not match the record before"
+	case events.ChainHash(p, body) != own:
+		return own, "hash does not match the record's bytes"
+	}
+	refs, err := refsOf(rec)
+	if err != nil {
+		return own, err.Error()
+	}
+	for _, sum := range refs {
+		if _, ok := held[sum]; !ok {
+			return own, fmt.Sprintf("the record refers to payload %s…, which the archive does not hold whole", sum.String()[:12])
+		}
+	}
+	return own, ""
 }
