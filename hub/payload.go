@@ -234,7 +234,6 @@ func (h *Hub) servePart(m *nats.Msg) {
 		return
 	}
 	sumText, id := m.Header.Get(hdrSum), m.Header.Get(hdrUpload)
-	key := sumText + "/" + id
 	size, err1 := strconv.Atoi(m.Header.Get(hdrSize))
 	off, err2 := strconv.Atoi(m.Header.Get(hdrOffset))
 	if len(sumText) != 64 || id == "" || len(id) > 64 || err1 != nil || err2 != nil || size <= 0 || size > MaxPayloadLimit || off < 0 || off+len(m.Data) > size || len(m.Data) == 0 {
@@ -245,9 +244,31 @@ func (h *Hub) servePart(m *nats.Msg) {
 		h.reject(m, events.CodePayloadMissing, errNoPayloadsOnCluster)
 		return
 	}
-	u := &h.uploads
+	whole, err := h.uploads.add(sumText+"/"+id, size, off, m.Data, time.Now())
+	switch {
+	case err != nil:
+		h.respond(m, errorMsg(events.CodeHubUnavailable, fmt.Errorf("payload %s…: %w", sumText[:12], err)))
+	case whole == nil:
+		h.respond(m, jsonMsg(struct{}{}))
+	case hexSum(whole) != sumText:
+		h.reject(m, events.CodeMalformedAppend, fmt.Errorf("payload %s…: its parts do not hash to it", sumText[:12]))
+	default:
+		h.storePayloads(m, []string{string(whole)})
+	}
+}
+
+func hexSum(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// add takes the part at off of the payload uploaded as key (size bytes in
+// all) and returns the payload once it is whole. Uploads idle for
+// uploadIdle are dropped first; a part out of order, or a new upload past
+// maxUploading held, is refused (the sender starts again).
+func (u *uploads) add(key string, size, off int, data []byte, now time.Time) (whole []byte, err error) {
 	u.mu.Lock()
-	now := time.Now()
+	defer u.mu.Unlock()
 	for k, up := range u.byKey {
 		if now.Sub(up.last) > uploadIdle {
 			u.held -= up.size
@@ -257,13 +278,9 @@ func (h *Hub) servePart(m *nats.Msg) {
 	up := u.byKey[key]
 	switch {
 	case up == nil && off != 0, up != nil && (off != len(up.buf) || size != up.size):
-		u.mu.Unlock()
-		h.respond(m, errorMsg(events.CodeHubUnavailable, fmt.Errorf("payload %s…: part at %d is out of order (the upload was dropped?); send the payload again from its start", sumText[:12], off)))
-		return
+		return nil, fmt.Errorf("part at %d is out of order (the upload was dropped?); send the payload again from its start", off)
 	case up == nil && u.held+size > maxUploading:
-		u.mu.Unlock()
-		h.respond(m, errorMsg(events.CodeHubUnavailable, fmt.Errorf("the hub holds %d bytes of payloads being sent; try again", u.held)))
-		return
+		return nil, fmt.Errorf("the hub holds %d bytes of payloads being sent; try again", u.held)
 	case up == nil:
 		if u.byKey == nil {
 			u.byKey = map[string]*upload{}
@@ -272,23 +289,14 @@ func (h *Hub) servePart(m *nats.Msg) {
 		u.byKey[key] = up
 		u.held += size
 	}
-	up.buf = append(up.buf, m.Data...)
+	up.buf = append(up.buf, data...)
 	up.last = now
-	whole := len(up.buf) == up.size
-	if whole {
-		u.held -= up.size
-		delete(u.byKey, key)
+	if len(up.buf) != up.size {
+		return nil, nil
 	}
-	u.mu.Unlock()
-	if !whole {
-		h.respond(m, jsonMsg(struct{}{}))
-		return
-	}
-	if sum := sha256.Sum256(up.buf); hex.EncodeToString(sum[:]) != sumText {
-		h.reject(m, events.CodeMalformedAppend, fmt.Errorf("payload %s…: its parts do not hash to it", sumText[:12]))
-		return
-	}
-	h.storePayloads(m, []string{string(up.buf)})
+	u.held -= up.size
+	delete(u.byKey, key)
+	return up.buf, nil
 }
 
 // queryPayload answers tb.q.payload with one part of a payload.
