@@ -262,42 +262,10 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 		if t == nil || !s.cfg.Exposes(t.Name) {
 			continue
 		}
-		desc, hash := Describe(t)
-		st := &toolState{tool: t, desc: desc, hash: hash}
+		st, sh := s.pinTool(req, t, pins)
 		next[t.Name] = st
-		pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: s.exposed(t.Name),
-			projections.AttrHash: hash, projections.AttrDescriptor: desc}
-		p, known := pins[t.Name]
-		shown[t.Name] = st
-		if known && p.Hash != hash {
-			delete(shown, t.Name)
-			if pt, ok := pinnedTool(p, s.g.opts.Descriptors); ok {
-				shown[t.Name] = &toolState{tool: pt, hash: p.Hash}
-			}
-		}
-		switch {
-		case !known || (p.Hash == hash && p.State == projections.PinRemoved):
-			if !s.within(&s.pins, "tools/list") {
-				delete(shown, t.Name) // not pinned: not served until a later listing pins it
-				continue
-			}
-			s.keep(t.Name, desc, hash)
-			s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
-		case p.Hash == hash || p.Pending != "":
-			// as pinned, or a change already announced: one pending change
-			// is recorded until it is accepted (a server whose descriptors
-			// change at every listing records one per tool, not one per
-			// listing); calls stay refused meanwhile
-		case !s.within(&s.pins, "tools/list"):
-			// over the budget: calls are refused all the same (the hash
-			// is not the pin's); a later listing records the change
-		default:
-			s.keep(t.Name, desc, hash)
-			pinAttrs["pinned"] = p.Hash
-			pinAttrs["error"] = fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name)
-			s.emit(events.KindUpstreamToolChanged, req, events.ID{}, events.Denied, events.CodeToolChanged, zeroTime, pinAttrs)
-			s.g.opts.Logger.Warn("upstream tool changed: refused until accepted", "server", s.name, "tool", t.Name,
-				"run", "tracebridge tools diff "+s.exposed(t.Name))
+		if sh != nil {
+			shown[t.Name] = sh
 		}
 	}
 	for name, p := range pins {
@@ -331,6 +299,49 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 	s.listed.Store(true)
 	s.g.catalogChanged()
 	return nil
+}
+
+// pinTool compares a listed tool with its pin and records what changed:
+// first sight pins it; a changed descriptor is recorded once and refused
+// until an operator accepts it. It returns the tool's state and what
+// clients are shown of it: the pinned descriptor (nil: not shown).
+func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections.Pin) (st, shown *toolState) {
+	desc, hash := Describe(t)
+	st = &toolState{tool: t, desc: desc, hash: hash}
+	pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: s.exposed(t.Name),
+		projections.AttrHash: hash, projections.AttrDescriptor: desc}
+	p, known := pins[t.Name]
+	shown = st
+	if known && p.Hash != hash {
+		shown = nil
+		if pt, ok := pinnedTool(p, s.g.opts.Descriptors); ok {
+			shown = &toolState{tool: pt, hash: p.Hash}
+		}
+	}
+	switch {
+	case !known || (p.Hash == hash && p.State == projections.PinRemoved):
+		if !s.within(&s.pins, "tools/list") {
+			return st, nil // not pinned: not served until a later listing pins it
+		}
+		s.keep(t.Name, desc, hash)
+		s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
+	case p.Hash == hash || p.Pending != "":
+		// as pinned, or a change already announced: one pending change
+		// is recorded until it is accepted (a server whose descriptors
+		// change at every listing records one per tool, not one per
+		// listing); calls stay refused meanwhile
+	case !s.within(&s.pins, "tools/list"):
+		// over the budget: calls are refused all the same (the hash
+		// is not the pin's); a later listing records the change
+	default:
+		s.keep(t.Name, desc, hash)
+		pinAttrs["pinned"] = p.Hash
+		pinAttrs[events.AttrError] = fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name)
+		s.emit(events.KindUpstreamToolChanged, req, events.ID{}, events.Denied, events.CodeToolChanged, zeroTime, pinAttrs)
+		s.g.opts.Logger.Warn("upstream tool changed: refused until accepted", "server", s.name, "tool", t.Name,
+			"run", "tracebridge tools diff "+s.exposed(t.Name))
+	}
+	return st, shown
 }
 
 // keep keeps a descriptor the log records whole in the descriptors folder
