@@ -51,9 +51,12 @@ func (n *Node) retainOnce(ctx context.Context, r Retention) {
 	if err != nil || upTo == 0 {
 		return
 	}
-	if head, _, err := n.Head(ctx); err != nil || upTo >= head {
-		upTo = head - 1 // the newest event stays
+	head, _, err := n.Head(ctx)
+	if err != nil {
+		r.Logger.Error("retention: the log's head cannot be read; nothing archived", "err", err)
+		return
 	}
+	upTo = min(upTo, head-1) // the newest event stays
 	seg, err := n.Archive(ctx, r.Dir, upTo, nil)
 	switch {
 	case errors.Is(err, store.ErrNothingToArchive):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,7 +40,7 @@ func TestCommandTreeMatchesDispatch(t *testing.T) {
 			}
 		}
 		for s := range all {
-			if strings.Contains(said, "want") && containsWord(said[strings.Index(said, "want"):], s) && !contains(c.subs, s) && s != name {
+			if strings.Contains(said, "want") && containsWord(said[strings.Index(said, "want"):], s) && !slices.Contains(c.subs, s) && s != name {
 				t.Errorf("%s: its usage names %q, which the tree does not list for it:\n%s", name, s, said)
 			}
 		}
@@ -49,15 +50,6 @@ func TestCommandTreeMatchesDispatch(t *testing.T) {
 func containsWord(text, w string) bool {
 	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return !(r >= 'a' && r <= 'z') }) {
 		if f == w {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}
