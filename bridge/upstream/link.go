@@ -90,13 +90,15 @@ func (l *link) begin(req, op events.ID, from Downstream) func() {
 
 // target is where what the upstream asks or tells now goes: the latest
 // request in flight on the link (its request ids, its client), else the
-// link's owner with no request. nil: no client to tell.
+// link's owner with no request. nil: no client to tell (a request the
+// bridge itself sent still names the request, so what the upstream asked
+// is recorded under it).
 func (l *link) target() (Downstream, events.ID, events.ID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := len(l.calls) - 1; i >= 0; i-- {
 		c := l.calls[i]
-		if c.from != nil && (l.owner == nil || c.from == l.owner) {
+		if l.owner == nil || c.from == l.owner {
 			return c.from, c.req, c.op
 		}
 	}

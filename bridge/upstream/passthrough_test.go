@@ -2,16 +2,12 @@ package upstream
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/hub"
 )
 
 // offering is a go-sdk server with one prompt, its own resource, a
@@ -44,23 +40,10 @@ func offering(name string) func(ctx context.Context, _ string) (sdk.Transport, e
 // request's upstream hop.
 func TestPromptsAndResourcesPassThroughToTheirOwner(t *testing.T) {
 	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "passthrough-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
-	defer em.Close(ctx)
-	cfg, err := config.Parse("tb.toml", []byte("[servers.a]\ncommand = \"in memory\"\n[servers.b]\ncommand = \"in memory\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dials := map[string]func(context.Context, string) (sdk.Transport, error){"a": offering("a"), "b": offering("b")}
-	cat, _ := executor.NewCatalog()
-	g := New(Options{Config: cfg, Emitter: em, Pins: node, Catalog: cat, Logger: quiet, Reserved: []string{"trace://"},
-		Dial:    func(ctx context.Context, server string) (sdk.Transport, error) { return dials[server](ctx, server) },
-		Secrets: func([]string) (map[string]string, error) { return map[string]string{}, nil }})
-	defer g.Close()
+	r := newRig(t, "[servers.a]\ncommand = \"in memory\"\n[servers.b]\ncommand = \"in memory\"\n", Options{Reserved: []string{"trace://"},
+		Dial: func(ctx context.Context, server string) (sdk.Transport, error) { return dials[server](ctx, server) }})
+	g, em, node := r.g, r.em, r.node
 	g.Ensure(ctx, events.ID{}, "prompts/list")
 
 	var prompts, uris []string

@@ -2,16 +2,13 @@ package upstream
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -22,13 +19,6 @@ import (
 // upstream is a real go-sdk server, dialed in memory.
 func TestPinRefusesAChangedToolUntilAccepted(t *testing.T) {
 	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "pin-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
-	defer em.Close(ctx)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "mem", Version: "1"}, &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
 	type args struct {
 		Text string `json:"text,omitempty"`
@@ -40,21 +30,8 @@ func TestPinRefusesAChangedToolUntilAccepted(t *testing.T) {
 			})
 	}
 	define("Echoes its text.")
-	dial := func(ctx context.Context, _ string) (sdk.Transport, error) {
-		ct, st := sdk.NewInMemoryTransports()
-		if _, err := srv.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
-	cfg, err := config.Parse("tb.toml", []byte("[servers.mem]\ncommand = \"unused: dialed in memory\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _ := executor.NewCatalog()
-	g := New(Options{Config: cfg, Emitter: em, Pins: node, Catalog: cat, Logger: quiet, Dial: dial,
-		Secrets: func([]string) (map[string]string, error) { return map[string]string{}, nil }})
-	defer g.Close()
+	r := newRig(t, "[servers.mem]\ncommand = \"unused: dialed in memory\"\n", Options{Dial: dialInMemory(srv)})
+	g, em, node, cat := r.g, r.em, r.node, r.cat
 	g.Ensure(ctx, events.ID{}, "tools/list")
 
 	pin := func() projections.Pin {
