@@ -235,7 +235,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 			return nil
 		}}
 		if s.cfg.Transport == "sse" {
-			inner = &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
+			inner = detached{&sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}}
 		} else {
 			st := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
 			if s.cfg.OAuth != nil {
