@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
@@ -39,7 +40,7 @@ func Gather(ctx context.Context, log EvidenceLog, sid events.ID) (ExportInput, e
 			return in, err
 		}
 		for _, e := range evs {
-			if id := e.Attrs.Get(events.AttrProposal); id != "" {
+			if id := proposalOf(ctx, log, e); id != "" {
 				proposals[id] = true
 			}
 		}
@@ -82,6 +83,26 @@ func gatherSession(ctx context.Context, log EvidenceLog, in *ExportInput) ([]eve
 		}
 		from = evs[len(evs)-1].Seq + 1
 	}
+}
+
+// proposalOf is the proposal event e names: its proposal attribute (the
+// host's proposal events), or the proposalId in a host's answer (a
+// re-driven log: its recorded host leaves no proposal events). "": none.
+func proposalOf(ctx context.Context, r events.PayloadReader, e events.Event) string {
+	if id := e.Attrs.Get(events.AttrProposal); id != "" || e.Kind != events.KindPipeResponseReceived {
+		return id
+	}
+	answer, err := events.ResolveValue(ctx, r, e.Attrs.Get(events.AttrAnswer))
+	if err != nil || !strings.Contains(answer, `"proposalId"`) {
+		return ""
+	}
+	var a struct {
+		Payload struct {
+			ProposalID string `json:"proposalId"`
+		} `json:"payload"`
+	}
+	json.Unmarshal([]byte(answer), &a)
+	return a.Payload.ProposalID
 }
 
 // gatherDecisions adds the operators' decisions on proposals (runs outside

@@ -201,7 +201,7 @@ type redrive struct {
 // ones, discovered tools their recorded stand-ins, and the workspace hosts
 // the recorded ones.
 func (d *redrive) startBridge(ctx context.Context, cfg *config.Config, hosts []host.Entry, upstreams *RecordedUpstreams) (func(), error) {
-	b, err := bridge.New(bridge.Parts{Config: cfg, Emitter: d.em, Log: d.node, Host: redriveHost(d.opts, cfg, d.em, hosts),
+	b, err := bridge.New(bridge.Parts{Config: cfg, ConfigText: d.s.Header.Config, Emitter: d.em, Log: d.node, Host: redriveHost(d.opts, cfg, d.em, hosts),
 		Getenv: d.secrets.Getenv, ReadFile: d.secrets.ReadFile, After: d.secrets.After, Now: d.now, Logger: d.opts.Logger, Version: d.opts.Version,
 		Dial: upstreams.Dial, Extra: append(RecordedTools(d.s), d.opts.Extra...)})
 	if err != nil {

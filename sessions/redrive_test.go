@@ -28,6 +28,14 @@ func redriveFile(t *testing.T, path string, edit func(string) string) *Redriven 
 	if err != nil {
 		t.Fatal(err)
 	}
+	res, _ := redriveInto(t, s)
+	return res
+}
+
+// redriveInto re-drives s into a fresh log on the session's clock, open
+// until the test ends.
+func redriveInto(t *testing.T, s *Session) (*Redriven, *hub.Node) {
+	t.Helper()
 	ctx := context.Background()
 	dir := hub.DataDir(filepath.Join(t.TempDir(), "d"))
 	if err := dir.Ensure(); err != nil {
@@ -37,12 +45,12 @@ func redriveFile(t *testing.T, path string, edit func(string) string) *Redriven 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer node.Close()
+	t.Cleanup(func() { node.Close() })
 	res, err := Redrive(ctx, s, RedriveOptions{Log: node, PipePath: dir.PipePath(), Version: "test"})
 	if err != nil {
-		t.Fatalf("%s: %v", filepath.Base(path), err)
+		t.Fatalf("%s: %v", s.Header.Name, err)
 	}
-	return res
+	return res, node
 }
 
 // Every committed session re-drives with no drift in this package (no
