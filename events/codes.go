@@ -159,6 +159,12 @@ func Codes() []Code {
 	return out
 }
 
+// Known reports whether c is a code of the table ("" is not).
+func Known(c Code) bool {
+	_, ok := codeTable[c]
+	return ok
+}
+
 // OutcomeOf is the outcome a step ends with when it fails with code (OK for
 // no code): refusals are denied, deadlines time out, missing peers are
 // unavailable, everything else is an error.

@@ -122,6 +122,13 @@ func DecodeResponse(b []byte) (Response, error) {
 	if resp.V != Version || resp.OperationID == "" {
 		return resp, events.Errorf(events.CodeMalformedEnvelope, "response lacks version 1 or an operationId")
 	}
+	// A refusal names a known code (it travels to the tool result, the
+	// diagram and the UI); one that does not is the host's fault, said so,
+	// and its caller still gets an answer rather than a timeout.
+	if !resp.OK && !events.Known(resp.Code) {
+		resp.Message = fmt.Sprintf("the host refused without a known code (code %q, message %q): check that the bridge and the host run the same tracebridge version", resp.Code, resp.Message)
+		resp.Code, resp.Payload = events.CodeMalformedEnvelope, nil
+	}
 	return resp, nil
 }
 

@@ -336,6 +336,44 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
+// Every answer the bridge accepts from a host is an envelope it can act
+// on: a refusal carries a code of the table (one without is the host's
+// fault, and says so), and whatever is refused carries a code.
+func FuzzDecodeResponse(f *testing.F) {
+	f.Add([]byte(`{"v":1,"operationId":"o","ok":true,"payload":{"a":1}}`))
+	f.Add([]byte(`{"v":1,"operationId":"o","ok":false,"code":"Drift","message":"changed"}`))
+	f.Add([]byte(`{"v":1,"operationId":"o","ok":false}`))
+	f.Add([]byte(`{"v":1,"operationId":"o","ok":false,"code":"NoSuchCode"}`))
+	f.Add([]byte(`{"v":2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		resp, err := DecodeResponse(b)
+		if err != nil {
+			if events.CodeOf(err) == "" {
+				t.Fatalf("uncoded error %v", err)
+			}
+			return
+		}
+		if resp.V != Version || resp.OperationID == "" || !resp.OK && !events.Known(resp.Code) {
+			t.Fatalf("accepted %+v", resp)
+		}
+	})
+}
+
+// A host that refuses without a code, or with one tracebridge does not
+// know, answers its caller MalformedEnvelope naming what it sent.
+func TestARefusalWithoutACodeIsTheHostsFault(t *testing.T) {
+	for _, in := range []string{`{"v":1,"operationId":"o","ok":false}`, `{"v":1,"operationId":"o","ok":false,"code":"Nope","message":"m"}`} {
+		resp, err := DecodeResponse([]byte(in))
+		if err != nil || resp.Code != events.CodeMalformedEnvelope || !strings.Contains(resp.Message, "without a known code") {
+			t.Errorf("%s: %+v %v", in, resp, err)
+		}
+	}
+	resp, err := DecodeResponse([]byte(`{"v":1,"operationId":"o","ok":false,"code":"Drift","message":"changed"}`))
+	if err != nil || resp.Code != events.CodeDrift || resp.Message != "changed" {
+		t.Errorf("a coded refusal: %+v %v", resp, err)
+	}
+}
+
 // Frames as long as the log keeps whole (8 MiB here) pass both ways; the
 // reader's memory grows with the frame, not with the cap.
 func TestLongFramesPass(t *testing.T) {
