@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/internal/golden"
 )
 
 // An audit export writes one line per audit envelope, in seq order, each
@@ -58,6 +61,11 @@ func TestAuditLinesAreCoveredAndWhole(t *testing.T) {
 		}
 		return got
 	}
+	var whole bytes.Buffer
+	if err := NewAudit(node, &whole, time.Time{}).UpToHead(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "audit-lines.jsonl", masked(whole.String()))
 	all := lines(time.Time{})
 	if len(all) != 3 || all[0].Tool != "old" || all[1].Tool != "long" || all[2].Tool != "cut" {
 		t.Fatalf("lines: %+v", all)
@@ -76,4 +84,28 @@ func TestAuditLinesAreCoveredAndWhole(t *testing.T) {
 	if since := lines(t0.Add(30 * time.Minute)); len(since) != 2 || since[0].Tool != "long" {
 		t.Fatalf("since: %+v", since)
 	}
+}
+
+var (
+	ulidRE = regexp.MustCompile(`\b[0-9A-HJKMNP-TV-Z]{26}\b`)
+	hashRE = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	longRE = regexp.MustCompile(`x{100,}`)
+	// the checkpoint's signing key, its signature and its wall-clock time
+	signedRE = regexp.MustCompile(`"(publicKey|signature)":"[^"]*"|("hash":"<sha256>","time":)"[^"]*"`)
+)
+
+// masked is audit lines with what differs from run to run (ids, the hash
+// chain's values, the checkpoint's key, signature and time) and the long envelope's filler replaced: the format a
+// SIEM reads stays in the golden file.
+func masked(s string) string {
+	s = ulidRE.ReplaceAllString(s, "<ulid>")
+	s = hashRE.ReplaceAllString(s, "<sha256>")
+	s = signedRE.ReplaceAllStringFunc(s, func(m string) string {
+		k, _, _ := strings.Cut(m, ":")
+		if strings.HasPrefix(m, `"hash"`) {
+			return `"hash":"<sha256>","time":"<checkpoint time>"`
+		}
+		return k + `:"<` + strings.Trim(k, `"`) + `>"`
+	})
+	return longRE.ReplaceAllStringFunc(s, func(m string) string { return fmt.Sprintf("<%d×x>", len(m)) })
 }
