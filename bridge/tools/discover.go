@@ -13,11 +13,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/proc"
 )
 
 // Manifest describes a discovered tool: a *.tool.json file naming a command
@@ -39,6 +41,10 @@ type Manifest struct {
 
 // MaxToolOutput caps what a discovered tool may print on stdout.
 const MaxToolOutput = 1 << 20
+
+// toolGrace is how long a discovered tool's output is read after its call
+// ended and its process group was killed.
+const toolGrace = time.Second
 
 // Finding is one thing discovery has to report: a directory scanned (with
 // its count), missing, or a manifest refused.
@@ -156,6 +162,15 @@ func runCommand(argv []string, dir string) executor.RunFunc {
 	return func(ctx context.Context, c executor.Call) (any, error) {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = dir
+		// When the call ends, so does the tool and what it started; its
+		// output is not waited for past toolGrace (a grandchild holding
+		// the pipe open would hold the call).
+		proc.OwnGroup(cmd)
+		cmd.Cancel = func() error {
+			proc.KillGroup(cmd.Process.Pid)
+			return cmd.Process.Kill()
+		}
+		cmd.WaitDelay = toolGrace
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 			"TB_REQUEST_ID=" + c.RequestID.String(), "TB_OPERATION_ID=" + c.OperationID.String()}
 		for name, v := range c.Secrets {
@@ -188,20 +203,26 @@ func runCommand(argv []string, dir string) executor.RunFunc {
 	}
 }
 
-// limitedBuffer keeps at most max bytes and notes when more came.
+// limitedBuffer keeps at most max bytes and notes when more came. It is a
+// Writer and nothing more: a bytes.Buffer embedded would lend it ReadFrom,
+// which io.Copy (exec's copy of a child's output) prefers to Write, and
+// the limit would never be checked.
 type limitedBuffer struct {
-	bytes.Buffer
+	buf  bytes.Buffer
 	max  int
 	over bool
 }
 
 func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.max - l.Len(); len(p) > room {
+	if room := l.max - l.buf.Len(); len(p) > room {
 		l.over = true
-		l.Buffer.Write(p[:max(room, 0)])
+		l.buf.Write(p[:max(room, 0)])
 		return len(p), nil
 	}
-	return l.Buffer.Write(p)
+	return l.buf.Write(p)
 }
+
+func (l *limitedBuffer) Bytes() []byte  { return l.buf.Bytes() }
+func (l *limitedBuffer) String() string { return l.buf.String() }
 
 var _ io.Writer = (*limitedBuffer)(nil)

@@ -3,32 +3,16 @@ package upstream
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 )
 
-// setProcAttrs puts the child in a process group of its own (so stopping
-// it ends what it started too) and makes it die with the bridge (a bridge
-// killed with SIGKILL leaves no orphaned upstream holding resources).
-// A grandchild that leaves the group (setsid) is still found by the tag in
-// its environment (killTagged); one that also clears its environment
-// escapes, as does anything left when the bridge itself is SIGKILLed: only
-// a cgroup would hold those.
-func setProcAttrs(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-}
-
-// killGroup kills the process group pid leads: the upstream and whatever
-// it started that stayed in its group. Harmless when none is left.
-func killGroup(pid int) {
-	syscall.Kill(-pid, syscall.SIGKILL)
-}
-
 // killTagged kills every process of this user whose environment holds
 // tag (TRACEBRIDGE_UPSTREAM=…, which an upstream's children inherit): what
-// an upstream started and moved out of its process group.
+// an upstream started and moved out of its process group (setsid). One
+// that also clears its environment escapes, as does anything left when
+// the bridge itself is SIGKILLed: only a cgroup would hold those.
 func killTagged(tag string) {
 	if tag == "" {
 		return

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/proc"
 )
 
 // tailLines is how many of an upstream's last stderr lines an exit records.
@@ -49,7 +50,7 @@ func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events
 	cmd.Dir = cfg.Cwd
 	tag := fmt.Sprintf("TRACEBRIDGE_UPSTREAM=%d-%s", os.Getpid(), hex.EncodeToString(randomTag()))
 	cmd.Env = append(env, tag)
-	setProcAttrs(cmd)
+	proc.OwnGroup(cmd)
 	p := &process{cmd: cmd, done: make(chan struct{}), tag: tag}
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -249,6 +250,6 @@ func (p *process) stop() {
 		p.cmd.Process.Kill()
 		<-p.done
 	}
-	killGroup(p.pid())
+	proc.KillGroup(p.pid())
 	killTagged(p.tag)
 }

@@ -1,2 +1,3 @@
-// Package proc answers questions about other processes of this machine.
+// Package proc answers questions about other processes of this machine
+// and ends the children this one starts, with what they started.
 package proc
