@@ -43,7 +43,7 @@ func Watch(ctx context.Context, path string, every time.Duration, changed func()
 // with ConfigInvalid until it is fixed.
 func LoadedEvent(path string, b []byte, err error) events.Event {
 	sum := sha256.Sum256(b)
-	e := events.Event{Kind: events.KindConfigLoaded, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"path": path, "sha256": hex.EncodeToString(sum[:]), "config": string(b)})}
+	e := events.Event{Kind: events.KindConfigLoaded, Outcome: events.OK, Attrs: events.A("path", path, "sha256", hex.EncodeToString(sum[:]), "config", string(b))}
 	if err != nil {
 		e.Outcome, e.Code = events.OutcomeOf(events.CodeConfigInvalid), events.CodeConfigInvalid
 		e.Attrs.Set("error", err.Error())

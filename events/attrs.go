@@ -37,11 +37,22 @@ func A(kv ...string) Attrs {
 	if len(kv)%2 != 0 {
 		panic("events.A: odd number of arguments")
 	}
-	var a Attrs
-	for i := 0; i < len(kv); i += 2 {
-		a.Set(kv[i], kv[i+1])
+	if len(kv) == 0 {
+		return nil
 	}
-	return a
+	a := make(Attrs, 0, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		a = append(a, Attr{kv[i], kv[i+1]})
+	}
+	slices.SortStableFunc(a, func(x, y Attr) int { return strings.Compare(x.Key, y.Key) })
+	out := a[:0] // of equal keys, the last pair given
+	for i := range a {
+		if i+1 < len(a) && a[i+1].Key == a[i].Key {
+			continue
+		}
+		out = append(out, a[i])
+	}
+	return out
 }
 
 func (a Attrs) index(k string) (int, bool) {
@@ -89,6 +100,22 @@ func (a *Attrs) Delete(k string) {
 	if i, ok := a.index(k); ok {
 		*a = slices.Delete(*a, i, i+1)
 	}
+}
+
+// With returns a copy of a with k set to v (one allocation; nothing is
+// shared with a, which is left as it was).
+func (a Attrs) With(k, v string) Attrs {
+	i, ok := a.index(k)
+	if ok {
+		out := slices.Clone(a)
+		out[i].Value = v
+		return out
+	}
+	out := make(Attrs, len(a)+1)
+	copy(out, a[:i])
+	out[i] = Attr{k, v}
+	copy(out[i+1:], a[i:])
+	return out
 }
 
 // Clone returns a copy that shares nothing with a.

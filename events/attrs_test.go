@@ -21,6 +21,10 @@ func TestAttrsKeepKeyOrder(t *testing.T) {
 	if _, ok := a.Lookup("b"); ok || len(a) != 3 {
 		t.Fatalf("after Delete: %v", a)
 	}
+	with := a.With("aa", "y").With("c", "three")
+	if with.Get("aa") != "y" || with.Get("c") != "three" || !with.sorted() || a.Get("aa") != "" || a.Get("c") != "3" {
+		t.Fatalf("With: %v, from %v", with, a)
+	}
 	big := Attrs{}
 	for _, k := range []string{"k9", "k1", "k5", "k3", "k7", "k2", "k8", "k4", "k6", "k0", "k11", "k10"} {
 		big.Set(k, k)

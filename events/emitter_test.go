@@ -61,7 +61,7 @@ func TestEmitFillsCatalogFieldsAndRedacts(t *testing.T) {
 	}
 	req := em.NewID()
 	em.Emit(events.Event{Kind: events.KindSecretsResolved, RequestID: req,
-		Attrs: events.AttrsOf(map[string]string{"echo": "got s3cr3t-value back", "api_key": "whatever"})})
+		Attrs: events.A("echo", "got s3cr3t-value back", "api_key", "whatever")})
 	if err := em.Flush(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestAuditLinesAreCoveredAndWhole(t *testing.T) {
 		req := events.NewID()
 		em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: req, Outcome: events.OK})
 		em.Emit(events.Event{Kind: events.KindExecutorAudit, RequestID: req, Outcome: events.OK,
-			Attrs: events.AttrsOf(map[string]string{events.AttrTool: tool, "envelope": envelope})})
+			Attrs: events.A(events.AttrTool, tool, "envelope", envelope)})
 		clock = clock.Add(time.Hour)
 	}
 	audit("old", `{"tool":"old"}`)

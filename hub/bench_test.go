@@ -57,7 +57,7 @@ func BenchmarkIngest(b *testing.B) {
 						req := em.NewID()
 						for i := 0; i < per; i++ {
 							em.Emit(events.Event{Kind: events.KindToolCompleted, RequestID: req, Outcome: events.OK,
-								Attrs: events.AttrsOf(map[string]string{"tool": "bench", "args": `{"pattern":"foo.*bar","max":50}`})})
+								Attrs: events.A("tool", "bench", "args", `{"pattern":"foo.*bar","max":50}`)})
 						}
 						t0 := time.Now()
 						if err := em.Flush(context.Background(), req); err != nil {

@@ -57,12 +57,11 @@ func TestSecretCanaryNeverReachesDiskOrLogs(t *testing.T) {
 	}
 	req := em.NewID()
 	for name, v := range forms {
-		em.Emit(events.Event{Kind: events.KindToolCompleted, RequestID: req, Attrs: events.AttrsOf(map[string]string{name: v})})
+		em.Emit(events.Event{Kind: events.KindToolCompleted, RequestID: req, Attrs: events.A(name, v)})
 	}
-	em.Emit(events.Event{Kind: events.KindSecretsResolved, RequestID: req, Attrs: events.AttrsOf(map[string]string{
-		"api_key": "plain-looking-value", "Authorization": "Bearer abcdefghijklmnopqrstuvwxyz", "note": "AKIAIOSFODNN7EXAMPLE"})})
+	em.Emit(events.Event{Kind: events.KindSecretsResolved, RequestID: req, Attrs: events.A("api_key", "plain-looking-value", "Authorization", "Bearer abcdefghijklmnopqrstuvwxyz", "note", "AKIAIOSFODNN7EXAMPLE")})
 	// An event that fails validation is logged; its values must not be.
-	em.Emit(events.Event{Kind: "bogus.kind", RequestID: req, Attrs: events.AttrsOf(map[string]string{"x": canary})})
+	em.Emit(events.Event{Kind: "bogus.kind", RequestID: req, Attrs: events.A("x", canary)})
 	if err := em.Flush(context.Background(), req); err == nil {
 		t.Fatal("the invalid event did not fail the flush")
 	}

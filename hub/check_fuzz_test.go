@@ -14,7 +14,7 @@ import (
 func FuzzCheck(f *testing.F) {
 	e := events.Event{ID: events.NewID(), Time: time.Unix(1700000000, 0).UTC(), Kind: events.KindToolCompleted,
 		Boundary: events.BoundaryTool, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{events.AttrOriginUser: "alice", events.AttrOriginMachine: "m1"})}
+		Attrs: events.A(events.AttrOriginUser, "alice", events.AttrOriginMachine, "m1")}
 	f.Add("tb.log.alice.m1", events.Encode(&e))
 	f.Add("tb.log.bob.m1", events.Encode(&e))
 	f.Add("tb.log.alice", events.Encode(&e))

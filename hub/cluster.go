@@ -436,7 +436,7 @@ func (l *link) collectOnce(st *store.Store, stop <-chan struct{}, refused func(e
 			if err != nil {
 				l.log.Warn("collector: refused a stream message", "stream", name, "seq", seq, "subject", m.Subject(), "code", code, "err", err)
 				refusals = append(refusals, events.Event{Kind: events.KindStreamRefused, Outcome: events.Denied, Code: code,
-					Attrs: events.AttrsOf(map[string]string{"stream": name, "streamSeq": fmt.Sprint(seq), "subject": m.Subject(), "error": err.Error()})})
+					Attrs: events.A("stream", name, "streamSeq", fmt.Sprint(seq), "subject", m.Subject(), "error", err.Error())})
 				continue
 			}
 			evs = append(evs, e)

@@ -112,7 +112,7 @@ func ingest(b *testing.B, ems []*events.Emitter, workers, per int) {
 				req := em.NewID()
 				for range per {
 					em.Emit(events.Event{Kind: events.KindToolCompleted, RequestID: req, Outcome: events.OK,
-						Attrs: events.AttrsOf(map[string]string{"tool": "bench", "args": `{"pattern":"foo.*bar","max":50}`})})
+						Attrs: events.A("tool", "bench", "args", `{"pattern":"foo.*bar","max":50}`)})
 				}
 				t0 := time.Now()
 				if err := em.Flush(context.Background(), req); err != nil {

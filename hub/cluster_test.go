@@ -109,7 +109,7 @@ func TestClusterCollectorsAgreeThroughALeaderKill(t *testing.T) {
 				for j := range 12 {
 					evs = append(evs, events.Event{ID: events.NewID(), Time: time.Now().UTC(), Kind: events.KindToolCompleted,
 						Boundary: events.BoundaryTool, RequestID: req, Outcome: events.OK,
-						Attrs: events.AttrsOf(map[string]string{"w": fmt.Sprint(w), "i": fmt.Sprint(i), "j": fmt.Sprint(j)})})
+						Attrs: events.A("w", fmt.Sprint(w), "i", fmt.Sprint(i), "j", fmt.Sprint(j))})
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				_, err := n.Append(ctx, evs)
@@ -245,7 +245,7 @@ func TestClusterOriginIsEnforced(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	claim := ev()
-	claim.Attrs = events.AttrsOf(map[string]string{events.AttrOriginUser: "alice", events.AttrOriginMachine: "m-alice"})
+	claim.Attrs = events.A(events.AttrOriginUser, "alice", events.AttrOriginMachine, "m-alice")
 	if _, err := js.Publish(context.Background(), "tb.log.bob.m-bob", events.Encode(&claim)); err != nil {
 		t.Fatal(err)
 	}

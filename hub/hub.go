@@ -149,7 +149,7 @@ func startHub(dir DataDir, st *store.Store, publish *atomic.Pointer[Hub], opts O
 		return nil, fmt.Errorf("hub: write %s: %w", dir.HubFile(), err)
 	}
 	h.record(events.Event{Kind: events.KindHubStarted, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{"pid": fmt.Sprint(h.info.PID), "url": h.info.URL})})
+		Attrs: events.A("pid", fmt.Sprint(h.info.PID), "url", h.info.URL)})
 	go h.background()
 	go h.project()
 	opts.Logger.Debug("hub started", "data", string(dir), "url", h.info.URL, "pid", h.info.PID)
@@ -261,7 +261,7 @@ func (h *Hub) writeCheckpoint() {
 		if !h.checkpointFailing {
 			h.checkpointFailing = true
 			h.record(events.Event{Kind: events.KindCheckpointFailed, Outcome: events.Error, Code: events.CodeLogUnavailable,
-				Attrs: events.AttrsOf(map[string]string{"error": err.Error(), "seq": fmt.Sprint(cp.Seq)})})
+				Attrs: events.A("error", err.Error(), "seq", fmt.Sprint(cp.Seq))})
 		}
 		return
 	}

@@ -35,7 +35,7 @@ func newDir(t *testing.T) DataDir { return DataDir(filepath.Join(t.TempDir(), "d
 func evt(req events.ID, i int) events.Event {
 	return events.Event{
 		ID: events.NewID(), Time: time.Now().UTC(), Kind: events.KindToolCompleted, Boundary: events.BoundaryTool,
-		RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"i": fmt.Sprint(i)}),
+		RequestID: req, Outcome: events.OK, Attrs: events.A("i", fmt.Sprint(i)),
 	}
 }
 

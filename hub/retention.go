@@ -15,9 +15,7 @@ import (
 // ArchiveEvent records an archive run in the log it shortened; by is who
 // ran it (operator, retention).
 func ArchiveEvent(seg store.Segment, dir, by string) events.Event {
-	return events.Event{Kind: events.KindArchived, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
-		"first": fmt.Sprint(seg.First), "last": fmt.Sprint(seg.Last), "file": filepath.Join(dir, seg.File),
-		"sha256": seg.SHA256, "hash": seg.Hash.String(), "by": by})}
+	return events.Event{Kind: events.KindArchived, Outcome: events.OK, Attrs: events.A("first", fmt.Sprint(seg.First), "last", fmt.Sprint(seg.Last), "file", filepath.Join(dir, seg.File), "sha256", seg.SHA256, "hash", seg.Hash.String(), "by", by)}
 }
 
 // Retention is [retention] in force: events older than Keep are archived

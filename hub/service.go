@@ -57,7 +57,7 @@ func (h *Hub) fail(m *nats.Msg, err error) {
 func (h *Hub) reject(m *nats.Msg, code events.Code, err error) {
 	if code != events.CodeChainBroken && code != events.CodeLogUnavailable { // else the log cannot take the record either
 		h.record(events.Event{Kind: events.KindAppendRejected, Outcome: events.Error, Code: code,
-			Attrs: events.AttrsOf(map[string]string{"subject": m.Subject, "bytes": strconv.Itoa(len(m.Data)), "error": truncateErr(err)})})
+			Attrs: events.A("subject", m.Subject, "bytes", strconv.Itoa(len(m.Data)), "error", truncateErr(err))})
 	}
 	h.respond(m, errorMsg(code, err))
 }

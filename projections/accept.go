@@ -14,9 +14,7 @@ import (
 // descriptor: the tool is admitted again from the moment it is stored. req
 // is the operator request it belongs to.
 func Acceptance(req events.ID, p Pin, by, reason string) events.Event {
-	return events.Event{Kind: events.KindUpstreamToolAccepted, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
-		events.AttrServer: p.Server, AttrUpTool: p.Tool, AttrExposed: p.Name,
-		AttrHash: p.Pending, "pinned": p.Hash, "by": by, events.AttrReason: reason})}
+	return events.Event{Kind: events.KindUpstreamToolAccepted, RequestID: req, Outcome: events.OK, Attrs: events.A(events.AttrServer, p.Server, AttrUpTool, p.Tool, AttrExposed, p.Name, AttrHash, p.Pending, "pinned", p.Hash, "by", by, events.AttrReason, reason)}
 }
 
 // DescriptorDiff is a unified diff of p's pinned descriptor against its

@@ -15,10 +15,8 @@ func TestApprovalsView(t *testing.T) {
 	req, asked, unasked := ids.New(), ids.New().String(), ids.New().String()
 	deadline := time.Date(2026, 1, 1, 0, 2, 0, 0, time.UTC)
 	evs := []events.Event{
-		{Seq: 1, Kind: events.KindApprovalRequested, RequestID: req, Outcome: events.Pending, Attrs: events.AttrsOf(map[string]string{
-			events.AttrApprovalID: asked, events.AttrTool: "t", events.AttrArgsHash: "h", events.AttrDeadline: deadline.Format(time.RFC3339Nano)})},
-		{Seq: 2, Kind: events.KindApprovalDecided, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
-			events.AttrApprovalID: unasked, events.AttrDecision: "approve", "by": "config"})},
+		{Seq: 1, Kind: events.KindApprovalRequested, RequestID: req, Outcome: events.Pending, Attrs: events.A(events.AttrApprovalID, asked, events.AttrTool, "t", events.AttrArgsHash, "h", events.AttrDeadline, deadline.Format(time.RFC3339Nano))},
+		{Seq: 2, Kind: events.KindApprovalDecided, RequestID: req, Outcome: events.OK, Attrs: events.A(events.AttrApprovalID, unasked, events.AttrDecision, "approve", "by", "config")},
 	}
 	kv := &overlay{base: emptyBase{}, m: map[string][]byte{}}
 	if _, err := fold(approvals{}, kv, Checkpoint{}, evs); err != nil {
@@ -41,10 +39,8 @@ func TestApprovalsView(t *testing.T) {
 		t.Fatal("a decision nobody asked for made an entry")
 	}
 	more := []events.Event{
-		{Seq: 3, Kind: events.KindApprovalDecided, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
-			events.AttrApprovalID: asked, events.AttrDecision: "deny", "by": "alice", events.AttrReason: "no"})},
-		{Seq: 4, Kind: events.KindApprovalDecided, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
-			events.AttrApprovalID: asked, events.AttrDecision: "approve", "by": "mallory"})},
+		{Seq: 3, Kind: events.KindApprovalDecided, RequestID: req, Outcome: events.OK, Attrs: events.A(events.AttrApprovalID, asked, events.AttrDecision, "deny", "by", "alice", events.AttrReason, "no")},
+		{Seq: 4, Kind: events.KindApprovalDecided, RequestID: req, Outcome: events.OK, Attrs: events.A(events.AttrApprovalID, asked, events.AttrDecision, "approve", "by", "mallory")},
 	}
 	if _, err := fold(approvals{}, kv, Checkpoint{Seq: 2}, more); err != nil {
 		t.Fatal(err)

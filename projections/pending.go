@@ -43,8 +43,7 @@ func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Approva
 func Decision(p Approval, decision, by, reason string, now time.Time) events.Event {
 	id, _ := events.ParseID(p.ID)
 	e := events.Event{ID: DecisionID(id), Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{events.AttrApprovalID: p.ID, events.AttrDecision: decision,
-			events.AttrArgsHash: p.ArgsHash, "by": by, events.AttrReason: reason, events.AttrTool: p.Tool})}
+		Attrs: events.A(events.AttrApprovalID, p.ID, events.AttrDecision, decision, events.AttrArgsHash, p.ArgsHash, "by", by, events.AttrReason, reason, events.AttrTool, p.Tool)}
 	if !now.IsZero() && !p.Requested.IsZero() && now.After(p.Requested) {
 		e.Time = now.UTC()
 		e.DurationMs = events.Ms(now.Sub(p.Requested))

@@ -33,7 +33,7 @@ func randomStream(r *rand.Rand, ids *events.IDSource, n int) []events.Event {
 	for i := range n {
 		k := kinds[r.IntN(len(kinds))]
 		e := events.Event{ID: ids.New(), Time: t0.Add(time.Duration(i) * time.Millisecond), Kind: k.Kind, Boundary: k.Boundary,
-			From: k.From, To: k.To, Outcome: events.OK, DurationMs: float64(r.IntN(5)), Attrs: events.AttrsOf(map[string]string{})}
+			From: k.From, To: k.To, Outcome: events.OK, DurationMs: float64(r.IntN(5)), Attrs: events.A()}
 		if r.IntN(5) > 0 {
 			e.RequestID = pick(reqs)
 		}

@@ -58,7 +58,7 @@ func BenchmarkScale(b *testing.B) {
 							info, _ := events.Lookup(events.KindToolCompleted)
 							evs[i] = events.Event{ID: ids.New(), Time: time.Now(), Kind: events.KindToolCompleted, Boundary: info.Boundary,
 								From: info.From, To: info.To, RequestID: req, SessionID: sess, Outcome: events.OK,
-								Attrs: events.AttrsOf(map[string]string{"tool": "bench", "args": `{"pattern":"foo.*bar","max":50}`})}
+								Attrs: events.A("tool", "bench", "args", `{"pattern":"foo.*bar","max":50}`)}
 						}
 						t0 := time.Now()
 						if _, err := st.Append(context.Background(), evs); err != nil {

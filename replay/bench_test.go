@@ -46,7 +46,7 @@ func BenchmarkDiagram1000(b *testing.B) {
 		for _, k := range storetest.Chain {
 			info, _ := events.Lookup(k)
 			evs = append(evs, events.Event{Kind: k, Boundary: info.Boundary, From: info.From, To: info.To, Outcome: events.OK,
-				Attrs: events.AttrsOf(map[string]string{"tool": "get_selection", "reason": "granted"})})
+				Attrs: events.A("tool", "get_selection", "reason", "granted")})
 		}
 	}
 	evs = evs[:1000]

@@ -56,11 +56,11 @@ func TestCallOutcomeApartFromItsProposalsFate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	evs := []events.Event{
-		{Seq: 1, Time: at(0), Kind: events.KindMCPRequestReceived, Boundary: events.BoundaryMCP, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"method": "tools/call"})},
+		{Seq: 1, Time: at(0), Kind: events.KindMCPRequestReceived, Boundary: events.BoundaryMCP, Outcome: events.OK, Attrs: events.A("method", "tools/call")},
 		{Seq: 2, Time: at(1), Kind: events.KindApprovalRequested, Boundary: events.BoundaryApproval, Outcome: events.Pending},
 		{Seq: 3, Time: at(501), Kind: events.KindApprovalDecided, Boundary: events.BoundaryApproval, Outcome: events.OK, DurationMs: 500},
 		{Seq: 4, Time: at(510), Kind: events.KindMCPResponseSent, Boundary: events.BoundaryMCP, Outcome: events.OK},
-		{Seq: 5, Time: at(90000), Kind: events.KindProposalFailed, Boundary: events.BoundaryProposal, Outcome: events.Error, Code: events.CodeDrift, Attrs: events.AttrsOf(map[string]string{"error": "a.go changed"})},
+		{Seq: 5, Time: at(90000), Kind: events.KindProposalFailed, Boundary: events.BoundaryProposal, Outcome: events.Error, Code: events.CodeDrift, Attrs: events.A("error", "a.go changed")},
 	}
 	run := Judge(req, evs)
 	if run.Status != StatusOK || run.Later == nil || run.Later.Code != events.CodeDrift || run.WaitMs != 500 {

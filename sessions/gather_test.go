@@ -32,7 +32,7 @@ func TestGatherReadsTheSessionWhole(t *testing.T) {
 	decide := func(proposal string) events.ID {
 		req := events.NewID()
 		em.Emit(events.Event{Kind: events.KindPipeRequestSent, RequestID: req, Outcome: events.OK,
-			Attrs: events.AttrsOf(map[string]string{"command": "proposals.decide", "payload": `{"id":"` + proposal + `"}`})})
+			Attrs: events.A("command", "proposals.decide", "payload", `{"id":"`+proposal+`"}`)})
 		return req
 	}
 	first := run(sid, map[string]string{"answer": long})

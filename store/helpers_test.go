@@ -46,6 +46,6 @@ func ev(req events.ID, i int) events.Event {
 		Kind: events.KindToolCompleted, Boundary: events.BoundaryTool,
 		From: events.Tool, To: events.Executor,
 		RequestID: req, SessionID: req, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{"i": fmt.Sprint(i), "marker": fmt.Sprintf("value-%06d", i)}),
+		Attrs: events.A("i", fmt.Sprint(i), "marker", fmt.Sprintf("value-%06d", i)),
 	}
 }

@@ -177,9 +177,7 @@ func (f *fixture) askApproval(args string) projections.Approval {
 	req := f.em.NewID()
 	p := projections.Approval{ID: f.em.NewID().String(), Tool: "write_thing", RequestID: req, ArgsHash: executor.ArgsHash(json.RawMessage(args)),
 		Args: args, Deadline: time.Now().Add(time.Hour)}
-	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: events.AttrsOf(map[string]string{
-		events.AttrApprovalID: p.ID, events.AttrTool: p.Tool, events.AttrArgsHash: p.ArgsHash, "args": args,
-		events.AttrDeadline: p.Deadline.Format(time.RFC3339Nano)})})
+	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: events.A(events.AttrApprovalID, p.ID, events.AttrTool, p.Tool, events.AttrArgsHash, p.ArgsHash, "args", args, events.AttrDeadline, p.Deadline.Format(time.RFC3339Nano))})
 	if err := f.em.Flush(f.ctx, req); err != nil {
 		f.t.Fatal(err)
 	}

@@ -38,11 +38,11 @@ func TestRunPagesAndTriad(t *testing.T) {
 	f := newFixture(t)
 	c, _ := f.login()
 	ok, bad := f.em.NewID(), f.em.NewID()
-	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: ok, Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "alpha"})})
+	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: ok, Attrs: events.A("method", "tools/call", "tool", "alpha")})
 	f.em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: ok, Outcome: events.OK})
-	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: bad, Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "beta"})})
+	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: bad, Attrs: events.A("method", "tools/call", "tool", "beta")})
 	f.em.Emit(events.Event{Kind: events.KindPolicyDecided, RequestID: bad, Outcome: events.Denied, Code: events.CodePolicyDenied,
-		Attrs: events.AttrsOf(map[string]string{"reason": "<b>not granted</b>"})})
+		Attrs: events.A("reason", "<b>not granted</b>")})
 	f.em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: bad, Outcome: events.Denied, Code: events.CodePolicyDenied})
 	if err := f.em.FlushAll(f.ctx); err != nil {
 		t.Fatal(err)
@@ -125,10 +125,10 @@ func TestRunPageKeepsTheCallApartFromItsProposal(t *testing.T) {
 	c, _ := f.login()
 	req := f.em.NewID()
 	for _, e := range []events.Event{
-		{Kind: events.KindMCPRequestReceived, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "propose_text_edit"})},
+		{Kind: events.KindMCPRequestReceived, Outcome: events.OK, Attrs: events.A("method", "tools/call", "tool", "propose_text_edit")},
 		{Kind: events.KindApprovalDecided, Outcome: events.OK, DurationMs: 1500},
 		{Kind: events.KindMCPResponseSent, Outcome: events.OK},
-		{Kind: events.KindProposalFailed, Outcome: events.Error, Code: events.CodeDrift, Attrs: events.AttrsOf(map[string]string{"error": "a.go changed"})},
+		{Kind: events.KindProposalFailed, Outcome: events.Error, Code: events.CodeDrift, Attrs: events.A("error", "a.go changed")},
 	} {
 		e.RequestID = req
 		f.em.Emit(e)
@@ -153,7 +153,7 @@ func TestRunPageWaterfall(t *testing.T) {
 	t0 := time.Now().UTC()
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	for _, e := range []events.Event{
-		{Kind: events.KindMCPRequestReceived, Time: at(0), Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "gh__create_issue"})},
+		{Kind: events.KindMCPRequestReceived, Time: at(0), Attrs: events.A("method", "tools/call", "tool", "gh__create_issue")},
 		{Kind: events.KindApprovalDecided, Time: at(5010), DurationMs: 5000},
 		{Kind: events.KindUpstreamResponse, Time: at(5220), DurationMs: 200},
 		{Kind: events.KindToolCompleted, Time: at(5230), DurationMs: 215},

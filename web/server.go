@@ -177,7 +177,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go s.feed.run(ctx)
 	s.opts.Rec.Emit(events.Event{Kind: events.KindUIStarted, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{"addr": s.opts.Addr})})
+		Attrs: events.A("addr", s.opts.Addr)})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	rctx, stopRejects := context.WithCancel(ctx)

@@ -22,8 +22,7 @@ import (
 func TestChangedToolIsAcceptedOnTheApprovalsPage(t *testing.T) {
 	f := newFixture(t)
 	pin := func(kind, hash, desc string) {
-		f.em.Emit(events.Event{Kind: kind, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{events.AttrServer: "gh",
-			projections.AttrUpTool: "create_issue", projections.AttrExposed: "gh__create_issue", projections.AttrHash: hash, projections.AttrDescriptor: desc})})
+		f.em.Emit(events.Event{Kind: kind, Outcome: events.OK, Attrs: events.A(events.AttrServer, "gh", projections.AttrUpTool, "create_issue", projections.AttrExposed, "gh__create_issue", projections.AttrHash, hash, projections.AttrDescriptor, desc)})
 	}
 	// The hashes are the descriptors' own: a descriptor that does not hash
 	// to its pin cannot be shown whole, and cannot be accepted.
@@ -70,8 +69,7 @@ func TestChangedToolIsAcceptedOnTheApprovalsPage(t *testing.T) {
 func TestACutDescriptorCannotBeAccepted(t *testing.T) {
 	f := newFixture(t)
 	pin := func(kind, hash, desc string) {
-		f.em.Emit(events.Event{Kind: kind, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{events.AttrServer: "gh",
-			projections.AttrUpTool: "read", projections.AttrExposed: "gh__read", projections.AttrHash: hash, projections.AttrDescriptor: desc})})
+		f.em.Emit(events.Event{Kind: kind, Outcome: events.OK, Attrs: events.A(events.AttrServer, "gh", projections.AttrUpTool, "read", projections.AttrExposed, "gh__read", projections.AttrHash, hash, projections.AttrDescriptor, desc)})
 	}
 	desc := `{"description":"Reads","name":"read"}`
 	h := sha256.Sum256([]byte(desc))
@@ -96,9 +94,7 @@ func TestPendingUpstreamCallShowsItsPin(t *testing.T) {
 	f := newFixture(t)
 	req := f.em.NewID()
 	pin := strings.Repeat("ab", 32)
-	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: events.AttrsOf(map[string]string{
-		events.AttrApprovalID: f.em.NewID().String(), events.AttrTool: "gh__delete_branch", events.AttrArgsHash: strings.Repeat("cd", 32),
-		"args": `{"branch":"tmp"}`, events.AttrPin: pin, events.AttrDeadline: time.Now().Add(time.Hour).Format(time.RFC3339Nano)})})
+	f.em.Emit(events.Event{Kind: events.KindApprovalRequested, RequestID: req, Attrs: events.A(events.AttrApprovalID, f.em.NewID().String(), events.AttrTool, "gh__delete_branch", events.AttrArgsHash, strings.Repeat("cd", 32), "args", `{"branch":"tmp"}`, events.AttrPin, pin, events.AttrDeadline, time.Now().Add(time.Hour).Format(time.RFC3339Nano))})
 	if err := f.em.Flush(f.ctx, req); err != nil {
 		t.Fatal(err)
 	}

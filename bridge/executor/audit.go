@@ -67,7 +67,7 @@ func (c *call) audit(res *Result) {
 	if err != nil {
 		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
 	}
-	c.emit(events.KindExecutorAudit, e.Outcome, res.Code, c.start, map[string]string{"envelope": string(b)})
+	c.emit(events.KindExecutorAudit, e.Outcome, res.Code, c.start, events.A("envelope", string(b)))
 }
 
 func riskiest(a, b string) string {

@@ -17,7 +17,7 @@ func (x *Executor) Authorize(_ context.Context, req events.ID, id string, caps [
 	r := x.rule.Load()
 	d := r.policy.decide(&Descriptor{ID: id, Capabilities: caps})
 	e := events.Event{Kind: events.KindPolicyDecided, RequestID: req, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{events.AttrTool: id, events.AttrReason: d.Reason})}
+		Attrs: events.A(events.AttrTool, id, events.AttrReason, d.Reason)}
 	if !d.Allowed {
 		e.Outcome, e.Code = events.Denied, events.CodePolicyDenied
 		if r.policy.broken != nil {

@@ -158,18 +158,15 @@ type call struct {
 }
 
 // emit records one step of the call.
-func (c *call) emit(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
+func (c *call) emit(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs events.Attrs) {
 	c.emitID(events.ID{}, kind, outcome, code, since, attrs)
 }
 
 // emitID is emit with a chosen event id (zero: a fresh one).
-func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
-	if attrs == nil {
-		attrs = map[string]string{}
-	}
-	attrs[events.AttrTool] = c.inv.Tool
+func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code events.Code, since time.Time, attrs events.Attrs) {
+	attrs = attrs.With(events.AttrTool, c.inv.Tool) // a caller's attributes stay its own
 	e := events.Event{ID: id, Kind: kind, RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID,
-		Traceparent: c.inv.Traceparent, Outcome: outcome, Code: code, Attrs: events.AttrsOf(attrs)}
+		Traceparent: c.inv.Traceparent, Outcome: outcome, Code: code, Attrs: attrs}
 	c.x.opts.Emitter.Emit(e.Took(since, c.x.opts.Now()))
 }
 
@@ -186,7 +183,7 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 		res.OperationID = c.op
 		c.audit(&res)
 	}()
-	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, map[string]string{"client": inv.Client, events.AttrArgsHash: ArgsHash(inv.Args)})
+	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, events.A("client", inv.Client, events.AttrArgsHash, ArgsHash(inv.Args)))
 	if r, done := c.resolve(ctx); done {
 		return r
 	}
@@ -230,25 +227,25 @@ func (c *call) resolve(ctx context.Context) (Result, bool) {
 	c.env.Descriptor = &t.Descriptor
 	if err := t.validate(c.inv.Args); err != nil {
 		msg := c.x.redact("error", err.Error())
-		c.emit(events.KindExecutorCatalog, events.Error, events.CodeInvalidArguments, time.Time{}, map[string]string{"error": msg})
+		c.emit(events.KindExecutorCatalog, events.Error, events.CodeInvalidArguments, time.Time{}, events.A("error", msg))
 		return fail(events.CodeInvalidArguments, "invalid arguments: "+msg)
 	}
 	if t.Admit != nil {
 		if err := t.Admit(ctx); err != nil {
 			e := events.AsErr(err, events.CodeToolChanged)
 			msg := c.x.redact("error", e.Msg)
-			c.emit(events.KindExecutorCatalog, events.OutcomeOf(e.Code), e.Code, time.Time{}, map[string]string{"source": t.Source, "error": msg})
+			c.emit(events.KindExecutorCatalog, events.OutcomeOf(e.Code), e.Code, time.Time{}, events.A("source", t.Source, "error", msg))
 			return fail(e.Code, msg)
 		}
 	}
-	c.emit(events.KindExecutorCatalog, events.OK, "", time.Time{}, map[string]string{"source": t.Source, "category": t.Category})
+	c.emit(events.KindExecutorCatalog, events.OK, "", time.Time{}, events.A("source", t.Source, "category", t.Category))
 	return Result{}, false
 }
 
 func (c *call) authorize() (Result, bool) {
 	d := c.r.policy.decide(&c.tool.Descriptor)
 	c.env.Policy = &d
-	attrs := map[string]string{events.AttrReason: d.Reason, "client": c.inv.Client, "session": c.inv.SessionID.String()}
+	attrs := events.A(events.AttrReason, d.Reason, "client", c.inv.Client, "session", c.inv.SessionID.String())
 	if !d.Allowed {
 		code := events.CodePolicyDenied
 		if c.r.policy.broken != nil {
@@ -271,11 +268,11 @@ func (c *call) secrets() (map[string]string, Result, bool) {
 	c.env.Secrets = outcomes
 	b, _ := json.Marshal(outcomes)
 	if err != nil {
-		c.emit(events.KindSecretsResolved, events.Error, events.CodeSecretUnresolved, t0, map[string]string{"refs": string(b)})
+		c.emit(events.KindSecretsResolved, events.Error, events.CodeSecretUnresolved, t0, events.A("refs", string(b)))
 		r, _ := fail(events.CodeSecretUnresolved, err.Error())
 		return nil, r, true
 	}
-	c.emit(events.KindSecretsResolved, events.OK, "", t0, map[string]string{"refs": string(b)})
+	c.emit(events.KindSecretsResolved, events.OK, "", t0, events.A("refs", string(b)))
 	return values, Result{}, false
 }
 
@@ -299,8 +296,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	c.env.Approval = rec
 	decided := func(outcome events.Outcome, code events.Code, decision, by, reason string, t0 time.Time) {
 		rec.Decision, rec.By, rec.Reason = decision, by, reason
-		c.emitID(projections.DecisionID(c.op), events.KindApprovalDecided, outcome, code, t0, map[string]string{
-			events.AttrApprovalID: c.op.String(), events.AttrDecision: decision, events.AttrArgsHash: hash, "by": by, events.AttrReason: reason})
+		c.emitID(projections.DecisionID(c.op), events.KindApprovalDecided, outcome, code, t0, events.A(events.AttrApprovalID, c.op.String(), events.AttrDecision, decision, events.AttrArgsHash, hash, "by", by, events.AttrReason, reason))
 	}
 	switch mode {
 	case config.ModeAllow:
@@ -313,10 +309,10 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	// prompt: the request is durable before anyone is asked.
 	t0 := c.x.opts.Now()
 	deadline := t0.Add(c.r.cfg.ApprovalTimeout())
-	asked := map[string]string{events.AttrApprovalID: c.op.String(), events.AttrArgsHash: hash, events.AttrDeadline: deadline.UTC().Format(time.RFC3339Nano),
-		"args": summarize(c.x.redact("args", string(c.inv.Args)))}
+	asked := events.A(events.AttrApprovalID, c.op.String(), events.AttrArgsHash, hash, events.AttrDeadline, deadline.UTC().Format(time.RFC3339Nano),
+		"args", summarize(c.x.redact("args", string(c.inv.Args))))
 	if c.tool.Pin != "" {
-		asked[events.AttrPin] = c.tool.Pin
+		asked.Set(events.AttrPin, c.tool.Pin)
 	}
 	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, asked)
 	if err := c.flush(ctx); err != nil {
@@ -385,7 +381,7 @@ func (c *call) ensureLogged(ctx context.Context) (Result, bool) {
 	}
 	c.x.opts.Logger.Error("refusing a tool: its intent is not durable", "tool", c.tool.ID, "err", err)
 	why := c.x.redact("error", err.Error())
-	c.emit(events.KindToolCompleted, events.Denied, events.CodeLogUnavailable, time.Time{}, map[string]string{"error": why})
+	c.emit(events.KindToolCompleted, events.Denied, events.CodeLogUnavailable, time.Time{}, events.A("error", why))
 	return fail(events.CodeLogUnavailable, "the event log cannot be written ("+why+"), and this tool may not run without evidence")
 }
 
@@ -399,7 +395,7 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t0 := c.x.opts.Now()
-	c.emit(events.KindToolStarted, events.OK, "", time.Time{}, map[string]string{"timeout": timeout.String()})
+	c.emit(events.KindToolStarted, events.OK, "", time.Time{}, events.A("timeout", timeout.String()))
 	type outcome struct {
 		v     any
 		err   error
@@ -438,17 +434,16 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 	default:
 		res = Result{Value: o.v}
 	}
-	attrs := map[string]string{}
+	var attrs events.Attrs
 	if res.OK() {
 		b, _ := json.Marshal(res.Value)
 		c.env.Result = summarize(c.x.redact("result", string(b)))
 		if c.tool.Recorded {
-			attrs[AttrResult] = string(b) // the emitter redacts it
 			d, _ := json.Marshal(&c.tool.Descriptor)
-			attrs[AttrDescriptor] = string(d)
+			attrs = events.A(AttrResult, string(b), AttrDescriptor, string(d)) // the emitter redacts them
 		}
 	} else {
-		attrs["error"] = res.Message
+		attrs = events.A(events.AttrError, res.Message)
 		c.env.Result = res.Message
 	}
 	c.emit(events.KindToolCompleted, events.OutcomeOf(res.Code), res.Code, t0, attrs)

@@ -192,7 +192,7 @@ func TestPromptApprovalIsBoundToTheArguments(t *testing.T) {
 							}
 							h.st.Append(context.Background(), []events.Event{{ID: events.NewID(), Time: time.Now(), Kind: events.KindApprovalDecided,
 								Boundary: events.BoundaryApproval, RequestID: req, Outcome: events.OK,
-								Attrs: events.AttrsOf(map[string]string{events.AttrApprovalID: e.Attrs.Get(events.AttrApprovalID), events.AttrDecision: tc.decision, events.AttrArgsHash: hash, "by": "operator"})}})
+								Attrs: events.A(events.AttrApprovalID, e.Attrs.Get(events.AttrApprovalID), events.AttrDecision, tc.decision, events.AttrArgsHash, hash, "by", "operator")}})
 							return
 						}
 					}

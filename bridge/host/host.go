@@ -318,9 +318,7 @@ func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
 			}
 		}
 		req, _ := events.ParseID(req.RequestID)
-		h.Rec.Emit(events.Event{Kind: events.KindReviewPresented, RequestID: req, Outcome: events.OK, Attrs: events.AttrsOf(map[string]string{
-			"workspace": h.WS.Dir(), "version": strconv.Itoa(v.Version), "mode": v.Mode, "section": v.Section,
-			"content": v.Content, "bytes": strconv.Itoa(len(v.Content)), "refs": strconv.Itoa(len(v.Refs)), "brokenRefs": strconv.Itoa(broken)})})
+		h.Rec.Emit(events.Event{Kind: events.KindReviewPresented, RequestID: req, Outcome: events.OK, Attrs: events.A("workspace", h.WS.Dir(), "version", strconv.Itoa(v.Version), "mode", v.Mode, "section", v.Section, "content", v.Content, "bytes", strconv.Itoa(len(v.Content)), "refs", strconv.Itoa(len(v.Refs)), "brokenRefs", strconv.Itoa(broken))})
 	}
 	return v, coded(err)
 }
@@ -378,7 +376,7 @@ func (h *Host) commit(ctx context.Context, req pipe.Request) (any, error) {
 	if h.Rec != nil {
 		id, _ := events.ParseID(req.RequestID)
 		h.Rec.Emit(events.Event{Kind: events.KindReviewCommitted, RequestID: id, Outcome: events.OK,
-			Attrs: events.AttrsOf(map[string]string{"commit": rev, "files": strings.Join(paths, ","), "subject": strings.SplitN(a.Message, "\n", 2)[0]})})
+			Attrs: events.A("commit", rev, "files", strings.Join(paths, ","), "subject", strings.SplitN(a.Message, "\n", 2)[0])})
 	}
 	return Committed{Commit: rev, Files: paths}, nil
 }

@@ -91,14 +91,10 @@ func (p *Proposals) saveLocked() error {
 	return durable.WriteFileAtomic(p.statePath(), b, 0o600)
 }
 
-func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs map[string]string) {
-	if attrs == nil {
-		attrs = map[string]string{}
-	}
-	attrs["proposal"] = pr.ID
-	attrs["state"] = pr.State
+func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs events.Attrs) {
+	attrs = attrs.With(events.AttrProposal, pr.ID).With("state", pr.State) // a caller's attributes stay its own
 	req, _ := events.ParseID(pr.RequestID)
-	p.rec.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OutcomeOf(code), Code: code, Attrs: events.AttrsOf(attrs)})
+	p.rec.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OutcomeOf(code), Code: code, Attrs: attrs})
 }
 
 // flush waits until the events of pr's request are durable in the log.
@@ -162,7 +158,7 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 		delete(p.byID, pr.ID)
 		return nil, err
 	}
-	p.emit(pr, events.KindProposalCreated, "", map[string]string{"files": fmt.Sprint(len(files)), "contentHash": pr.ContentHash})
+	p.emit(pr, events.KindProposalCreated, "", events.A("files", fmt.Sprint(len(files)), "contentHash", pr.ContentHash))
 	return clone(pr), nil
 }
 
@@ -187,7 +183,7 @@ func (p *Proposals) Decide(id string, approve bool, contentHash, by string) (*Pr
 		pr.State = Pending
 		return nil, err
 	}
-	p.emit(pr, kind, "", map[string]string{"by": by})
+	p.emit(pr, kind, "", events.A("by", by))
 	return clone(pr), nil
 }
 
@@ -240,7 +236,7 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 		return nil, err
 	}
 	// Evidence first: the intent, durable, then the journal.
-	p.emit(pr, events.KindProposalApplying, "", map[string]string{"files": fmt.Sprint(len(j.Files))})
+	p.emit(pr, events.KindProposalApplying, "", events.A("files", fmt.Sprint(len(j.Files))))
 	req, _ := events.ParseID(pr.RequestID)
 	if err := p.rec.Flush(ctx, req); err != nil {
 		return nil, &events.Err{Code: events.CodeLogUnavailable, Msg: "the intent to apply could not be recorded, so nothing was written: " + err.Error()}
@@ -290,10 +286,10 @@ func (p *Proposals) finishLocked(j journal) error {
 		pr.Applying = false
 		if len(problems) > 0 {
 			pr.State, pr.Code, pr.Message = Failed, events.CodeDrift, strings.Join(problems, "; ")
-			p.emit(pr, events.KindProposalFailed, events.CodeDrift, map[string]string{"error": pr.Message})
+			p.emit(pr, events.KindProposalFailed, events.CodeDrift, events.A("error", pr.Message))
 		} else {
 			pr.State = Applied
-			p.emit(pr, events.KindProposalApplied, "", map[string]string{"preview": pr.Preview})
+			p.emit(pr, events.KindProposalApplied, "", events.A("preview", pr.Preview))
 		}
 		// The outcome durable in the log before the state and the journal
 		// forget the apply: a crash in between finishes it again.
@@ -342,7 +338,7 @@ func (p *Proposals) closeInterrupted() error {
 		if pr.Applying && pr.State == Approved {
 			pr.State, pr.Applying = Failed, false
 			pr.Code, pr.Message = events.CodeApplyInterrupted, "the host stopped while applying, before any file was written"
-			p.emit(pr, events.KindProposalFailed, pr.Code, map[string]string{"error": pr.Message})
+			p.emit(pr, events.KindProposalFailed, pr.Code, events.A("error", pr.Message))
 			closed = append(closed, pr)
 		}
 	}
@@ -360,7 +356,7 @@ func (p *Proposals) closeInterrupted() error {
 
 func (p *Proposals) failLocked(pr *Proposal, code events.Code, msg string) (*Proposal, error) {
 	pr.State, pr.Code, pr.Message = Failed, code, msg
-	p.emit(pr, events.KindProposalFailed, code, map[string]string{"error": msg})
+	p.emit(pr, events.KindProposalFailed, code, events.A("error", msg))
 	if err := p.flush(pr); err != nil {
 		return nil, err
 	}
@@ -400,7 +396,7 @@ func (p *Proposals) Reset(by string) (int, error) {
 	for _, pr := range p.byID {
 		if pr.State == Pending || pr.State == Approved {
 			pr.State, pr.Decided, pr.DecidedBy, pr.Message = Rejected, p.now().UTC(), by, "cleared by reset"
-			p.emit(pr, events.KindProposalReset, "", map[string]string{"by": by})
+			p.emit(pr, events.KindProposalReset, "", events.A("by", by))
 			n++
 		}
 	}

@@ -156,7 +156,7 @@ func (c *connState) record(id json.RawMessage, method, msg string) events.ID {
 	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Outcome: events.Error,
 		Code: events.CodeInvalidRequest, Attrs: events.AttrsOf(attrs)})
 	c.rec.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: reqID, SessionID: c.session, Outcome: events.Error,
-		Code: events.CodeInvalidRequest, Attrs: events.AttrsOf(map[string]string{"method": method, "jsonrpcId": attrs["jsonrpcId"], "error": msg})})
+		Code: events.CodeInvalidRequest, Attrs: events.A("method", method, "jsonrpcId", attrs["jsonrpcId"], "error", msg)})
 	return reqID
 }
 
@@ -239,10 +239,10 @@ func (c *connState) endSession(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, context.Canceled):
 	case errors.Is(err, errLineTooLong):
 		e.Kind, e.Outcome, e.Code = events.KindMCPSessionAborted, events.Error, events.CodeTooLarge
-		e.Attrs = events.AttrsOf(map[string]string{"error": err.Error()})
+		e.Attrs = events.A("error", err.Error())
 	default:
 		e.Kind, e.Outcome, e.Code = events.KindMCPSessionAborted, events.Error, events.CodeMalformedFrame
-		e.Attrs = events.AttrsOf(map[string]string{"error": truncate(err.Error(), 300)})
+		e.Attrs = events.A("error", truncate(err.Error(), 300))
 	}
 	if e.Code != "" {
 		c.log.Error("MCP session aborted: the client sent a line that cannot be read", "code", e.Code, "err", err)

@@ -370,7 +370,7 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	// The configuration in force, whole (a payload when long; "" for the
 	// defaults): what a session export re-drives with.
 	started := events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{"config": s.opts.Config})}
+		Attrs: events.A("config", s.opts.Config)}
 	s.opts.Emitter.Emit(started)
 	out := &lockedWriter{w: w}
 	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
@@ -440,10 +440,10 @@ func (s *Server) clientRoots(ctx context.Context, ss *sdk.ServerSession, inv exe
 				out = append(out, r.URI)
 			}
 			b, _ := json.Marshal(out)
-			e.Attrs = events.AttrsOf(map[string]string{"roots": string(b)})
+			e.Attrs = events.A("roots", string(b))
 		} else {
 			// Not a failure of the call: it goes on without roots.
-			e.Attrs = events.AttrsOf(map[string]string{"error": truncate(err.Error(), 300)})
+			e.Attrs = events.A("error", truncate(err.Error(), 300))
 		}
 		s.opts.Emitter.Emit(e)
 	}

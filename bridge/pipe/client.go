@@ -61,17 +61,18 @@ func NewClient(opts ClientOptions) *Client {
 func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	req.V = Version
 	base := events.Event{RequestID: parseID(req.RequestID), OperationID: parseID(req.OperationID), Traceparent: traceparentOf(req.Traceparent)}
-	emit := func(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
+	emit := func(kind string, outcome events.Outcome, code events.Code, since time.Time, attrs events.Attrs) {
 		e := base
-		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, events.AttrsOf(attrs)
+		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, attrs
 		c.opts.Recorder.Emit(e.Took(since, time.Now()))
 	}
-	attrs := func() map[string]string {
-		a := map[string]string{"command": req.Command, "path": c.opts.Path}
+	// attrs are the attempt's attributes and kv, key, value pairs.
+	attrs := func(kv ...string) events.Attrs {
+		all := append(make([]string, 0, 6+len(kv)), events.AttrCommand, req.Command, "path", c.opts.Path)
 		if c.opts.Root != "" {
-			a["root"] = c.opts.Root
+			all = append(all, "root", c.opts.Root)
 		}
-		return a
+		return events.A(append(all, kv...)...)
 	}
 	emit(events.KindPipeAttempt, events.OK, "", time.Time{}, attrs())
 	frame, err := encodeFrame(req)
@@ -80,22 +81,16 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	}
 	conn, fresh, err := c.connect()
 	if foreign := (*foreignPeerError)(nil); errors.As(err, &foreign) {
-		a := attrs()
-		a["error"], a["uid"] = foreign.Error(), strconv.Itoa(foreign.uid)
-		emit(events.KindPipeUnavailable, events.Denied, events.CodeForeignPeer, time.Time{}, a)
+		emit(events.KindPipeUnavailable, events.Denied, events.CodeForeignPeer, time.Time{}, attrs(events.AttrError, foreign.Error(), "uid", strconv.Itoa(foreign.uid)))
 		return Response{}, &events.Err{Code: events.CodeForeignPeer, Msg: fmt.Sprintf("%s; nothing was sent. Stop whatever serves %s, or point TRACEBRIDGE_HOST at your own host's socket", foreign.Error(), c.opts.Path)}
 	}
 	if err != nil {
-		a := attrs()
-		a["error"] = err.Error()
-		emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, time.Time{}, a)
+		emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, time.Time{}, attrs(events.AttrError, err.Error()))
 		return Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: Activation(c.opts.Path)}
 	}
 	// Every attempt that has a connection says so, new or reused, so the
 	// step pipe.attempt opened is always closed.
-	connAttrs := attrs()
-	connAttrs["reused"] = strconv.FormatBool(!fresh)
-	emit(events.KindPipeConnected, events.OK, "", time.Time{}, connAttrs)
+	emit(events.KindPipeConnected, events.OK, "", time.Time{}, attrs("reused", strconv.FormatBool(!fresh)))
 	ch := make(chan Response, 1)
 	c.mu.Lock()
 	if _, dup := c.pending[req.OperationID]; dup {
@@ -108,9 +103,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 	t0 := time.Now()
 	// Recorded before the write, so it always precedes the host's
 	// host.request.received in the log.
-	sent := attrs()
-	sent["payload"] = string(req.Payload)
-	emit(events.KindPipeRequestSent, events.OK, "", time.Time{}, sent)
+	emit(events.KindPipeRequestSent, events.OK, "", time.Time{}, attrs(events.AttrPayload, string(req.Payload)))
 	c.wmu.Lock()
 	conn.SetWriteDeadline(time.Now().Add(c.opts.Timeout))
 	_, err = conn.Write(frame)
@@ -128,9 +121,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 			emit(events.KindPipeUnavailable, events.Unavailable, events.CodePipeUnavailable, t0, attrs())
 			return Response{}, &events.Err{Code: events.CodePipeUnavailable, Msg: "the host closed the connection before answering. " + Activation(c.opts.Path)}
 		}
-		got := attrs()
-		got["answer"] = answerAttr(resp)
-		emit(events.KindPipeResponseReceived, events.OutcomeOf(resp.Code), resp.Code, t0, got)
+		emit(events.KindPipeResponseReceived, events.OutcomeOf(resp.Code), resp.Code, t0, attrs(events.AttrAnswer, answerAttr(resp)))
 		return resp, nil
 	case <-timer.C:
 		emit(events.KindPipeTimeout, events.Timeout, events.CodePipeTimeout, t0, attrs())

@@ -86,7 +86,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	if err != nil {
 		s.opts.Logger.Warn("pipe: refused a peer", "err", err)
 		s.opts.Recorder.Emit(events.Event{Kind: events.KindHostReceived, Outcome: events.Denied, Code: events.CodeForeignPeer,
-			Attrs: events.AttrsOf(map[string]string{"uid": fmt.Sprint(uid), "error": err.Error()})})
+			Attrs: events.A("uid", fmt.Sprint(uid), "error", err.Error())})
 		return
 	}
 	var wmu sync.Mutex
@@ -143,7 +143,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 // much of it as could be read (its ids, when it names them).
 func (s *Server) refuse(write func(Response), req Request, e *events.Err) {
 	s.opts.Recorder.Emit(events.Event{Kind: events.KindHostResponseSent, RequestID: parseID(req.RequestID), OperationID: parseID(req.OperationID),
-		Outcome: events.Error, Code: e.Code, Attrs: events.AttrsOf(map[string]string{"error": e.Msg})})
+		Outcome: events.Error, Code: e.Code, Attrs: events.A("error", e.Msg)})
 	write(Response{RequestID: req.RequestID, OperationID: req.OperationID, Code: e.Code, Message: e.Msg})
 }
 
@@ -164,20 +164,20 @@ func (s *Server) flush(ctx context.Context, req Request) {
 
 func (s *Server) dispatch(ctx context.Context, req Request) (resp Response) {
 	base := events.Event{RequestID: parseID(req.RequestID), OperationID: parseID(req.OperationID), Traceparent: traceparentOf(req.Traceparent)}
-	emit := func(kind string, outcome events.Outcome, code events.Code, attrs map[string]string) {
+	emit := func(kind string, outcome events.Outcome, code events.Code, attrs events.Attrs) {
 		e := base
-		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, events.AttrsOf(attrs)
+		e.Kind, e.Outcome, e.Code, e.Attrs = kind, outcome, code, attrs
 		s.opts.Recorder.Emit(e)
 	}
-	emit(events.KindHostReceived, events.OK, "", map[string]string{"command": req.Command})
-	emit(events.KindHostDispatched, events.OK, "", map[string]string{"command": req.Command})
+	emit(events.KindHostReceived, events.OK, "", events.A("command", req.Command))
+	emit(events.KindHostDispatched, events.OK, "", events.A("command", req.Command))
 	resp = Response{RequestID: req.RequestID, OperationID: req.OperationID}
 	defer func() {
 		if r := recover(); r != nil {
 			s.opts.Logger.Error("pipe: handler panicked", "command", req.Command, "panic", fmt.Sprint(r))
 			resp = Response{RequestID: req.RequestID, OperationID: req.OperationID, Code: events.CodeToolPanic, Message: "the host failed handling " + req.Command}
 		}
-		emit(events.KindHostResponseSent, events.OutcomeOf(resp.Code), resp.Code, map[string]string{"command": req.Command})
+		emit(events.KindHostResponseSent, events.OutcomeOf(resp.Code), resp.Code, events.A("command", req.Command))
 	}()
 	payload, err := s.opts.Handlers[req.Command](ctx, req)
 	if err != nil {

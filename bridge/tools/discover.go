@@ -58,7 +58,7 @@ type Finding struct {
 // Event turns a finding into the event that records it.
 func (f Finding) Event() events.Event {
 	e := events.Event{Kind: events.KindToolsDiscovered, Outcome: events.OK,
-		Attrs: events.AttrsOf(map[string]string{"dir": f.Dir, "count": fmt.Sprint(f.Count)})}
+		Attrs: events.A("dir", f.Dir, "count", fmt.Sprint(f.Count))}
 	if f.Code != "" {
 		e.Outcome, e.Code = events.Error, f.Code
 		e.Attrs.Set("problem", f.Problem)

@@ -26,7 +26,7 @@ func TestTraceToolsReadTheLog(t *testing.T) {
 	em := events.NewEmitter(node, events.EmitterOptions{})
 	run := func(tool string, fail events.Code) events.ID {
 		req, op := em.NewID(), em.NewID()
-		attrs := events.AttrsOf(map[string]string{"method": "tools/call", "tool": tool})
+		attrs := events.A("method", "tools/call", "tool", tool)
 		outcome := events.OutcomeOf(fail)
 		em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: req, Outcome: events.OK, Attrs: attrs})
 		em.Emit(events.Event{Kind: events.KindToolStarted, RequestID: req, OperationID: op, Outcome: events.OK, Attrs: attrs})

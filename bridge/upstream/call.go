@@ -61,7 +61,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	if err != nil {
 		e := events.AsErr(err, events.CodeToolChanged)
 		s.emit(events.KindUpstreamRefused, c.RequestID, c.OperationID, events.OutcomeOf(e.Code), e.Code, zeroTime,
-			map[string]string{projections.AttrUpTool: tool, "error": e.Msg})
+			events.A(projections.AttrUpTool, tool, "error", e.Msg))
 		return nil, e
 	}
 	rec.written = release
@@ -94,12 +94,8 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	res, err := l.sess.CallTool(cctx, params)
 	// What the server sent before its answer reaches the client first.
 	l.order.settle(ctx)
-	attrs := func(kv ...string) map[string]string {
-		m := map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: tool}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
+	attrs := func(kv ...string) events.Attrs {
+		return events.A(append([]string{"rpcId", rec.rpcID, projections.AttrUpTool, tool}, kv...)...)
 	}
 	if err != nil {
 		var answer string
@@ -129,11 +125,11 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 // answer: the client cancelled (the SDK told the upstream), the deadline
 // passed, the upstream answered a JSON-RPC error, or the connection broke.
 // what names the request ("tools/call x"); attrs go on its event.
-func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *callRec, what string, t0 time.Time, attrs map[string]string) *events.Err {
+func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *callRec, what string, t0 time.Time, attrs events.Attrs) *events.Err {
 	var rpcErr *jsonrpc.Error
 	if r := l.oauth.takeRefusal(); r != nil { // the server asked for authorization the bridge does not hold
 		msg := s.g.redact(s.safe(r.Error()))
-		attrs["error"] = msg
+		attrs.Set("error", msg)
 		s.emit(events.KindUpstreamUnavailable, rec.req, rec.op, events.Denied, events.CodeUpstreamUnauthorized, t0, attrs)
 		return events.Errorf(events.CodeUpstreamUnauthorized, "%s", msg)
 	}
@@ -143,17 +139,18 @@ func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *call
 		return events.Errorf(events.CodeCancelled, "the request was cancelled; server %s was told (notifications/cancelled)", s.name)
 	case errors.Is(context.Cause(cctx), context.DeadlineExceeded):
 		msg := fmt.Sprintf("server %s did not answer %s within %s (nor report progress on it)", s.name, what, s.cfg.RequestTimeout())
-		attrs["error"] = msg
+		attrs.Set("error", msg)
 		s.emit(events.KindUpstreamTimeout, rec.req, rec.op, events.Timeout, events.CodeUpstreamTimeout, t0, attrs)
 		return events.Errorf(events.CodeUpstreamTimeout, "%s", msg)
 	case errors.As(err, &rpcErr):
 		msg := fmt.Sprintf("server %s answered %s with JSON-RPC error %d: %s", s.name, what, rpcErr.Code, oneLine(s.g.redact(rpcErr.Message), 500))
-		attrs["error"], attrs["rpcCode"] = msg, fmt.Sprint(rpcErr.Code)
+		attrs.Set("error", msg)
+		attrs.Set("rpcCode", fmt.Sprint(rpcErr.Code))
 		s.emit(events.KindUpstreamResponse, rec.req, rec.op, events.Error, events.CodeUpstreamError, t0, attrs)
 		return events.Errorf(events.CodeUpstreamError, "%s", msg)
 	}
 	e := s.lost(l, err)
-	attrs["error"] = e.Msg
+	attrs.Set("error", e.Msg)
 	s.emit(events.KindUpstreamUnavailable, rec.req, rec.op, events.OutcomeOf(e.Code), e.Code, t0, attrs)
 	return e
 }
@@ -198,9 +195,7 @@ func (s *Server) onProgress(_ context.Context, req *sdk.ProgressNotificationClie
 	sink := v.(*progressSink)
 	sink.touch()
 	if sink.recorded.Add(1) <= maxProgressEvents {
-		s.emit(events.KindUpstreamNotification, sink.rec.req, sink.rec.op, events.OK, "", zeroTime, map[string]string{
-			"method": "notifications/progress", "progress": fmt.Sprint(req.Params.Progress), "total": fmt.Sprint(req.Params.Total),
-			"message": req.Params.Message})
+		s.emit(events.KindUpstreamNotification, sink.rec.req, sink.rec.op, events.OK, "", zeroTime, events.A("method", "notifications/progress", "progress", fmt.Sprint(req.Params.Progress), "total", fmt.Sprint(req.Params.Total), "message", req.Params.Message))
 	}
 	sink.forward(req.Params.Progress, req.Params.Total, req.Params.Message)
 }

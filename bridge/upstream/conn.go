@@ -76,8 +76,7 @@ func (s *Server) sent(ctx context.Context, method, rpcID string) {
 		return
 	}
 	rec.rpcID = rpcID
-	s.emit(events.KindUpstreamRequestSent, rec.req, rec.op, events.OK, "", zeroTime, map[string]string{
-		"method": method, "rpcId": rpcID, projections.AttrUpTool: rec.tool})
+	s.emit(events.KindUpstreamRequestSent, rec.req, rec.op, events.OK, "", zeroTime, events.A("method", method, "rpcId", rpcID, projections.AttrUpTool, rec.tool))
 	if rec.written != nil {
 		rec.written()
 	}

@@ -270,8 +270,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 	}
 	for name, p := range pins {
 		if next[name] == nil && p.State != projections.PinRemoved && s.cfg.Exposes(name) {
-			s.emit(events.KindUpstreamToolRemoved, req, events.ID{}, events.OK, "", zeroTime, map[string]string{
-				projections.AttrUpTool: name, projections.AttrExposed: p.Name, projections.AttrHash: p.Hash})
+			s.emit(events.KindUpstreamToolRemoved, req, events.ID{}, events.OK, "", zeroTime, events.A(projections.AttrUpTool, name, projections.AttrExposed, p.Name, projections.AttrHash, p.Hash))
 		}
 	}
 	// The pins must be in the log before a call checks against them.
@@ -308,8 +307,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections.Pin) (st, shown *toolState) {
 	desc, hash := Describe(t)
 	st = &toolState{tool: t, desc: desc, hash: hash}
-	pinAttrs := map[string]string{projections.AttrUpTool: t.Name, projections.AttrExposed: s.exposed(t.Name),
-		projections.AttrHash: hash, projections.AttrDescriptor: desc}
+	pinAttrs := events.A(projections.AttrUpTool, t.Name, projections.AttrExposed, s.exposed(t.Name), projections.AttrHash, hash, projections.AttrDescriptor, desc)
 	p, known := pins[t.Name]
 	shown = st
 	if known && p.Hash != hash {
@@ -335,8 +333,8 @@ func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections
 		// is not the pin's); a later listing records the change
 	default:
 		s.keep(t.Name, desc, hash)
-		pinAttrs["pinned"] = p.Hash
-		pinAttrs[events.AttrError] = fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name)
+		pinAttrs.Set("pinned", p.Hash)
+		pinAttrs.Set(events.AttrError, fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name))
 		s.emit(events.KindUpstreamToolChanged, req, events.ID{}, events.Denied, events.CodeToolChanged, zeroTime, pinAttrs)
 		s.g.opts.Logger.Warn("upstream tool changed: refused until accepted", "server", s.name, "tool", t.Name,
 			"run", "tracebridge tools diff "+s.exposed(t.Name))

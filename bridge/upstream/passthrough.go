@@ -59,10 +59,10 @@ func (s *Server) listExtrasLocked(ctx context.Context, req events.ID, cs *sdk.Cl
 	}
 	s.extras.Store(&ex)
 	if caps.Prompts != nil || caps.Resources != nil {
-		attrs := map[string]string{}
+		attrs := events.Attrs(nil)
 		for name, v := range map[string]any{"prompts": listed, "resources": ex.resources, "templates": ex.templates} {
 			if b, err := json.Marshal(v); err == nil && string(b) != "null" {
-				attrs[name] = string(b)
+				attrs.Set(name, string(b))
 			}
 		}
 		s.emit(events.KindUpstreamOffers, req, events.ID{}, events.OK, "", zeroTime, attrs)
@@ -195,7 +195,7 @@ func (g *Gateway) recordConflicts() {
 			return
 		}
 		g.opts.Emitter.Emit(events.Event{Kind: events.KindUpstreamOfferRefused, Outcome: events.Denied, Code: events.CodeAmbiguous,
-			Attrs: events.AttrsOf(map[string]string{"offer": what, events.AttrServer: strings.Join(servers, ","), events.AttrReason: reason})})
+			Attrs: events.A("offer", what, events.AttrServer, strings.Join(servers, ","), events.AttrReason, reason)})
 		g.opts.Logger.Warn("upstream resource not served", "offer", what, "servers", servers, "reason", reason)
 	}
 	for uri, o := range g.uriOwners() {
@@ -308,10 +308,10 @@ func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, para
 	t0 := s.g.opts.Now()
 	res, err := do(cctx, l)
 	l.order.settle(ctx)
-	attrs := map[string]string{"rpcId": rec.rpcID, projections.AttrUpTool: what}
+	attrs := events.A("rpcId", rec.rpcID, projections.AttrUpTool, what)
 	record := func(key string, v any) {
 		if b, merr := json.Marshal(v); merr == nil {
-			attrs[key] = string(b)
+			attrs.Set(key, string(b))
 		}
 	}
 	record(AttrRequest, params)

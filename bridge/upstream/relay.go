@@ -139,13 +139,13 @@ func relay[P, R any](l *link, ctx context.Context, method string, params P, capa
 	d, req, op := l.target()
 	b, _ := json.Marshal(params)
 	t0 := s.g.opts.Now()
-	s.emit(events.KindUpstreamAsked, req, op, events.OK, "", zeroTime, map[string]string{"method": method, AttrRequest: string(b)})
+	s.emit(events.KindUpstreamAsked, req, op, events.OK, "", zeroTime, events.A("method", method, AttrRequest, string(b)))
 	if d == nil || !capable(d.Capabilities()) {
 		msg := fmt.Sprintf("server %s asked for %s, which the client session does not offer", s.name, method)
 		if d == nil {
 			msg = fmt.Sprintf("server %s asked for %s with no client call in flight to relay it to", s.name, method)
 		}
-		s.emit(events.KindUpstreamAnswered, req, op, events.Unavailable, events.CodeClientIncapable, t0, map[string]string{"method": method, "error": msg})
+		s.emit(events.KindUpstreamAnswered, req, op, events.Unavailable, events.CodeClientIncapable, t0, events.A("method", method, "error", msg))
 		return zero, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: msg}
 	}
 	res, err := ask(d.Related(ctx, req), d)
@@ -154,11 +154,11 @@ func relay[P, R any](l *link, ctx context.Context, method string, params P, capa
 		if ctx.Err() != nil {
 			code = events.CodeCancelled
 		}
-		s.emit(events.KindUpstreamAnswered, req, op, events.OutcomeOf(code), code, t0, map[string]string{"method": method, "error": oneLine(s.g.redact(err.Error()), 500)})
+		s.emit(events.KindUpstreamAnswered, req, op, events.OutcomeOf(code), code, t0, events.A("method", method, "error", oneLine(s.g.redact(err.Error()), 500)))
 		return zero, err
 	}
 	a, _ := json.Marshal(res)
-	s.emit(events.KindUpstreamAnswered, req, op, events.OK, "", t0, map[string]string{"method": method, AttrAnswer: string(a)})
+	s.emit(events.KindUpstreamAnswered, req, op, events.OK, "", t0, events.A("method", method, AttrAnswer, string(a)))
 	return res, nil
 }
 
@@ -194,8 +194,7 @@ func (l *link) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 	}
 	s := l.s
 	b, _ := json.Marshal(req.Params.Data)
-	s.notification(&s.logs, "notifications/message", map[string]string{
-		"level": string(req.Params.Level), "logger": req.Params.Logger, "data": string(b)})
+	s.notification(&s.logs, "notifications/message", events.A("level", string(req.Params.Level), "logger", req.Params.Logger, "data", string(b)))
 	d, reqID, _ := l.target()
 	if d == nil {
 		return
@@ -245,7 +244,7 @@ func (g *Gateway) SetLevel(ctx context.Context, level string) {
 // of notifications makes at most one listing per refreshEvery.
 func (l *link) onToolListChanged(context.Context, *sdk.ToolListChangedRequest) {
 	s := l.s
-	s.notification(&s.listChanged, "notifications/tools/list_changed", map[string]string{})
+	s.notification(&s.listChanged, "notifications/tools/list_changed", nil)
 	l.relist()
 }
 

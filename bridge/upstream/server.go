@@ -63,12 +63,9 @@ func newServer(g *Gateway, name string, cfg config.Server) *Server {
 }
 
 // emit records one upstream event for request req (zero: none).
-func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, code events.Code, since time.Time, attrs map[string]string) {
-	if attrs == nil {
-		attrs = map[string]string{}
-	}
-	attrs[events.AttrServer] = s.name
-	e := events.Event{Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: events.AttrsOf(attrs)}
+func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, code events.Code, since time.Time, attrs events.Attrs) {
+	attrs = attrs.With(events.AttrServer, s.name) // a caller's attributes stay its own
+	e := events.Event{Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: attrs}
 	s.g.opts.Emitter.Emit(e.Took(since, s.g.opts.Now()))
 }
 
@@ -104,7 +101,7 @@ func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) 
 		if d, ok := ctx.Deadline(); wait > maxBackoffWait || ok && time.Until(d) < wait {
 			err := events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) %s; the bridge starts it again in %s",
 				s.name, s.cfg.Describe(), s.lastFault, wait.Round(time.Millisecond))
-			s.emit(events.KindUpstreamUnavailable, req, op, events.Unavailable, err.Code, time.Time{}, map[string]string{"error": err.Msg})
+			s.emit(events.KindUpstreamUnavailable, req, op, events.Unavailable, err.Code, time.Time{}, events.A("error", err.Msg))
 			return nil, err
 		}
 		s.mu.Unlock()
@@ -121,7 +118,7 @@ func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) 
 	if err := s.connect(ctx, req, op, l); err != nil {
 		s.crashed(err.Error())
 		e := events.AsErr(err, events.CodeUpstreamUnavailable)
-		s.emit(events.KindUpstreamUnavailable, req, op, events.OutcomeOf(e.Code), e.Code, time.Time{}, map[string]string{"error": e.Msg})
+		s.emit(events.KindUpstreamUnavailable, req, op, events.OutcomeOf(e.Code), e.Code, time.Time{}, events.A("error", e.Msg))
 		return nil, e
 	}
 	s.links[key] = l
@@ -254,7 +251,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
 		}
 		l.proc = p
-		s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, map[string]string{"command": s.cfg.Describe(), "pid": fmt.Sprint(p.pid())})
+		s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, events.A("command", s.cfg.Describe(), "pid", fmt.Sprint(p.pid())))
 		go s.recordExit(p, req, op)
 		inner = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.g.opts.MaxFrame}
 	}
@@ -280,14 +277,14 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 		return s.connectError(err, cctx, l)
 	}
 	l.sess = cs
-	attrs := map[string]string{}
+	attrs := events.Attrs(nil)
 	if s.cfg.URL != "" {
-		attrs["url"] = events.SafeURL(s.cfg.URL)
+		attrs.Set("url", events.SafeURL(s.cfg.URL))
 	}
 	if ir := cs.InitializeResult(); ir != nil {
-		attrs["protocol"] = ir.ProtocolVersion
+		attrs.Set("protocol", ir.ProtocolVersion)
 		if ir.ServerInfo != nil {
-			attrs["serverInfo"] = ir.ServerInfo.Name + "/" + ir.ServerInfo.Version
+			attrs.Set("serverInfo", ir.ServerInfo.Name+"/"+ir.ServerInfo.Version)
 		}
 	}
 	s.emit(events.KindUpstreamConnected, req, op, events.OK, "", t0, attrs)
@@ -342,20 +339,20 @@ func (s *Server) recordExit(p *process, req, op events.ID) {
 	s.mu.Lock()
 	closing := s.closed || p.requested
 	s.mu.Unlock()
-	attrs := map[string]string{"exitCode": fmt.Sprint(p.exitCode()), "stderr": p.tail()}
+	attrs := events.A("exitCode", fmt.Sprint(p.exitCode()), "stderr", p.tail())
 	if closing {
 		s.emit(events.KindUpstreamExited, events.ID{}, events.ID{}, events.OK, "", time.Time{}, attrs)
 		return
 	}
-	attrs["error"] = p.exitText()
+	attrs.Set("error", p.exitText())
 	s.emit(events.KindUpstreamExited, events.ID{}, events.ID{}, events.Unavailable, events.CodeUpstreamUnavailable, time.Time{}, attrs)
 }
 
 // notification records one notification of method from the upstream,
 // within b's budget (attrs are its own).
-func (s *Server) notification(b *budget, method string, attrs map[string]string) {
+func (s *Server) notification(b *budget, method string, attrs events.Attrs) {
 	if s.within(b, method) {
-		attrs["method"] = method
+		attrs = attrs.With(events.AttrMethod, method)
 		s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, attrs)
 	}
 }
@@ -373,8 +370,7 @@ func (s *Server) within(b *budget, what string) bool {
 
 // dropped records how many notifications of method were not recorded.
 func (s *Server) dropped(method string, n int) {
-	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, map[string]string{
-		"method": method, "dropped": fmt.Sprint(n), "note": "notifications past the server's budget per minute are counted, not recorded one by one"})
+	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, events.A("method", method, "dropped", fmt.Sprint(n), "note", "notifications past the server's budget per minute are counted, not recorded one by one"))
 }
 
 // close ends the session and stops the process.

@@ -81,8 +81,7 @@ func (l *link) onResourceUpdated(ctx context.Context, r *sdk.ResourceUpdatedNoti
 		return
 	}
 	s := l.s
-	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, map[string]string{
-		"method": "notifications/resources/updated", "uri": r.Params.URI})
+	s.emit(events.KindUpstreamNotification, events.ID{}, events.ID{}, events.OK, "", zeroTime, events.A("method", "notifications/resources/updated", "uri", r.Params.URI))
 	if l.owner != nil && l.subs.has(r.Params.URI) {
 		l.owner.ResourceUpdated(ctx, r.Params)
 	}

@@ -109,7 +109,7 @@ func sseLatency(b *testing.B, bare bool) {
 		for tick := 0; tick < 100; tick++ {
 			for r := 0; r < 5; r++ {
 				req := em.NewID()
-				em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: req, Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "bench"})})
+				em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: req, Attrs: events.A("method", "tools/call", "tool", "bench")})
 				em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: req, Outcome: events.OK})
 				sent += 2
 			}

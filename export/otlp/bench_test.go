@@ -110,7 +110,7 @@ func BenchmarkIngestWithExporter(b *testing.B) {
 						req := em.NewID()
 						for i := 0; i < 11; i++ {
 							em.Emit(events.Event{Kind: kinds[min(i, len(kinds)-1)], RequestID: req, Outcome: events.OK,
-								Attrs: events.AttrsOf(map[string]string{"tool": "bench", "method": "tools/call"})})
+								Attrs: events.A("tool", "bench", "method", "tools/call")})
 						}
 						em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: req, Outcome: events.OK})
 						if err := em.Flush(ctx, req); err != nil {

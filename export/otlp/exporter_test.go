@@ -37,7 +37,7 @@ func TestBackfillSendsAnsweredRunsOnceAndKeepsTheCheckpoint(t *testing.T) {
 	em := events.NewEmitter(node, events.EmitterOptions{})
 	run := func(answered bool) events.ID {
 		req := events.NewID()
-		attrs := events.AttrsOf(map[string]string{"method": "tools/call", "tool": "regex_text_search"})
+		attrs := events.A("method", "tools/call", "tool", "regex_text_search")
 		em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: req, Outcome: events.OK, Attrs: attrs})
 		if answered {
 			em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: req, Outcome: events.OK, Attrs: attrs})

@@ -20,7 +20,7 @@ func TestSpansOfARun(t *testing.T) {
 	ev := func(seq uint64, ms int, kind string, outcome events.Outcome, code events.Code, opID events.ID) events.Event {
 		info, _ := events.Lookup(kind)
 		return events.Event{ID: events.NewID(), Seq: seq, Time: at(ms), Kind: kind, Boundary: info.Boundary, RequestID: req,
-			OperationID: opID, Outcome: outcome, Code: code, Attrs: events.AttrsOf(map[string]string{"method": "tools/call", "tool": "get_selection"})}
+			OperationID: opID, Outcome: outcome, Code: code, Attrs: events.A("method", "tools/call", "tool", "get_selection")}
 	}
 	evs := []events.Event{
 		ev(1, 0, events.KindMCPRequestReceived, events.OK, "", events.ID{}),

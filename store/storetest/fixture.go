@@ -82,7 +82,7 @@ func Build(n int) (*Fixture, error) {
 			for _, req := range group {
 				batch = append(batch, events.Event{ID: ids.New(), Time: t0.Add(time.Duration(len(fx.Requests)*50+step) * time.Millisecond),
 					Kind: kind, Boundary: info.Boundary, From: info.From, To: info.To, RequestID: req, SessionID: sess,
-					Outcome: events.OK, DurationMs: 0.1, Attrs: events.AttrsOf(map[string]string{"tool": "get_selection", "command": "get_selection"})})
+					Outcome: events.OK, DurationMs: 0.1, Attrs: events.A("tool", "get_selection", "command", "get_selection")})
 			}
 		}
 		if _, err := st.Append(context.Background(), batch); err != nil {
