@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 	"github.com/tracebridge/tracebridge/internal/golden"
 )
 
@@ -22,11 +23,7 @@ import (
 // envelopes.
 func TestAuditLinesAreCoveredAndWhole(t *testing.T) {
 	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Name: "export-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Name: "export-test"})
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	clock := t0
 	em := events.NewEmitter(node, events.EmitterOptions{Payloads: node, Now: func() time.Time { return clock }})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 )
 
 // Gather reads a session's runs in the order they began, its
@@ -15,11 +16,7 @@ import (
 // operator run), with payloads whole in place of their references.
 func TestGatherReadsTheSessionWhole(t *testing.T) {
 	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Name: "gather-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Name: "gather-test"})
 	em := events.NewEmitter(node, events.EmitterOptions{Payloads: node})
 	sid, other := events.NewID(), events.NewID()
 	long := strings.Repeat("whole answer ", events.MaxAttrLen/4)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 	"github.com/tracebridge/tracebridge/internal/golden"
 )
 
@@ -41,11 +42,7 @@ func redriveInto(t *testing.T, s *Session) (*Redriven, *hub.Node) {
 	if err := dir.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	node, err := hub.Open(ctx, hub.Options{Dir: dir, Role: hub.Elect, Now: Clock(s), Name: "session-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
+	node := hubtest.Open(t, hub.Options{Dir: dir, Role: hub.Elect, Now: Clock(s), Name: "session-test"})
 	res, err := Redrive(ctx, s, RedriveOptions{Log: node, PipePath: dir.PipePath(), Version: "test"})
 	if err != nil {
 		t.Fatalf("%s: %v", s.Header.Name, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -53,10 +54,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(dir, "data")), Role: hub.Elect, Name: "web-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(dir, "data")), Role: hub.Elect, Name: "web-test"})
 	em := events.NewEmitter(node, events.EmitterOptions{})
 	wsDir := filepath.Join(dir, "ws")
 	os.MkdirAll(filepath.Join(wsDir, "src"), 0o755)

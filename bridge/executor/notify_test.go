@@ -10,6 +10,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
 )
@@ -21,11 +22,7 @@ import (
 // comes from the approvals projection.
 func TestWaitingCallIsWokenByTheDecision(t *testing.T) {
 	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "notify-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "notify-test"})
 	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
 	defer em.Close(ctx)
 	operator := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
@@ -21,6 +22,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/frames from what the bridge answers now")
@@ -61,11 +63,7 @@ var goldenCalls = []struct{ name, request string }{
 func TestGoldenFrames(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(base, "data")), Role: hub.Elect, Logger: quiet, Name: "golden"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(base, "data")), Role: hub.Elect, Logger: quiet, Name: "golden"})
 	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
 	defer em.Close(ctx)
 	wsDir := filepath.Join(base, "ws")

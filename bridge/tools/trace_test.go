@@ -10,6 +10,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 )
 
 // The trace tools answer from a real log: trace_runs lists the runs and
@@ -18,11 +19,7 @@ import (
 // a bad or unknown id is InvalidArguments.
 func TestTraceToolsReadTheLog(t *testing.T) {
 	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Name: "trace-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Name: "trace-test"})
 	em := events.NewEmitter(node, events.EmitterOptions{})
 	run := func(tool string, fail events.Code) events.ID {
 		req, op := em.NewID(), em.NewID()

@@ -18,6 +18,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -53,11 +54,7 @@ func inMemoryUpstream(t *testing.T) func(ctx context.Context, server string) (sd
 // the catalog is replaced, then Close: under -race, with the real log.
 func TestGatewayConcurrentCallsAndRefreshes(t *testing.T) {
 	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "gateway-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "gateway-test"})
 	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
 	defer em.Close(ctx)
 	cfg, err := config.Parse("tb.toml", []byte("[servers.mem]\ncommand = \"unused: dialed in memory\"\n"))

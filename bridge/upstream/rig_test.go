@@ -14,6 +14,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 )
 
 // rig is a gateway over a real hub (embedded NATS, a bbolt file) and a
@@ -29,12 +30,7 @@ type rig struct {
 // servers; opts may set anything but Config, Emitter, Pins and Catalog.
 func newRig(t *testing.T, toml string, opts Options) *rig {
 	t.Helper()
-	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: t.Name()})
 	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
 	t.Cleanup(func() { em.Close(context.Background()) })
 	cfg, err := config.Parse("tb.toml", []byte(toml))

@@ -15,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 )
 
 // TestMain lets this test binary be a stdio MCP server: a real child
@@ -52,11 +53,7 @@ func serveChild() {
 // next call.
 func TestStdioUpstreamIsARealChild(t *testing.T) {
 	ctx := context.Background()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "stdio-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "stdio-test"})
 	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
 	defer em.Close(ctx)
 	cfg, err := config.Parse("tb.toml", []byte(fmt.Sprintf(`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
 )
 
 // refusing is an endpoint that refuses every batch.
@@ -29,11 +30,7 @@ func (r *refusing) Shutdown(context.Context) error { return nil }
 func TestBackfillSendsAnsweredRunsOnceAndKeepsTheCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
-	node, err := hub.Open(ctx, hub.Options{Dir: hub.DataDir(filepath.Join(data, "d")), Role: hub.Elect, Name: "otlp-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(data, "d")), Role: hub.Elect, Name: "otlp-test"})
 	em := events.NewEmitter(node, events.EmitterOptions{})
 	run := func(answered bool) events.ID {
 		req := events.NewID()
