@@ -1,0 +1,161 @@
+//lint:file-ignore SA1019 sampling and elicitation are deprecated in 2026-07-28 but in their window: the gateway relays them (issue 25)
+
+package sessions
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tracebridge/tracebridge/bridge"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/hub/hubtest"
+)
+
+// askingUpstream is a go-sdk server whose tools ask the client mid-call:
+// sample asks for a message, elicit for an answer.
+func askingUpstream() func(context.Context, string) (sdk.Transport, error) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "asking", Version: "1"}, &sdk.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
+	sdk.AddTool(srv, &sdk.Tool{Name: "sample", Annotations: ro}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		res, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
+			Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "a haiku"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{res.Content}}, nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "elicit", Annotations: ro}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "your name?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(res.Action) + " " + res.Content["name"].(string)}}}, nil, nil
+	})
+	return func(ctx context.Context, _ string) (sdk.Transport, error) {
+		ct, st := sdk.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
+// record runs a live bridge (bridge.New, as `tracebridge mcp` builds it)
+// over a hub, with a go-sdk client that answers sampling and elicitation,
+// lets drive use it, and exports the session it left.
+func record(t *testing.T, cfgText string, dial func(context.Context, string) (sdk.Transport, error), drive func(*sdk.ClientSession)) *Session {
+	t.Helper()
+	ctx := context.Background()
+	dir := hub.DataDir(filepath.Join(t.TempDir(), "d"))
+	if err := dir.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	node := hubtest.Open(t, hub.Options{Dir: dir, Role: hub.Elect, Name: "live-test"})
+	em := events.NewEmitter(node, events.EmitterOptions{Payloads: node})
+	cfg, err := config.Parse("live.toml", []byte(cfgText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bridge.New(bridge.Parts{Config: cfg, ConfigText: cfgText, Emitter: em, Log: node, Version: "test", Dial: dial,
+		Host: pipeHost{pipe.NewClient(pipe.ClientOptions{Path: dir.PipePath(), Recorder: em})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- b.Server.Serve(ctx, inR, outW); outW.Close() }()
+	client := sdk.NewClient(&sdk.Implementation{Name: "live", Version: "1"}, &sdk.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, r *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			return &sdk.CreateMessageResult{Role: "assistant", Model: "m", Content: &sdk.TextContent{Text: "sampled: " + r.Params.Messages[0].Content.(*sdk.TextContent).Text}}, nil
+		},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drive(cs)
+	cs.Close()
+	<-served
+	b.Close()
+	if err := em.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Gather(ctx, node, sessionOf(t, node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Name, in.Version = "live", "test"
+	s, err := Export(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := s.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	again, err := DecodeSession(&buf)
+	if err != nil {
+		t.Fatalf("the exported session does not decode: %v", err)
+	}
+	return again
+}
+
+// A live session whose upstream asks the client mid-call records the
+// questions and the client's answers, and re-drives with no drift: the
+// recorded upstream asks the re-driven bridge the same, the recorded client
+// answers the same, and an answer the bridge relayed differently would be
+// drift (RecordedUpstreams.ask compares it).
+func TestASessionWithClientRequestsRecordsAndRedrives(t *testing.T) {
+	s := record(t, "[servers.up]\ncommand = \"in memory\"\n", askingUpstream(), func(cs *sdk.ClientSession) {
+		for tool, want := range map[string]string{"up__sample": "sampled: a haiku", "up__elicit": "accept Ada"} {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: map[string]any{}})
+			if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != want {
+				t.Fatalf("%s: %v %+v", tool, err, res)
+			}
+		}
+	})
+	var asks []string
+	for _, st := range s.Steps {
+		for _, a := range st.Asks {
+			asks = append(asks, a.Method+" → "+string(a.Answer))
+		}
+	}
+	if len(asks) != 2 || !strings.Contains(asks[0]+asks[1], "sampled: a haiku") || !strings.Contains(asks[0]+asks[1], "Ada") {
+		t.Fatalf("the file's asks: %q", asks)
+	}
+	res, _ := redriveInto(t, s)
+	if len(res.Runs) == 0 {
+		t.Fatal("nothing was re-driven")
+	}
+	for _, d := range res.Drift {
+		t.Errorf("drift: %s", d)
+	}
+	// The re-drive relayed the recorded questions to the recorded client
+	// under each call's request: the same crossings as the recording.
+	asked := 0
+	for _, run := range res.Runs {
+		for _, e := range run.Events {
+			if e.Kind == events.KindUpstreamAnswered && e.Outcome == events.OK {
+				asked++
+			}
+		}
+	}
+	if asked != 2 {
+		t.Fatalf("%d questions answered in the re-drive, want 2", asked)
+	}
+}
