@@ -84,6 +84,7 @@ func record(t *testing.T, cfgText string, dial func(context.Context, string) (sd
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 		},
 	})
+	client.AddRoots(&sdk.Root{URI: "file:///work/live"})
 	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
@@ -157,5 +158,122 @@ func TestASessionWithClientRequestsRecordsAndRedrives(t *testing.T) {
 	}
 	if asked != 2 {
 		t.Fatalf("%d questions answered in the re-drive, want 2", asked)
+	}
+}
+
+// richUpstream is a go-sdk server with what a session exercises besides
+// client requests: roots, progress, a failing tool, a tool error, a
+// prompt and a resource.
+func richUpstream() func(context.Context, string) (sdk.Transport, error) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "rich", Version: "1"}, &sdk.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
+	text := func(s string) *sdk.CallToolResult {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "roots", Annotations: ro}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return text(strings.Join(uris, " ")), nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "count", Annotations: ro}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		for i := range 3 {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 3})
+			}
+		}
+		return text("counted"), nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "fails", Annotations: ro}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "disk full"}}}, nil, nil
+	})
+	srv.AddPrompt(&sdk.Prompt{Name: "greet"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "hello"}}}}, nil
+	})
+	srv.AddResource(&sdk.Resource{URI: "file:///notes.txt", Name: "notes"}, func(_ context.Context, r *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: r.Params.URI, Text: "the notes"}}}, nil
+	})
+	return func(ctx context.Context, _ string) (sdk.Transport, error) {
+		ct, st := sdk.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
+// Sessions recorded live in the package, each re-driven with no drift:
+// what the file must hold for a re-drive to give every client the same
+// answers, whatever the session exercised.
+func TestLiveSessionsRedrive(t *testing.T) {
+	const rich = "[servers.up]\ncommand = \"in memory\"\n"
+	bg := context.Background()
+	call := func(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(bg, &sdk.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res
+	}
+	for _, c := range []struct {
+		name, config string
+		drive        func(t *testing.T, cs *sdk.ClientSession)
+	}{
+		{"an upstream's progress and a failing tool", rich, func(t *testing.T, cs *sdk.ClientSession) {
+			params := &sdk.CallToolParams{Name: "up__count", Arguments: map[string]any{}}
+			params.SetProgressToken("p1")
+			if res, err := cs.CallTool(bg, params); err != nil || res.IsError {
+				t.Fatalf("count: %v %+v", err, res)
+			}
+			if res := call(t, cs, "up__fails", map[string]any{}); !res.IsError {
+				t.Fatalf("fails: %+v", res)
+			}
+		}},
+		{"an upstream asks for the client's roots", rich, func(t *testing.T, cs *sdk.ClientSession) {
+			if res := call(t, cs, "up__roots", map[string]any{}); res.IsError || res.Content[0].(*sdk.TextContent).Text != "file:///work/live" {
+				t.Fatalf("roots: %+v", res)
+			}
+		}},
+		{"a prompt and a resource through the gateway", rich, func(t *testing.T, cs *sdk.ClientSession) {
+			if _, err := cs.GetPrompt(bg, &sdk.GetPromptParams{Name: "up__greet"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.ReadResource(bg, &sdk.ReadResourceParams{URI: "file:///notes.txt"}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"built-in tools, a denial and an unknown tool", "[policy]\ndeny = [\"bm25_text_search\"]\n", func(t *testing.T, cs *sdk.ClientSession) {
+			if res := call(t, cs, "regex_text_search", map[string]any{"pattern": "b+", "text": "abba"}); res.IsError {
+				t.Fatalf("regex: %+v", res)
+			}
+			if res := call(t, cs, "bm25_text_search", map[string]any{"query": "x", "entries": []any{}}); !res.IsError {
+				t.Fatal("a denied tool ran")
+			}
+			if _, err := cs.CallTool(bg, &sdk.CallToolParams{Name: "no_such_tool"}); err == nil {
+				t.Log("an unknown tool answered a tool error")
+			}
+		}},
+		{"no workspace host", "", func(t *testing.T, cs *sdk.ClientSession) {
+			if res := call(t, cs, "get_selection", map[string]any{}); !res.IsError {
+				t.Fatalf("get_selection with no host: %+v", res)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := record(t, c.config, richUpstream(), func(cs *sdk.ClientSession) { c.drive(t, cs) })
+			res, _ := redriveInto(t, s)
+			if len(res.Runs) < 2 {
+				t.Fatalf("%d runs re-driven", len(res.Runs))
+			}
+			for _, d := range res.Drift {
+				t.Errorf("drift: %s", d)
+			}
+		})
 	}
 }
