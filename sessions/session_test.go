@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -98,4 +99,33 @@ func FuzzDecodeSession(f *testing.F) {
 			t.Fatalf("round trip changed the session")
 		}
 	})
+}
+
+// A step a re-drive could not act on is refused with its line and what it
+// lacks: a hostile or hand-edited file never half-runs.
+func TestDecodeSessionRefusesStepsItCannotRun(t *testing.T) {
+	header := strings.SplitAfter(string(recorded(t)[0]), "\n")[0]
+	header = regexp.MustCompile(`"steps":\d+`).ReplaceAllString(header, `"steps":1`)
+	for step, want := range map[string]string{
+		`{"step":"client"}`:                                         "client step without a method",
+		`{"step":"notify","params":{}}`:                             "notify step without a method",
+		`{"step":"client","method":"m","roots":{"a":1}}`:            "roots are neither a list of URIs nor an error message",
+		`{"step":"host","command":"get_selection"}`:                 "host step needs a command and an answer",
+		`{"step":"host","answer":{"ok":true}}`:                      "host step needs a command and an answer",
+		`{"step":"operator"}`:                                       "operator step without a command",
+		`{"step":"tool","command":"byte_count"}`:                    "tool step needs a tool (command) and a JSON result",
+		`{"step":"upstream","command":"echo","result":{}}`:          "upstream step needs a server",
+		`{"step":"upstream","server":"s","result":{}}`:              "upstream step needs a server",
+		`{"step":"upstream","server":"s","command":"echo"}`:         "upstream step needs a server",
+		`{"step":"client","method":"m","params":"a","reply":"b"} x`: "line 2",
+	} {
+		_, err := DecodeSession(strings.NewReader(header + step + "\n"))
+		var se *SessionError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want a SessionError saying %q", step, err, want)
+		}
+		if se != nil && se.Line != 2 && se.Line != 0 {
+			t.Errorf("%s: the error names line %d, want 2", step, se.Line)
+		}
+	}
 }
