@@ -79,7 +79,7 @@ func render(spans []sdktrace.ReadOnlySpan) string {
 			s.SpanContext().TraceID(), s.StartTime().Sub(t0), s.EndTime().Sub(t0), s.Status().Code, s.Status().Description)
 		var attrs []string
 		for _, a := range s.Attributes() {
-			attrs = append(attrs, fmt.Sprintf("  attr %s=%s", a.Key, a.Value.Emit()))
+			attrs = append(attrs, fmt.Sprintf("  attr %s=%s", a.Key, a.Value.String()))
 		}
 		slices.Sort(attrs)
 		for _, a := range attrs {
@@ -88,7 +88,7 @@ func render(spans []sdktrace.ReadOnlySpan) string {
 		for _, e := range s.Events() {
 			var kv []string
 			for _, a := range e.Attributes {
-				kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.Emit()))
+				kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.String()))
 			}
 			slices.Sort(kv)
 			fmt.Fprintf(&b, "  event %s +%s %s\n", e.Name, e.Time.Sub(t0), strings.Join(kv, " "))
