@@ -4,12 +4,18 @@ BIN      := bin/tracebridge
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit deps fuzz bench bench-peers demo lint clean artifacts sessions crash
+.PHONY: all build dist test unit deps fuzz bench bench-peers demo lint clean artifacts sessions crash
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tracebridge
+
+# Release archives in out/dist: linux, darwin and windows on amd64 and
+# arm64, the version (VERSION, else git describe) stamped, with SHA256SUMS.
+VERSION ?=
+dist:
+	$(GO) run ./cmd/dist -version "$(VERSION)"
 
 # Every test, with the race detector, after vet (also for Windows and
 # macOS, whose code CI cannot run: the named pipes, the peer checks). The
