@@ -18,6 +18,7 @@ const (
 	CodeUnknownQuery    Code = "UnknownQuery"    // a query subject the hub does not serve
 	CodeMalformedQuery  Code = "MalformedQuery"  // a query request could not be decoded
 	CodePayloadMissing  Code = "PayloadMissing"  // an event refers to a payload the store does not hold
+	CodeExportIdle      Code = "ExportIdle"      // a process configured to export (OTLP) cannot: another process holds the hub, or its exporter cannot be built
 
 	// Bridge and host (used from the bridge issue on).
 	CodeUnknownTool       Code = "UnknownTool"
@@ -97,6 +98,7 @@ var codeTable = map[Code]codeInfo{
 	CodeTooLarge:        {outcome: Error, action: "something exceeded its size limit (the message names it): send less in one request", status: http.StatusRequestEntityTooLarge},
 	CodeChainBroken:     {outcome: Denied, action: "the log's hash chain does not verify: run `tracebridge verify` to find the first bad seq, and keep a copy of the data dir before anything else"},
 	CodeLogUnavailable:  {outcome: Denied, action: "the event log refuses writes (the message says why: a disk, a broken chain, an unreachable cluster): run `tracebridge verify` and check the hub's stderr; free disk space if it is full, bring the cluster back if it is down", severity: "error", risk: "high"},
+	CodeExportIdle:      {outcome: Unavailable, action: "only the process that holds the data dir's hub exports, with its own configuration's [otlp]: give that process (the message names it) the same [otlp], or start `tracebridge serve --config FILE` before the AI clients; an exporter that cannot be built names what to fix in [otlp]", severity: "warning", risk: "low"},
 	CodeHubUnavailable:  {outcome: Unavailable, action: "no hub answers for the data dir: start `tracebridge serve` or `tracebridge up`, or check that every process uses the same --data", retry: true},
 	CodeUnknownQuery:    {outcome: Error, action: "a process asked the hub a query it does not serve: check that every process of the data dir runs the same tracebridge version"},
 	CodeMalformedQuery:  {outcome: Error, action: "a process asked the hub a query it could not decode (or a part past a payload's end): check that every process of the data dir runs the same tracebridge version"},

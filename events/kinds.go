@@ -164,6 +164,7 @@ const (
 	KindCheckpointFailed = "log.checkpoint.failed" // checkpoint.json could not be written; the last one stands
 	KindArchived         = "log.archived"          // events moved into a sealed archive segment; the log starts after them
 	KindStreamRefused    = "log.stream.refused"    // a collector did not store a stream message: not an event, or not from where it claims
+	KindExportIdle       = "log.export.idle"       // a process's [otlp] exports nothing: it does not hold the hub, or its exporter cannot be built
 )
 
 func init() {
@@ -239,6 +240,7 @@ func init() {
 	kind(KindCheckpointFailed, BoundaryLog, Hub, Hub, true)
 	kind(KindArchived, BoundaryLog, Hub, Hub, true)
 	kind(KindStreamRefused, BoundaryLog, Hub, Hub, true)
+	kind(KindExportIdle, BoundaryLog, Hub, Hub, true)
 }
 
 // opens declares that k opens a step one of closers must close.

@@ -19,7 +19,7 @@ func (n *Node) Archive(ctx context.Context, dir string, upTo uint64, step func(s
 	}
 	l, ok := b.(*local)
 	if !ok || l.hub == nil || l.key == nil {
-		return store.Segment{}, errors.New("archiving needs the hub's own process: stop the other tracebridge processes of this data dir (serve, up, bridges), or let [retention] in serve or up do it")
+		return store.Segment{}, errors.New("archiving needs the hub's own process: stop the other tracebridge processes of this data dir (serve, up, bridges), or let [retention] in the configuration of the process holding the hub do it")
 	}
 	if _, err := l.hub.proj.CatchUp(ctx, nil); err != nil {
 		return store.Segment{}, err

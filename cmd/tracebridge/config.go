@@ -79,7 +79,7 @@ The file:
                                      # must be in policy.grant, a built-in one
                                      # is refused)
 
-  [otlp]                 # runs as OpenTelemetry traces, sent by the hub (serve, up)
+  [otlp]                 # runs as OpenTelemetry traces, sent by the process holding the hub
   endpoint = "http://127.0.0.1:4318"   # OTLP/HTTP; grpc: host:port
   protocol = "http/protobuf"           # or grpc
   # headers = { Authorization = "Bearer ${secret:OTLP}" }
@@ -94,7 +94,7 @@ The file:
   # user = "alice"       # origin: events go to tb.log.<user>.<machine>
   # stream = "TRACEBRIDGE"
 
-  [retention]            # the hub (serve, up) archives older events on a schedule
+  [retention]            # the process holding the hub archives older events on a schedule
   keep = "90d"           # how long events stay in the hot log
   # dir = "/backups/tracebridge"   # the archive (default: archive/ in the data dir)
   # every = "1h"

@@ -202,7 +202,7 @@ func demoApprove(ctx context.Context, m *Main, ws string) error {
 // operator UI run until ctx ends (Ctrl-C), with one more edit proposal
 // waiting for a decision beside the demo's runs and review.
 func demoKeep(ctx context.Context, m *Main, ws string) error {
-	return m.serveHost(ctx, ws, "demo", nil, web.DefaultAddr, func(url string) {
+	return m.serveHost(ctx, ws, "demo", nil, web.DefaultAddr, "", func(url string) {
 		if err := demoPropose(ctx, m); err != nil {
 			fmt.Fprintf(m.Stderr, "demo: the pending proposal could not be made: %v\n", err)
 		}

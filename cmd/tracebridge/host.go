@@ -31,13 +31,14 @@ func runHost(ctx context.Context, m *Main, args []string) error {
 	root := fs.String("root", "", "the workspace `DIR` every file operation is confined to (required)")
 	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root, split on spaces, no shell (e.g. \"go vet ./...\")")
 	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
-	if err := m.parse(fs, "host --root DIR [--diagnostics COMMAND] [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir, or run/host-<hash>.sock\nwhen another root's host has that), confines every path to --root, and applies\na proposed edit only after an operator approves it (`tracebridge proposals`).\nSeveral roots can have a host each on one data dir: a bridge goes to the one\nholding its client's roots (or its working directory, or $TRACEBRIDGE_HOST);\noperator commands to the one holding the working directory. Runs until\ninterrupted.", args); err != nil {
+	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` whose [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
+	if err := m.parse(fs, "host --root DIR [--diagnostics COMMAND] [--config FILE] [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir, or run/host-<hash>.sock\nwhen another root's host has that), confines every path to --root, and applies\na proposed edit only after an operator approves it (`tracebridge proposals`).\nSeveral roots can have a host each on one data dir: a bridge goes to the one\nholding its client's roots (or its working directory, or $TRACEBRIDGE_HOST);\noperator commands to the one holding the working directory. Runs until\ninterrupted.", args); err != nil {
 		return err
 	}
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "host", diagRunner(*diag, *refresh), "off", nil)
+	return m.serveHost(ctx, *root, "host", diagRunner(*diag, *refresh), "off", *cfgPath, nil)
 }
 
 func diagRunner(command string, refresh time.Duration) *host.DiagnosticsRunner {
@@ -53,20 +54,22 @@ func runUp(ctx context.Context, m *Main, args []string) error {
 	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root (e.g. \"go vet ./...\")")
 	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
 	ui := uiFlag(fs)
-	if err := m.parse(fs, "up --root DIR [--diagnostics COMMAND] [--ui ADDR|off] [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs), the workspace host for DIR and the operator UI (its URL with\nthe launch token is printed to stderr; `tracebridge ui` prints it again), in\none process, until interrupted. AI clients then launch `tracebridge mcp` on\nthe same data dir.", args); err != nil {
+	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` whose [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
+	if err := m.parse(fs, "up --root DIR [--diagnostics COMMAND] [--ui ADDR|off] [--config FILE] [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs), the workspace host for DIR and the operator UI (its URL with\nthe launch token is printed to stderr; `tracebridge ui` prints it again), in\none process, until interrupted. AI clients then launch `tracebridge mcp` on\nthe same data dir.", args); err != nil {
 		return err
 	}
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "up", diagRunner(*diag, *refresh), *ui, nil)
+	return m.serveHost(ctx, *root, "up", diagRunner(*diag, *refresh), *ui, *cfgPath, nil)
 }
 
 // serveHost runs the workspace host for root (and, when this process wins
-// the election, the hub) and the UI on addr ui until ctx ends. ready, if
+// the election, the hub and the duties of cfgPath's configuration) and the
+// UI on addr ui until ctx ends. ready, if
 // set, runs on its own goroutine once the host's pipe and the UI listen,
 // with the UI's URL.
-func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.DiagnosticsRunner, ui string, ready func(uiURL string)) error {
+func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.DiagnosticsRunner, ui, cfgPath string, ready func(uiURL string)) error {
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
@@ -120,11 +123,8 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	if ready != nil {
 		g.addContext(ctx, "ready", func(ctx context.Context) error { ready(url); <-ctx.Done(); return nil })
 	}
-	if name == "up" && node.IsHub() { // the one long-lived process an operator runs: it exports
-		if err := m.addOTLPExporter(ctx, &g, dir, node, log); err != nil {
-			return err
-		}
-		m.addRetention(ctx, &g, dir, node, em, log)
+	if name != "demo" { // the demo's data dir is a scratch one: nothing of it is exported or archived
+		m.addHubDuties(ctx, &g, m.dutyConfig(cfgPath, log), dir, node, em, log)
 	}
 	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), hostPath, role)
 	return g.run()

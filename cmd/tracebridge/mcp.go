@@ -77,6 +77,9 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		m.watchConfig(ctx, *cfgPath, x, em, logger)
 		return nil
 	})
+	if cfgErr == nil {
+		m.addHubDuties(ctx, &g, cfg, dir, node, em, logger)
+	}
 	if *httpAddr != "" {
 		if err := m.addMCPHTTP(ctx, &g, dir, *httpAddr, srv, em, logger); err != nil {
 			return err

@@ -145,25 +145,6 @@ func otlpResource(c *config.Config) *resource.Resource {
 	return resource.NewSchemaless(attrs...)
 }
 
-// addOTLPExporter adds the exporter to a hub process's group when
-// tracebridge.toml has [otlp] endpoint.
-func (m *Main) addOTLPExporter(ctx context.Context, g *group, dir hub.DataDir, node *hub.Node, log *slog.Logger) error {
-	c, err := m.loadConfig("")
-	if err != nil || c.OTLP.Endpoint == "" {
-		return nil // a broken config is the bridge's to report; no [otlp]: nothing to do
-	}
-	x, shutdown, err := m.newExporter(ctx, c, dir, node, log)
-	if err != nil {
-		return err
-	}
-	log.Info("exporting runs as OTLP traces", "endpoint", c.OTLP.Endpoint, "protocol", orDash(c.OTLP.Protocol))
-	g.addContext(ctx, "otlp", func(ctx context.Context) error {
-		defer shutdown()
-		return x.Run(ctx)
-	})
-	return nil
-}
-
 const exportOTLPHelp = `export otlp [--since SEQ|TIME] [--config FILE]
 
 Sends the log's runs to the OTLP endpoint of [otlp] in tracebridge.toml once, up

@@ -27,6 +27,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // otlpReceiver is an OTLP trace receiver (HTTP protobuf and gRPC) that
@@ -418,5 +420,69 @@ func TestOTLPRecordedSessions(t *testing.T) {
 				t.Fatalf("%d runs, %d server spans", n, len(roots))
 			}
 		})
+	}
+}
+
+// The most common setup: [otlp] in the configuration of the bridge an AI
+// client launches, no serve, no up. The bridge that holds the hub exports
+// its runs while it serves; a second bridge on the same data dir, whose
+// [otlp] cannot run (the first holds the hub), says so once on stderr and
+// as log.export.idle, and its runs are exported by the first.
+func TestOTLPFromAClientLaunchedBridge(t *testing.T) {
+	long(t)
+	recv := &otlpReceiver{}
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	cfg := writeConfig(t, fmt.Sprintf("[otlp]\nendpoint = %q\n", srv.URL))
+	data := filepath.Join(t.TempDir(), "data")
+	exported := func(name string) bool {
+		for _, s := range serverSpans(recv.all()) {
+			if s.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	first := startBridge(t, tbBin, data, "2025-11-25", cfg)
+	if _, _, code := first.call(t, "regex_text_search", map[string]any{"pattern": "b", "text": "abc"}); code != "" {
+		t.Fatalf("the first bridge's call: %s", code)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("first bridge stderr:\n%s", first.stderr)
+		}
+	}()
+	eventually(t, 30*time.Second, "the first bridge's call exported", func() bool {
+		return exported("tools/call regex_text_search")
+	})
+	second := startBridge(t, tbBin, data, "2025-11-25", cfg)
+	if _, _, code := second.call(t, "bm25_text_search", map[string]any{"query": "a", "entries": []map[string]string{{"id": "x", "text": "a"}}}); code != "" {
+		t.Fatalf("the second bridge's call: %s", code)
+	}
+	eventually(t, 30*time.Second, "the second bridge's call exported by the first", func() bool {
+		return exported("tools/call bm25_text_search")
+	})
+	eventually(t, 30*time.Second, "the second bridge says its [otlp] exports nothing", func() bool {
+		return strings.Contains(second.stderr.String(), "[otlp] exports nothing from this process")
+	})
+	second.close(t)
+	first.close(t)
+	if n := strings.Count(second.stderr.String(), "[otlp] exports nothing"); n != 1 {
+		t.Errorf("the second bridge said it %d times:\n%s", n, second.stderr)
+	}
+	st := readStore(t, data)
+	defer st.Close()
+	evs, err := st.Range(1, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := 0
+	for _, e := range evs {
+		if e.Kind == events.KindExportIdle && e.Code == events.CodeExportIdle {
+			idle++
+		}
+	}
+	if idle != 1 {
+		t.Fatalf("%d log.export.idle events, want 1", idle)
 	}
 }

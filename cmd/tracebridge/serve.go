@@ -11,7 +11,8 @@ import (
 func runServe(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("serve")
 	ui := uiFlag(fs)
-	if err := m.parse(fs, "serve [--ui ADDR|off] [--data DIR]\n\nRuns the hub of a data dir (embedded NATS on 127.0.0.1, the bbolt log) and the\noperator UI (http://"+web.DefaultAddr+"; the URL with its launch token is printed\nto stderr, and `tracebridge ui` prints it again) until interrupted. Bridges\nand hosts on the same data dir attach to it. Without a running serve, the\nfirst bridge or host to start becomes the hub.", args); err != nil {
+	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` whose [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
+	if err := m.parse(fs, "serve [--ui ADDR|off] [--config FILE] [--data DIR]\n\nRuns the hub of a data dir (embedded NATS on 127.0.0.1, the bbolt log) and the\noperator UI (http://"+web.DefaultAddr+"; the URL with its launch token is printed\nto stderr, and `tracebridge ui` prints it again) until interrupted. Bridges\nand hosts on the same data dir attach to it. Without a running serve, the\nfirst bridge or host to start becomes the hub. The process holding the hub\nexports to [otlp] and archives per [retention] of its own --config.", args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -47,10 +48,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if serveUI != nil {
 		g.addContext(ctx, "ui", serveUI)
 	}
-	if err := m.addOTLPExporter(ctx, &g, dir, node, log); err != nil {
-		return err
-	}
-	m.addRetention(ctx, &g, dir, node, em, log)
+	m.addHubDuties(ctx, &g, m.dutyConfig(*cfgPath, log), dir, node, em, log)
 	fmt.Fprintf(m.Stderr, "tracebridge hub: data %s, bus %s, pid %d. Ctrl-C stops it.\n", dir, info.URL, info.PID)
 	err = g.run()
 	fmt.Fprintln(m.Stderr, "tracebridge hub: stopping")
