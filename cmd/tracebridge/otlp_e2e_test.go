@@ -427,7 +427,8 @@ func TestOTLPRecordedSessions(t *testing.T) {
 // client launches, no serve, no up. The bridge that holds the hub exports
 // its runs while it serves; a second bridge on the same data dir, whose
 // [otlp] cannot run (the first holds the hub), says so once on stderr and
-// as log.export.idle, and its runs are exported by the first.
+// as log.export.idle, and its runs are exported by the first; when the
+// first quits, the second takes the hub over and exports.
 func TestOTLPFromAClientLaunchedBridge(t *testing.T) {
 	long(t)
 	recv := &otlpReceiver{}
@@ -465,8 +466,22 @@ func TestOTLPFromAClientLaunchedBridge(t *testing.T) {
 	eventually(t, 30*time.Second, "the second bridge says its [otlp] exports nothing", func() bool {
 		return strings.Contains(second.stderr.String(), "[otlp] exports nothing from this process")
 	})
-	second.close(t)
+	// The first bridge's client quits: the second takes the hub over at its
+	// next call and exports from the checkpoint.
 	first.close(t)
+	if _, _, code := second.call(t, "regex_text_search", map[string]any{"pattern": "c", "text": "abc"}); code != "" {
+		t.Fatalf("the second bridge's call after the first quit: %s", code)
+	}
+	eventually(t, 30*time.Second, "the second bridge, now the hub, exports", func() bool {
+		n := 0
+		for _, s := range serverSpans(recv.all()) {
+			if s.Name == "tools/call regex_text_search" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	second.close(t)
 	if n := strings.Count(second.stderr.String(), "[otlp] exports nothing"); n != 1 {
 		t.Errorf("the second bridge said it %d times:\n%s", n, second.stderr)
 	}
