@@ -8,15 +8,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
-
-	"github.com/tracebridge/tracebridge/internal/durable"
 
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/durable"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -192,7 +194,10 @@ func (x *Exporter) flush(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := x.Spans.ExportSpans(ctx, x.pending)
 		if err == nil && len(records) > 0 {
-			err = x.Logs.Export(ctx, records)
+			if err = x.Logs.Export(ctx, records); permanent(err) {
+				dropSignal(x, "logs", &x.Logs, err)
+				err = nil
+			}
 		}
 		if err == nil {
 			break
@@ -214,7 +219,10 @@ func (x *Exporter) flush(ctx context.Context) error {
 		backoff = min(backoff*2, 30*time.Second)
 	}
 	if rm := x.hist.data(x.Options.Resource); rm != nil && x.Metrics != nil {
-		if err := x.Metrics.Export(ctx, rm); err != nil && x.Logger != nil {
+		switch err := x.Metrics.Export(ctx, rm); {
+		case permanent(err):
+			dropSignal(x, "metrics", &x.Metrics, err)
+		case err != nil && x.Logger != nil:
 			x.Logger.Warn("otlp metrics not sent (they are not resent: a delta would count twice)", "err", err)
 		}
 	}
@@ -234,4 +242,34 @@ func (x *Exporter) flush(ctx context.Context) error {
 	}
 	x.pending, x.runs = nil, 0
 	return nil
+}
+
+// permanent reports whether an export error will not go away by sending
+// again: the endpoint has no route for that signal (HTTP 404, 405 or 501;
+// gRPC Unimplemented), as a traces-only collector answers metrics and logs.
+func permanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	if st, ok := status.FromError(err); ok && st.Code() == grpccodes.Unimplemented {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{": 404 ", ": 405 ", ": 501 ", "code = Unimplemented"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropSignal stops sending a signal the endpoint does not take, and says
+// so once: traces go on.
+func dropSignal[T any](x *Exporter, signal string, exp *T, err error) {
+	var zero T
+	*exp = zero
+	if x.Logger != nil {
+		x.Logger.Warn("the OTLP endpoint does not take "+signal+": this process sends it no more (traces still go); point [otlp] endpoint at a collector that takes them",
+			"signal", signal, "err", err)
+	}
 }

@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -222,8 +223,16 @@ func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.Sp
 	return s
 }
 
-// resultOf is the envelope's redacted result summary.
+// resultOf is the envelope's redacted result summary, as text: the
+// envelope is JSON, so its result is decoded, not quoted again (a cut
+// envelope gives what its result string holds up to the cut).
 func resultOf(envelope string) string {
+	var env struct {
+		Result string `json:"result"`
+	}
+	if json.Unmarshal([]byte(envelope), &env) == nil {
+		return env.Result
+	}
 	const key = `"result":"`
 	i := strings.Index(envelope, key)
 	if i < 0 {
@@ -231,7 +240,11 @@ func resultOf(envelope string) string {
 	}
 	rest := envelope[i+len(key):]
 	if j := strings.Index(rest, `","`); j >= 0 {
-		return rest[:j]
+		rest = rest[:j]
+	}
+	var s string
+	if json.Unmarshal([]byte(`"`+strings.TrimSuffix(rest, `\`)+`"`), &s) == nil {
+		return s
 	}
 	return rest
 }

@@ -70,3 +70,17 @@ func TestSpansOfARun(t *testing.T) {
 		}
 	}
 }
+
+// The result attribute is the envelope's result as text, not its JSON
+// quoting of it (content = true double-escaped quotes and newlines).
+func TestResultIsNotEscapedTwice(t *testing.T) {
+	for envelope, want := range map[string]string{
+		`{"tool":"t","result":"say \"hi\"\nbye","outcome":"ok"}`: "say \"hi\"\nbye",
+		`{"tool":"t","result":"cut here \"q\" and`:               `cut here "q" and`,
+		`{"tool":"t"}`: "",
+	} {
+		if got := resultOf(envelope); got != want {
+			t.Errorf("resultOf(%s) = %q, want %q", envelope, got, want)
+		}
+	}
+}
