@@ -67,7 +67,7 @@ func record(t *testing.T, cfgText string, dial func(context.Context, string) (sd
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bridge.New(bridge.Parts{Config: cfg, ConfigText: cfgText, Emitter: em, Log: node, Version: "test", Dial: dial,
+	b, err := bridge.New(bridge.Parts{Config: cfg, ConfigText: cfgText, Emitter: em, Log: node, Version: "test", Dial: dial, Logger: quietSDK,
 		Host: pipeHost{pipe.NewClient(pipe.ClientOptions{Path: dir.PipePath(), Recorder: em})}})
 	if err != nil {
 		t.Fatal(err)

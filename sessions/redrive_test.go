@@ -43,7 +43,7 @@ func redriveInto(t *testing.T, s *Session) (*Redriven, *hub.Node) {
 		t.Fatal(err)
 	}
 	node := hubtest.Open(t, hub.Options{Dir: dir, Role: hub.Elect, Now: Clock(s), Name: "session-test"})
-	res, err := Redrive(ctx, s, RedriveOptions{Log: node, PipePath: dir.PipePath(), Version: "test"})
+	res, err := Redrive(ctx, s, RedriveOptions{Log: node, PipePath: dir.PipePath(), Version: "test", Logger: quietSDK})
 	if err != nil {
 		t.Fatalf("%s: %v", s.Header.Name, err)
 	}

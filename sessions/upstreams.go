@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -48,7 +50,9 @@ func (r *RecordedUpstreams) Dial(ctx context.Context, server string) (sdk.Transp
 	if !ok {
 		return nil, fmt.Errorf("the recording has no answers of server %s", server)
 	}
-	srv := sdk.NewServer(&sdk.Implementation{Name: "recorded-" + server, Version: "recording"}, nil)
+	// The SDK's own session chatter (run start, connected, ended) is not
+	// the re-drive's to print.
+	srv := sdk.NewServer(&sdk.Implementation{Name: "recorded-" + server, Version: "recording"}, &sdk.ServerOptions{Logger: quietSDK})
 	for _, d := range descs {
 		var t sdk.Tool
 		if err := json.Unmarshal(d, &t); err != nil || t.Name == "" {
@@ -337,3 +341,6 @@ func RecordedTools(s *Session) []*executor.Tool {
 	}
 	return out
 }
+
+// quietSDK discards the go-sdk server's info logs.
+var quietSDK = slog.New(slog.NewTextHandler(io.Discard, nil))

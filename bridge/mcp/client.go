@@ -119,6 +119,19 @@ func withOneRequest(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oneRequestKey{}, true)
 }
 
+type overHTTPKey struct{}
+
+// withHTTP marks ctx for Serve: the session's client reaches it over
+// Streamable HTTP (its requests record transport "tcp", not "pipe").
+func withHTTP(ctx context.Context) context.Context {
+	return context.WithValue(ctx, overHTTPKey{}, true)
+}
+
+func overHTTP(ctx context.Context) bool {
+	v, _ := ctx.Value(overHTTPKey{}).(bool)
+	return v
+}
+
 func relatedOf(ctx context.Context) RelatedFunc {
 	f, _ := ctx.Value(relatedHookKey{}).(RelatedFunc)
 	return f

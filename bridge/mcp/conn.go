@@ -61,9 +61,14 @@ type connState struct {
 	// belongs to a request in flight (Related).
 	related RelatedFunc
 
+	// transport is how the client reaches this session, as the OTel
+	// conventions name it: "pipe" (stdio) or "tcp" (Streamable HTTP).
+	transport string
+
 	mu       sync.Mutex
 	inflight map[string]*pending // JSON-RPC id → request
 	client   string              // name/version from initialize
+	protocol string              // the protocol version the client asked for at initialize
 	ended    bool
 }
 
@@ -212,9 +217,15 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 	c.mu.Lock()
 	if p.ClientInfo != nil {
 		c.client = strings.TrimSpace(p.ClientInfo.Name + "/" + p.ClientInfo.Version)
-		attrs["protocolVersion"] = p.ProtocolVersion
+		c.protocol = p.ProtocolVersion
 	}
 	attrs["client"] = c.client
+	if c.protocol != "" {
+		attrs["protocolVersion"] = c.protocol
+	}
+	if c.transport != "" {
+		attrs["transport"] = c.transport
+	}
 	c.inflight[idKey(req.ID)] = &pending{id: req.ID, req: reqID, method: req.Method, tool: p.Name, tp: tp, start: c.now(), params: string(req.Params)}
 	c.mu.Unlock()
 	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: events.AttrsOf(attrs)})

@@ -366,7 +366,10 @@ func (s *Server) beforeList(next sdk.MethodHandler) sdk.MethodHandler {
 // session fails, or ctx ends. Every event is flushed before it returns.
 func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	c := &connState{rec: s.opts.Emitter, log: s.opts.Logger, session: s.opts.Emitter.NewID(), codeOf: s.codeOf,
-		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}}
+		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}, transport: "pipe"}
+	if overHTTP(ctx) {
+		c.transport = "tcp"
+	}
 	// The configuration in force, whole (a payload when long; "" for the
 	// defaults): what a session export re-drives with.
 	started := events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK,

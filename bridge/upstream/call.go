@@ -39,7 +39,7 @@ type progressSink struct {
 }
 
 // call runs tool (the upstream's own name) for an executor call: the
-// request goes to the upstream with the client's traceparent and a
+// request goes to the upstream with a traceparent naming this hop's span and a
 // progress token in _meta, and its answer comes back as the upstream sent
 // it. Every failure is an *events.Err with an upstream code.
 func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, error) {
@@ -54,7 +54,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	case <-ctx.Done():
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s has %d calls in flight and none ended before this call's deadline", s.name, maxInFlight)
 	}
-	rec := &callRec{req: c.RequestID, op: c.OperationID, tool: tool}
+	rec := &callRec{req: c.RequestID, op: c.OperationID, tool: tool, span: s.g.opts.Emitter.NewID()}
 	// The pin holds at the moment of writing, on the session that carries
 	// the call: after any restart and refresh, after an approval wait.
 	release, err := s.writeGate(ctx, l, tool)
@@ -75,9 +75,9 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	// request; older protocols were asked once, at connect).
 	//lint:ignore SA1019 logging is deprecated in 2026-07-28 but in its window; the gateway forwards it (issue 13)
 	meta := sdk.Meta{sdk.MetaKeyLogLevel: l.level()}
-	if c.Traceparent != "" {
-		meta["traceparent"] = c.Traceparent
-	}
+	// The upstream's spans are children of this hop's span, in the
+	// client's trace (or the request's own): not of the client's span.
+	meta["traceparent"] = events.Traceparent(c.Traceparent, c.RequestID, rec.span)
 	// The deadline is the server's timeout since the call was sent or since
 	// the server last reported progress on it: a long operation that
 	// reports progress is not cut off.

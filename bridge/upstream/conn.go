@@ -53,6 +53,10 @@ type callRec struct {
 	req, op events.ID
 	tool    string
 	rpcID   string
+	// span is the id of the call's upstream.request.sent, chosen before the
+	// request is built: its traceparent names that event's span (zero: the
+	// emitter's own id). A request sent again gets a fresh id.
+	span events.ID
 	// written, when set, is called as the request goes to the transport
 	// (it releases the server's write gate).
 	written func()
@@ -76,7 +80,9 @@ func (s *Server) sent(ctx context.Context, method, rpcID string) {
 		return
 	}
 	rec.rpcID = rpcID
-	s.emit(events.KindUpstreamRequestSent, rec.req, rec.op, events.OK, "", zeroTime, events.A("method", method, "rpcId", rpcID, projections.AttrUpTool, rec.tool))
+	id := rec.span
+	rec.span = events.ID{}
+	s.emitAs(id, events.KindUpstreamRequestSent, rec.req, rec.op, events.OK, "", zeroTime, events.A("method", method, "rpcId", rpcID, projections.AttrUpTool, rec.tool))
 	if rec.written != nil {
 		rec.written()
 	}

@@ -64,8 +64,13 @@ func newServer(g *Gateway, name string, cfg config.Server) *Server {
 
 // emit records one upstream event for request req (zero: none).
 func (s *Server) emit(kind string, req, op events.ID, outcome events.Outcome, code events.Code, since time.Time, attrs events.Attrs) {
+	s.emitAs(events.ID{}, kind, req, op, outcome, code, since, attrs)
+}
+
+// emitAs is emit with the event's id chosen (zero: a fresh one).
+func (s *Server) emitAs(id events.ID, kind string, req, op events.ID, outcome events.Outcome, code events.Code, since time.Time, attrs events.Attrs) {
 	attrs = attrs.With(events.AttrServer, s.name) // a caller's attributes stay its own
-	e := events.Event{Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: attrs}
+	e := events.Event{ID: id, Kind: kind, RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: attrs}
 	s.g.opts.Emitter.Emit(e.Took(since, s.g.opts.Now()))
 }
 

@@ -19,6 +19,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/events"
 )
 
@@ -342,11 +343,24 @@ func TestGatewayUpstreamFaults(t *testing.T) {
 			t.Fatalf("call %d %s: code %q text %q, want %q containing %q\nstderr:\n%s", i, c.tool, code, oneLine(textOf(res)), c.code, c.text, b.stderr)
 		}
 	}
-	// The client's trace context reaches the upstream in _meta.
+	// The upstream gets a trace context in _meta: the client's trace, with
+	// the span of this hop (its upstream.request.sent) as the parent, so
+	// the upstream's spans nest under the bridge's, not beside them.
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	res, err := b.session.CallTool(context.Background(), &sdk.CallToolParams{Name: "fault__ok", Arguments: map[string]any{}, Meta: sdk.Meta{"traceparent": tp}})
-	if err != nil || !strings.Contains(textOf(res), "traceparent="+tp) {
-		t.Fatalf("traceparent not forwarded: %v %q", err, textOf(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := events.ParseID(fmt.Sprint(res.Meta[bmcp.MetaRequestID]))
+	var hop events.ID
+	for _, e := range requestEventsLive(t, b, req) {
+		if e.Kind == events.KindUpstreamRequestSent {
+			hop = e.ID
+		}
+	}
+	want := events.Traceparent(tp, req, hop)
+	if hop.IsZero() || !strings.Contains(textOf(res), "traceparent="+want) || !strings.HasPrefix(want, "00-4bf92f3577b34da6a3ce929d0e0e4736-") {
+		t.Fatalf("the upstream got %q; want the client's trace with the hop's span, %s", textOf(res), want)
 	}
 	// A call cancelled by the client is cancelled at the upstream too.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

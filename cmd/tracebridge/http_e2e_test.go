@@ -105,6 +105,16 @@ func TestMCPOverHTTP(t *testing.T) {
 				out, _ := exec.Command(tbBin, "--data", data, "tail", "--request", req.String()).Output()
 				return strings.Contains(string(out), "upstream.response.received") && strings.Contains(string(out), "mcp.response.sent")
 			})
+			// Recorded as reached over TCP (OTLP's network.transport), with
+			// the session's protocol version on every request, not only
+			// on initialize.
+			for _, e := range requestEventsLive(t, b, req) {
+				if e.Kind == events.KindMCPRequestReceived {
+					if e.Attrs.Get("transport") != "tcp" || proto != "" && e.Attrs.Get("protocolVersion") != proto {
+						t.Fatalf("the call's request event: %v", e.Attrs)
+					}
+				}
+			}
 		})
 	}
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -123,4 +124,19 @@ func hasKind(evs []events.Event, kind string, code events.Code) bool {
 		}
 	}
 	return false
+}
+
+// requestEventsLive reads one request's events from a running bridge's
+// data dir (`replay --format json` attaches to its hub).
+func requestEventsLive(t *testing.T, b *mcpChild, req events.ID) []events.Event {
+	t.Helper()
+	out, err := exec.Command(tbBin, "--data", b.data, "replay", req.String(), "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("replay %s: %v", req, err)
+	}
+	var run struct{ Events []events.Event }
+	if err := json.Unmarshal(out, &run); err != nil {
+		t.Fatalf("replay %s: %v", req, err)
+	}
+	return run.Events
 }

@@ -40,14 +40,14 @@ func upstreamRun(t *testing.T) []events.Event {
 		}
 		evs = append(evs, e)
 	}
-	call := map[string]string{events.AttrMethod: "tools/call", events.AttrTool: "fs__write_file", "jsonrpcId": "7", "protocolVersion": "2025-11-25"}
+	call := map[string]string{events.AttrMethod: "tools/call", events.AttrTool: "fs__write_file", "jsonrpcId": "7", "protocolVersion": "2025-11-25", "transport": "tcp"}
 	add(0, events.KindMCPRequestReceived, "", call)
 	add(1, events.KindExecutorStarted, "", map[string]string{events.AttrTool: "fs__write_file"})
 	add(1, events.KindPolicyDecided, "", map[string]string{"decision": "approve", "rule": "approval.mode"})
 	add(2, events.KindApprovalRequested, "", map[string]string{events.AttrTool: "fs__write_file"})
 	add(40, events.KindApprovalDecided, "", map[string]string{"decision": "approve", "by": "operator:root"})
 	add(41, events.KindToolStarted, "", map[string]string{events.AttrTool: "fs__write_file"})
-	add(42, events.KindUpstreamRequestSent, "", map[string]string{events.AttrMethod: "tools/call", "server": "fs", "request": `{"path":"notes.txt"}`})
+	add(42, events.KindUpstreamRequestSent, "", map[string]string{events.AttrMethod: "tools/call", "server": "fs", "request": `{"path":"notes.txt"}`, "upstreamTool": "write_file", "rpcId": "3"})
 	add(48, events.KindUpstreamResponse, events.CodeUpstreamError, map[string]string{"server": "fs", events.AttrError: "server fs's tool write_file failed: read-only file system"})
 	add(48, events.KindToolCompleted, events.CodeUpstreamError, map[string]string{events.AttrTool: "fs__write_file"})
 	add(49, events.KindExecutorAudit, events.CodeUpstreamError, map[string]string{events.AttrEnvelope: `{"tool":"fs__write_file","result":"UpstreamError: read-only file system","outcome":"error"}`})

@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
 )
 
@@ -24,20 +24,10 @@ var Scope = instrumentation.Scope{Name: "github.com/tracebridge/tracebridge", Ve
 
 // TraceID is the trace of a run without a client traceparent: derived from
 // its request id.
-func TraceID(req events.ID) trace.TraceID {
-	sum := sha256.Sum256(append([]byte("tracebridge trace\x00"), req[:]...))
-	var id trace.TraceID
-	copy(id[:], sum[:16])
-	return id
-}
+func TraceID(req events.ID) trace.TraceID { return events.TraceID(req) }
 
 // SpanID is the span an event opens (or, for the request, the server span).
-func SpanID(ev events.ID) trace.SpanID {
-	sum := sha256.Sum256(append([]byte("tracebridge span\x00"), ev[:]...))
-	var id trace.SpanID
-	copy(id[:], sum[:8])
-	return id
-}
+func SpanID(ev events.ID) trace.SpanID { return events.SpanID(ev) }
 
 // Options shapes the spans. The zero value exports no arguments or results.
 type Options struct {
@@ -100,10 +90,10 @@ func Spans(evs []events.Event, opts Options) []sdktrace.ReadOnlySpan {
 		}
 		end := closer(evs, i, info.ClosedBy)
 		s := &tracetest.SpanStub{
-			Name:        string(info.Boundary) + " " + e.Kind,
+			Name:        stepName(e, info),
 			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: root.SpanContext.TraceID(), SpanID: SpanID(e.ID), TraceFlags: trace.FlagsSampled}),
 			Parent:      parent.SpanContext, SpanKind: spanKind(info.Boundary), StartTime: e.Time, EndTime: e.Time,
-			Attributes: attrs(e), Resource: opts.Resource, InstrumentationScope: Scope,
+			Attributes: stepAttrs(e), Resource: opts.Resource, InstrumentationScope: Scope,
 		}
 		if end >= 0 {
 			closed[end] = true
@@ -123,6 +113,39 @@ func Spans(evs []events.Event, opts Options) []sdktrace.ReadOnlySpan {
 		out[i] = *s
 	}
 	return out.Snapshots()
+}
+
+// stepName names a step's span: an MCP request to an upstream as the MCP
+// conventions name a client span ("{mcp.method.name} {target}"), every
+// other step by its boundary and kind.
+func stepName(e *events.Event, info events.KindInfo) string {
+	if e.Kind == events.KindUpstreamRequestSent {
+		if m := e.Attrs.Get(events.AttrMethod); m != "" {
+			if target := e.Attrs.Get(projections.AttrUpTool); target != "" {
+				return m + " " + target
+			}
+			return m
+		}
+	}
+	return string(info.Boundary) + " " + e.Kind
+}
+
+// stepAttrs are a step's attributes: its event's, and for an MCP request
+// to an upstream those of the MCP conventions' client span.
+func stepAttrs(e *events.Event) []attribute.KeyValue {
+	out := attrs(e)
+	if e.Kind != events.KindUpstreamRequestSent {
+		return out
+	}
+	m := e.Attrs.Get(events.AttrMethod)
+	out = append(out, semconv.McpMethodNameKey.String(m))
+	if id := e.Attrs.Get("rpcId"); id != "" {
+		out = append(out, semconv.JSONRPCRequestIDKey.String(id))
+	}
+	if m == "tools/call" {
+		out = append(out, semconv.GenAIToolNameKey.String(e.Attrs.Get(projections.AttrUpTool)), semconv.GenAIOperationNameExecuteTool)
+	}
+	return out
 }
 
 // closers are the kinds that close a step some kind opens: the step's span
@@ -181,7 +204,7 @@ func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.Sp
 		Resource: opts.Resource, InstrumentationScope: Scope,
 		Attributes: []attribute.KeyValue{
 			semconv.McpMethodNameKey.String(method),
-			semconv.NetworkTransportPipe,
+			transportOf(req),
 			attribute.String("tracebridge.request.id", req.RequestID.String()),
 		},
 	}
@@ -221,6 +244,16 @@ func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.Sp
 		}
 	}
 	return s
+}
+
+// transportOf is the client's transport as the conventions name it: tcp
+// for Streamable HTTP, pipe for stdio (and for requests recorded before
+// the transport was).
+func transportOf(req *events.Event) attribute.KeyValue {
+	if req.Attrs.Get("transport") == "tcp" {
+		return semconv.NetworkTransportTCP
+	}
+	return semconv.NetworkTransportPipe
 }
 
 // resultOf is the envelope's redacted result summary, as text: the

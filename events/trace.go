@@ -1,0 +1,40 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+)
+
+// TraceID is the trace of a run whose client sent no traceparent: derived
+// from its request id, so a run exported twice has the same trace.
+func TraceID(req ID) [16]byte {
+	sum := sha256.Sum256(append([]byte("tracebridge trace\x00"), req[:]...))
+	var id [16]byte
+	copy(id[:], sum[:16])
+	return id
+}
+
+// SpanID is the span event ev opens (for the request, the server span):
+// the same on every export, and known before the event is stored.
+func SpanID(ev ID) [8]byte {
+	sum := sha256.Sum256(append([]byte("tracebridge span\x00"), ev[:]...))
+	var id [8]byte
+	copy(id[:], sum[:8])
+	return id
+}
+
+var traceparentRE = regexp.MustCompile(`^00-([0-9a-f]{32})-[0-9a-f]{16}-([0-9a-f]{2})$`)
+
+// Traceparent is the W3C trace context of the span event ev opens, in the
+// trace of the client's traceparent tp (its flags kept) or, when tp is not
+// a valid one, in request req's own trace: what the bridge sends a hop it
+// calls, so that hop's spans are children of the bridge's.
+func Traceparent(tp string, req, ev ID) string {
+	span := SpanID(ev)
+	if m := traceparentRE.FindStringSubmatch(tp); m != nil && m[1] != "00000000000000000000000000000000" {
+		return "00-" + m[1] + "-" + hex.EncodeToString(span[:]) + "-" + m[2]
+	}
+	trace := TraceID(req)
+	return "00-" + hex.EncodeToString(trace[:]) + "-" + hex.EncodeToString(span[:]) + "-01"
+}
