@@ -85,6 +85,7 @@ const (
 type codeInfo struct {
 	outcome  Outcome
 	action   string
+	hint     string // what the AI client is told (the tool result), when it differs from nothing
 	severity string // info | warning | error; "": from the outcome
 	risk     string // low | medium | high; "": low
 	status   int    // HTTP status; 0: from the outcome
@@ -97,49 +98,49 @@ var codeTable = map[Code]codeInfo{
 	CodeInvalidEvent:    {outcome: Error, action: "a process recorded an event the catalog does not know: check that every process of the data dir runs the same tracebridge version"},
 	CodeTooLarge:        {outcome: Error, action: "something exceeded its size limit (the message names it): send less in one request", status: http.StatusRequestEntityTooLarge},
 	CodeChainBroken:     {outcome: Denied, action: "the log's hash chain does not verify: run `tracebridge verify` to find the first bad seq, and keep a copy of the data dir before anything else"},
-	CodeLogUnavailable:  {outcome: Denied, action: "the event log refuses writes (the message says why: a disk, a broken chain, an unreachable cluster): run `tracebridge verify` and check the hub's stderr; free disk space if it is full, bring the cluster back if it is down", severity: "error", risk: "high"},
+	CodeLogUnavailable:  {outcome: Denied, action: "the event log refuses writes (the message says why: a disk, a broken chain, an unreachable cluster): run `tracebridge verify` and check the hub's stderr; free disk space if it is full, bring the cluster back if it is down", hint: "this server cannot record calls right now and refuses them; tell the user", severity: "error", risk: "high"},
 	CodeExportIdle:      {outcome: Unavailable, action: "only the process that holds the data dir's hub exports, with its own configuration's [otlp]: give that process (the message names it) the same [otlp], or start `tracebridge serve --config FILE` before the AI clients; an exporter that cannot be built names what to fix in [otlp]", severity: "warning", risk: "low"},
 	CodeHubUnavailable:  {outcome: Unavailable, action: "no hub answers for the data dir: start `tracebridge serve` or `tracebridge up`, or check that every process uses the same --data", retry: true},
 	CodeUnknownQuery:    {outcome: Error, action: "a process asked the hub a query it does not serve: check that every process of the data dir runs the same tracebridge version"},
 	CodeMalformedQuery:  {outcome: Error, action: "a process asked the hub a query it could not decode (or a part past a payload's end): check that every process of the data dir runs the same tracebridge version"},
 	CodePayloadMissing:  {outcome: Error, action: "an event refers to a payload the log does not hold: run `tracebridge verify`; a process that appends must store a payload before the event that refers to it"},
 
-	CodeUnknownTool:       {outcome: Error, action: "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)"},
-	CodePolicyDenied:      {outcome: Denied, action: "grant the capability the tool needs in [policy] grant, or remove the tool from [policy] deny, in tracebridge.toml", severity: "warning", risk: "medium"},
-	CodeApprovalDenied:    {outcome: Denied, action: "an operator or [approval] mode denied the call: re-run it and approve it with `tracebridge approvals` if it was intended", severity: "warning", risk: "medium"},
-	CodeApprovalTimeout:   {outcome: Timeout, action: "nobody decided in time: answer with `tracebridge approvals list` / `approve` while the call waits, or raise [approval] timeout", severity: "warning", risk: "medium"},
-	CodeSecretUnresolved:  {outcome: Error, action: "set the environment variable or file that the tool's [secrets] reference names, then retry", severity: "warning", risk: "high"},
-	CodePipeUnavailable:   {outcome: Unavailable, action: "start the workspace host: `tracebridge up --root <workspace>` (or `tracebridge host --root <workspace>`); set TRACEBRIDGE_HOST if it listens elsewhere"},
-	CodePipeTimeout:       {outcome: Timeout, action: "the workspace host did not answer in time: check it is responsive, or raise [pipe] timeout in tracebridge.toml"},
-	CodeUnknownCommand:    {outcome: Error, action: "the host does not serve that command: check that the bridge and the host run the same tracebridge version"},
-	CodeMalformedEnvelope: {outcome: Error, action: "a pipe frame was not a valid envelope: check that the bridge and the host run the same tracebridge version"},
-	CodeDrift:             {outcome: Error, action: "the file changed since the proposal was made: ask for a new proposal against the current file", status: http.StatusConflict},
-	CodeApplyInterrupted:  {outcome: Error, action: "the host stopped (a crash or power loss) while applying, before any file was written; nothing changed: ask for the proposal again", status: http.StatusConflict},
-	CodeAmbiguous:         {outcome: Error, action: "the original text occurs more than once (or not at all): propose again with more surrounding context", status: http.StatusConflict},
+	CodeUnknownTool:       {outcome: Error, action: "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)", hint: "call tools/list for the tools this server offers"},
+	CodePolicyDenied:      {outcome: Denied, action: "the [policy] table of tracebridge.toml refuses this tool (the message says whether it is listed in deny or needs a capability that grant lacks): change [policy] if the call should run", hint: "this server's policy does not allow this call; do not retry it: tell the user, who decides the policy", severity: "warning", risk: "medium"},
+	CodeApprovalDenied:    {outcome: Denied, action: "an operator or [approval] mode denied the call: re-run it and approve it with `tracebridge approvals` if it was intended", hint: "the call was declined by the person who approves calls and did not run; do not retry it unless the user asks you to", severity: "warning", risk: "medium"},
+	CodeApprovalTimeout:   {outcome: Timeout, action: "nobody decided in time: answer with `tracebridge approvals list` / `approve` while the call waits, or raise [approval] timeout", hint: "nobody approved the call in time and it did not run; tell the user it needs approval, and retry only when they say so", severity: "warning", risk: "medium"},
+	CodeSecretUnresolved:  {outcome: Error, action: "set the environment variable or file that the tool's [secrets] reference names, then retry", hint: "the tool's credentials are not set up; tell the user: retrying will not help", severity: "warning", risk: "high"},
+	CodePipeUnavailable:   {outcome: Unavailable, action: "start the workspace host: `tracebridge up --root <workspace>` (or `tracebridge host --root <workspace>`); set TRACEBRIDGE_HOST if it listens elsewhere", hint: "the user's workspace host is not running, so workspace tools cannot answer; tell the user: retrying now fails the same way"},
+	CodePipeTimeout:       {outcome: Timeout, action: "the workspace host did not answer in time: check it is responsive, or raise [pipe] timeout in tracebridge.toml", hint: "the workspace host did not answer in time; you may retry once"},
+	CodeUnknownCommand:    {outcome: Error, action: "the host does not serve that command: check that the bridge and the host run the same tracebridge version", hint: "the workspace host and this server are different versions; tell the user"},
+	CodeMalformedEnvelope: {outcome: Error, action: "a pipe frame was not a valid envelope: check that the bridge and the host run the same tracebridge version", hint: "the workspace host and this server are different versions; tell the user"},
+	CodeDrift:             {outcome: Error, action: "the file changed since the proposal was made: ask for a new proposal against the current file", hint: "the file changed since the edit was proposed; read it again and propose against its current content", status: http.StatusConflict},
+	CodeApplyInterrupted:  {outcome: Error, action: "the host stopped (a crash or power loss) while applying, before any file was written; nothing changed: ask for the proposal again", hint: "nothing was changed; propose the edit again", status: http.StatusConflict},
+	CodeAmbiguous:         {outcome: Error, action: "the original text occurs more than once (or not at all): propose again with more surrounding context", hint: "the original text occurs more than once or not at all; quote more surrounding text and propose again", status: http.StatusConflict},
 
-	CodeInvalidArguments: {outcome: Error, action: "the arguments do not fit the tool's input schema or limits (the message says which): fix them and call again", status: http.StatusBadRequest},
-	CodeConfigInvalid:    {outcome: Denied, action: "tracebridge.toml is broken, so every tool is denied: run `tracebridge config check --config <file>` and fix what it names", severity: "warning", risk: "medium"},
-	CodeToolError:        {outcome: Error, action: "the tool ran and failed: see the message", severity: "error", risk: "high"},
-	CodeToolPanic:        {outcome: Error, action: "the tool crashed and the bridge kept running: report it with this request id", severity: "error", risk: "high"},
-	CodeToolTimeout:      {outcome: Timeout, action: "raise [tools.<id>] timeout in tracebridge.toml, or narrow the call", severity: "error", risk: "medium"},
-	CodeCancelled:        {outcome: Cancelled, action: "the client cancelled the call: nothing to do unless it was unexpected"},
+	CodeInvalidArguments: {outcome: Error, action: "the arguments do not fit the tool's input schema or limits (the message says which): fix them and call again", hint: "fix the arguments as the message says and call again", status: http.StatusBadRequest},
+	CodeConfigInvalid:    {outcome: Denied, action: "tracebridge.toml is broken, so every tool is denied: run `tracebridge config check --config <file>` and fix what it names", hint: "this server's configuration is broken and every tool is refused; tell the user", severity: "warning", risk: "medium"},
+	CodeToolError:        {outcome: Error, action: "the tool ran and failed: see the message", hint: "the tool failed; the message says why", severity: "error", risk: "high"},
+	CodeToolPanic:        {outcome: Error, action: "the tool crashed and the bridge kept running: report it with this request id", hint: "the tool crashed; tell the user, and do not retry the same call", severity: "error", risk: "high"},
+	CodeToolTimeout:      {outcome: Timeout, action: "raise the tool's timeout (its table under [tools] in tracebridge.toml), or narrow the call", hint: "the call took too long and was stopped; narrow it (less input) or tell the user", severity: "error", risk: "medium"},
+	CodeCancelled:        {outcome: Cancelled, action: "the client cancelled the call: nothing to do unless it was unexpected", hint: "the call was cancelled and did not finish"},
 	CodeMalformedFrame:   {outcome: Error, action: "the client sent a line that is not JSON-RPC: check the client", status: http.StatusBadRequest},
 	CodeInvalidRequest:   {outcome: Error, action: "the client reused a request id still in flight, or sent an id that cannot be echoed exactly: check the client"},
 	CodeInvalidManifest:  {outcome: Error, action: "fix the discovered tool's *.tool.json manifest (the message names the problem)"},
 	CodeDirMissing:       {outcome: Error, action: "create the directory named in [discovery] dirs, or remove it from tracebridge.toml"},
 	CodeForeignPeer:      {outcome: Denied, action: "another user's process is on the other end of the socket: stop it, and point TRACEBRIDGE_HOST at your own host's socket"},
 	CodeUnsafePath:       {outcome: Denied, action: "the socket path is squatted or its directory is open to others: remove the stale file or fix the directory's owner and mode (0700)"},
-	CodePathRefused:      {outcome: Denied, action: "use a path inside the workspace root that names a regular file"},
+	CodePathRefused:      {outcome: Denied, action: "use a path inside the workspace root that names a regular file", hint: "use a path relative to the workspace that names a regular file inside it"},
 	CodeMissingStep:      {outcome: Error, action: "a boundary answered without recording the end of its step: report it with this request id"},
 
-	CodeUpstreamUnavailable:  {outcome: Unavailable, action: "the upstream MCP server could not be reached: run the command or open the URL the message names to see why, fix [servers.<name>] in tracebridge.toml, then call again", severity: "error", risk: "medium"},
-	CodeUpstreamTimeout:      {outcome: Timeout, action: "the upstream MCP server did not answer in time: check it is responsive, or raise [servers.<name>] timeout in tracebridge.toml", severity: "error", risk: "medium"},
-	CodeUpstreamError:        {outcome: Error, action: "the upstream MCP server answered with an error (its code and message follow): fix the call or the server", severity: "error", risk: "high"},
-	CodeUpstreamProtocol:     {outcome: Error, action: "the upstream MCP server broke the protocol (the message says how): report it to its authors; the bridge restarts it on the next call", severity: "error", risk: "high"},
-	CodeUpstreamUnauthorized: {outcome: Denied, action: "the upstream MCP server needs OAuth authorization: run `tracebridge servers login <server>` once (it opens your browser), then call again"},
-	CodeClientError:          {outcome: Error, action: "the MCP client answered the upstream's sampling, elicitation or roots request with an error: see the client's log; the upstream was given that error"},
-	CodeClientIncapable:      {outcome: Unavailable, action: "the upstream asked the MCP client for sampling, elicitation or roots, which that client does not offer (or no client call was in flight to ask): use a client that does, or a tool that does not need it"},
-	CodeToolChanged:          {outcome: Denied, action: "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)", severity: "warning", risk: "high"},
+	CodeUpstreamUnavailable:  {outcome: Unavailable, action: "the upstream MCP server could not be reached: run the command or open the URL the message names to see why, fix that server's table under [servers] in tracebridge.toml, then call again", hint: "the server behind this tool cannot be reached; tell the user: retrying now fails the same way", severity: "error", risk: "medium"},
+	CodeUpstreamTimeout:      {outcome: Timeout, action: "the upstream MCP server did not answer in time: check it is responsive, or raise that server's timeout under [servers] in tracebridge.toml", hint: "the server behind this tool did not answer in time; you may retry once", severity: "error", risk: "medium"},
+	CodeUpstreamError:        {outcome: Error, action: "the upstream MCP server answered with an error (its code and message follow): fix the call or the server", hint: "the server behind this tool answered with an error; the message says why", severity: "error", risk: "high"},
+	CodeUpstreamProtocol:     {outcome: Error, action: "the upstream MCP server broke the protocol (the message says how): report it to its authors; the bridge restarts it on the next call", hint: "the server behind this tool misbehaved; tell the user", severity: "error", risk: "high"},
+	CodeUpstreamUnauthorized: {outcome: Denied, action: "the upstream MCP server needs OAuth authorization: run `tracebridge servers login <server>` once (it opens your browser), then call again", hint: "the server behind this tool needs the user to sign in; tell them: retrying will not help"},
+	CodeClientError:          {outcome: Error, action: "the MCP client answered the upstream's sampling, elicitation or roots request with an error: see the client's log; the upstream was given that error", hint: "the tool asked this client for something (sampling, elicitation or roots) and the client answered with an error"},
+	CodeClientIncapable:      {outcome: Unavailable, action: "the upstream asked the MCP client for sampling, elicitation or roots, which that client does not offer (or no client call was in flight to ask): use a client that does, or a tool that does not need it", hint: "the tool needs something this client does not offer (sampling, elicitation or roots)"},
+	CodeToolChanged:          {outcome: Denied, action: "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)", hint: "this tool changed since it was approved for use and is refused until the user reviews it; do not retry", severity: "warning", risk: "high"},
 
 	CodeForeignHost:     {outcome: Denied, action: "open the UI at the URL `tracebridge ui` prints", status: http.StatusMisdirectedRequest},
 	CodeUnauthenticated: {outcome: Denied, action: "open the URL `tracebridge ui` prints: its token signs the browser in", status: http.StatusUnauthorized},
@@ -180,8 +181,14 @@ func OutcomeOf(c Code) Outcome {
 	return Error
 }
 
-// ActionFor is what an operator can do about a step that failed with c.
+// ActionFor is what an operator can do about a step that failed with c:
+// the evidence, the verdict, the diagram and the UI say it.
 func ActionFor(c Code) string { return codeTable[c].action }
+
+// HintFor is what the AI client is told to do about a call that failed
+// with c ("" when nothing useful): written for a model, not an operator —
+// no commands to run, no configuration to edit; whether to retry.
+func HintFor(c Code) string { return codeTable[c].hint }
 
 // SeverityOf is how an audit envelope rates a call that ended with c:
 // info for none; else the table's, or warning for a refusal, a timeout or

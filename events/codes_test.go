@@ -125,3 +125,24 @@ func TestEveryCodeIsProduced(t *testing.T) {
 		}
 	}
 }
+
+// A hint is written for the AI client that gets the tool result: no
+// command to run, no configuration to edit, no operator's tool — those are
+// the action's, which stays in the evidence and the UI. Every code a tool
+// call can end with has one.
+func TestHintsAreForTheModel(t *testing.T) {
+	operatorWords := regexp.MustCompile("`|tracebridge|\\[[a-z]+[\\].]|\\.toml|TRACEBRIDGE_")
+	for _, c := range []Code{CodeUnknownTool, CodePolicyDenied, CodeApprovalDenied, CodeApprovalTimeout, CodeSecretUnresolved,
+		CodePipeUnavailable, CodePipeTimeout, CodeDrift, CodeAmbiguous, CodeApplyInterrupted, CodeInvalidArguments, CodeConfigInvalid,
+		CodeToolError, CodeToolPanic, CodeToolTimeout, CodePathRefused, CodeUpstreamUnavailable, CodeUpstreamTimeout, CodeUpstreamError,
+		CodeUpstreamProtocol, CodeUpstreamUnauthorized, CodeToolChanged, CodeLogUnavailable} {
+		if HintFor(c) == "" {
+			t.Errorf("%s: no hint for the client", c)
+		}
+	}
+	for _, c := range Codes() {
+		if h := HintFor(c); operatorWords.MatchString(h) {
+			t.Errorf("%s: the hint %q tells the model what only the operator can do", c, h)
+		}
+	}
+}

@@ -61,6 +61,10 @@ type Redriven struct {
 	Runs  []replay.Run // one per client and operator step, in step order
 	Steps []int        // the step index of each run
 	Drift []Drift      // empty: the session behaves as recorded
+
+	// scrub puts the recording's pipe path back where an answer names
+	// the re-drive's.
+	scrub func(string) string
 }
 
 // Drift is one difference between the recording and the re-drive.
@@ -168,6 +172,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		return nil, err
 	}
 	res.Drift = append(res.Drift, upstreams.Drift()...)
+	res.scrub = scrub
 	return res, nil
 }
 
@@ -769,10 +774,14 @@ func (r *Redriven) Accept(ctx context.Context, log events.PayloadReader, s *Sess
 		st := &s.Steps[r.Steps[k]]
 		st.Expect = Crossings(run.Events)
 		if st.Step == StepClient {
-			var err error
-			if st.Reply, err = Reply(ctx, log, run.Events); err != nil {
+			reply, err := Reply(ctx, log, run.Events)
+			if err != nil {
 				return err
 			}
+			if r.scrub != nil {
+				reply = json.RawMessage(r.scrub(string(reply)))
+			}
+			st.Reply = reply
 		}
 	}
 	return nil

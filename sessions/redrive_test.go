@@ -95,3 +95,40 @@ func TestCommittedSessionsRedrive(t *testing.T) {
 	}
 	golden.Check(t, "drift-edited-prompt.txt", text.String())
 }
+
+// Accepting a drift (session replay --update) writes the answer as the
+// recording saw it: the re-drive's own pipe path, which every re-drive
+// differs in, goes back to the recorded one, so the accepted file
+// re-drives with no drift.
+func TestAcceptKeepsTheRecordedPipePath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-drives a committed session (make test runs it)")
+	}
+	b, err := os.ReadFile(filepath.Join("..", "artifacts", "sessions", "host-missing.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DecodeSession(strings.NewReader(strings.Replace(string(b), "no workspace host listens", "no host listens", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, node := redriveInto(t, s)
+	if len(res.Drift) == 0 {
+		t.Fatal("an edited answer did not drift")
+	}
+	if err := res.Accept(context.Background(), node, s); err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	s.Encode(&buf)
+	if !strings.Contains(buf.String(), s.Header.Pipe) {
+		t.Fatalf("the accepted answer does not name the recorded pipe %s", s.Header.Pipe)
+	}
+	again, err := DecodeSession(strings.NewReader(buf.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := redriveInto(t, again); len(res.Drift) != 0 {
+		t.Fatalf("the accepted session drifts: %v", res.Drift)
+	}
+}

@@ -503,15 +503,17 @@ func toResult(r executor.Result) *sdk.CallToolResult {
 		}
 		return res
 	}
-	text := string(r.Code) + ": " + r.Message
-	if r.Action != "" {
-		text += " (" + r.Action + ")"
+	// The client is told what a model can do about it (retry or not, tell
+	// the user); the operator's action stays in the evidence and the UI.
+	text, hint := string(r.Code)+": "+r.Message, events.HintFor(r.Code)
+	if hint != "" {
+		text += " (" + hint + ")"
 	}
 	return &sdk.CallToolResult{
 		IsError: true,
 		Content: []sdk.Content{&sdk.TextContent{Text: text}},
 		StructuredContent: map[string]any{"error": map[string]string{
-			"code": string(r.Code), "message": r.Message, "action": r.Action, "operationId": r.OperationID.String()}},
+			"code": string(r.Code), "message": r.Message, "hint": hint, "operationId": r.OperationID.String()}},
 	}
 }
 

@@ -15,9 +15,10 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 )
 
-// One code, one action: for every code a call can end with here, the tool
-// result, the audit envelope, the verdict and the UI's run page say the
-// same action, the one events.ActionFor gives.
+// One code, one action: for every code a call can end with here, the
+// audit envelope, the verdict and the UI's run page say the same action,
+// the one events.ActionFor gives; the tool result says the code and what
+// a model can do (events.HintFor), never the operator's action.
 func TestOneActionPerCodeEverywhere(t *testing.T) {
 	base := t.TempDir()
 	data := filepath.Join(base, "data")
@@ -52,7 +53,7 @@ func TestOneActionPerCodeEverywhere(t *testing.T) {
 		}
 		want := events.ActionFor(code)
 		var sc struct {
-			Error struct{ Action string } `json:"error"`
+			Error struct{ Hint string } `json:"error"`
 		}
 		raw, _ := json.Marshal(res.StructuredContent)
 		json.Unmarshal(raw, &sc)
@@ -87,7 +88,12 @@ func TestOneActionPerCodeEverywhere(t *testing.T) {
 		}
 		page, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for where, got := range map[string]string{"tool result": sc.Error.Action, "audit envelope": envelope, "verdict": run.Verdict.Action} {
+		// The client is told what a model can do; the operator's action is
+		// in the evidence and the UI, not in the tool result.
+		if hint := events.HintFor(code); hint == "" || sc.Error.Hint != hint || !strings.Contains(textOf(res), hint) || strings.Contains(textOf(res), want) {
+			t.Errorf("%s %s: the tool result %q (hint %q): want the hint %q and not the operator's action", c.tool, code, textOf(res), sc.Error.Hint, hint)
+		}
+		for where, got := range map[string]string{"audit envelope": envelope, "verdict": run.Verdict.Action} {
 			if got != want {
 				t.Errorf("%s %s: %s says %q, want %q", c.tool, code, where, got, want)
 			}
