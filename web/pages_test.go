@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -79,7 +80,7 @@ func TestRunPagesAndTriad(t *testing.T) {
 	}
 	code, body, _ := get(t, c, f.url+"/runs/"+bad.String())
 	if code != http.StatusOK || !strings.Contains(body, `data-code="PolicyDenied"`) || !strings.Contains(body, `data-boundary="policy"`) ||
-		!strings.Contains(body, "What to do: grant the capability") || strings.Contains(body, "<b>not granted</b>") {
+		!strings.Contains(body, "What to do: "+html.EscapeString(events.ActionFor(events.CodePolicyDenied))) || strings.Contains(body, "<b>not granted</b>") {
 		t.Errorf("run page: %d\n%s", code, body)
 	}
 	if code, _, _ := get(t, c, f.url+"/runs/"+f.em.NewID().String()); code != http.StatusNotFound {
