@@ -207,7 +207,7 @@ func (m *Main) flags(name string) *flag.FlagSet {
 func (m *Main) parse(fs *flag.FlagSet, usage string, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tracebridge %s\n\n", usage)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "-help" {
@@ -360,4 +360,66 @@ func durationFlag(fs *flag.FlagSet, name string, def time.Duration, usage string
 		return nil
 	})
 	return &d
+}
+
+// printFlags prints a subcommand's flags as they are typed (--name VALUE):
+// its own first, with their usage; then the two every subcommand takes;
+// then the cluster flags by name only (docs/cluster.md explains them), so
+// they do not bury the subcommand's own.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	var own, common, cluster []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		switch {
+		case f.Name == "data" || f.Name == "log-level":
+			common = append(common, f)
+		case strings.HasPrefix(f.Name, "nats-"):
+			cluster = append(cluster, f)
+		default:
+			own = append(own, f)
+		}
+	})
+	one := func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if len(f.Name) == 1 {
+			name = "-" + f.Name
+		}
+		if kind != "" {
+			name += " " + kind
+		}
+		fmt.Fprintf(w, "  %s\n    \t%s", name, strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
+			fmt.Fprintf(w, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, f := range own {
+		one(f)
+	}
+	if len(common) > 0 {
+		fmt.Fprintln(w, "\nFlags of every subcommand:")
+		for _, f := range common {
+			one(f)
+		}
+	}
+	if len(cluster) > 0 {
+		var names []string
+		for _, f := range cluster {
+			kind, _ := flag.UnquoteUsage(f)
+			names = append(names, "--"+f.Name+" "+kind)
+		}
+		fmt.Fprintln(w, "\nCluster flags (a NATS JetStream cluster as the log: docs/cluster.md; $TRACEBRIDGE_NATS_* and [cluster] set them too):")
+		line := " "
+		for i, n := range names {
+			if i > 0 {
+				line += ","
+			}
+			if len(line)+len(n) > 100 {
+				fmt.Fprintln(w, line)
+				line = " "
+			}
+			line += " " + n
+		}
+		fmt.Fprintln(w, line)
+	}
 }

@@ -28,7 +28,7 @@ func runLoadgen(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&cfg.AnswerBytes, "answer-bytes", 0, "the bytes of each request's pipe answer (over 4 KiB: a payload of its own, kept in the payload store)")
 	acks := fs.Bool("acks", false, "print each event id once it is durable, one per line, on stdout")
 	yes := fs.Bool("yes", false, "append to a data dir that already holds MCP sessions (a user's evidence)")
-	if err := m.parse(fs, "loadgen [--requests N] [--events N] [--concurrency N] [--attr-bytes N] [--answer-bytes N] [--acks]\n\nAppends synthetic requests (each a chain of boundary events followed by a\nflush) through the same path a bridge uses, and reports durable events/s and\nflush latency on stderr. Becomes the hub when none runs.", args); err != nil {
+	if err := m.parse(fs, "loadgen [--requests N] [--events N] [--concurrency N] [--attr-bytes N] [--answer-bytes N] [--acks] [--yes]\n\nAppends synthetic requests (each a chain of boundary events followed by a\nflush) through the same path a bridge uses, and reports durable events/s and\nflush latency on stderr. Becomes the hub when none runs.", args); err != nil {
 		return err
 	}
 	if cfg.Events <= 0 || cfg.Concurrency <= 0 || cfg.Requests < 0 || cfg.AttrBytes < 0 || cfg.AnswerBytes < 0 {

@@ -20,7 +20,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	artifacts := fs.String("artifacts", "", "also write the triad under `ROOT`: artifacts/logs/<slug>.log, .metadata.json, docs/diagrams/<slug>.mmd")
 	archive := fs.String("archive", "", "read a run whose events were archived from the archive `DIR` (see `tracebridge archive`)")
 	exitCode := fs.Bool("exit-code", false, "exit 1 when the run did not succeed (failed, denied or incomplete), for scripts and CI")
-	if err := m.parse(fs, "replay REQUEST_ID [--format text|json|mermaid|md] [--timings] [--artifacts ROOT]\n\nReconstructs one request from the log (the id is in every tool result's\n_meta[\"tracebridge/requestId\"]) and judges it against the expected chain of\nits kind: the first step that failed or never closed, its code, what it means\nand what to do, or where an interrupted run stopped.", args); err != nil {
+	if err := m.parse(fs, "replay REQUEST_ID [--format text|json|mermaid|md] [--timings] [--artifacts ROOT] [--archive DIR] [--exit-code]\n\nReconstructs one request from the log (the id is in every tool result's\n_meta[\"tracebridge/requestId\"]) and judges it against the expected chain of\nits kind: the first step that failed or never closed, its code, what it means\nand what to do, or where an interrupted run stopped.", args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

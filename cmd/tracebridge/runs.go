@@ -24,7 +24,7 @@ func runRuns(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(limit, "n", 20, "the same as --limit (as tail -n)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line (the same as --format json)")
 	format := fs.String("format", "table", "`FORMAT`: table, json (one object per line) or junit (a JUnit XML report: a test case per run, failing with its verdict)")
-	if err := m.parse(fs, "runs [--status ok|failed|denied|incomplete] [--tool T] [--session S] [--limit N] [--format table|json|junit]\n\nLists recorded runs (one per request id), newest first, from the runs\nprojection: method, tool, status, duration, event count and, for runs that\ndid not succeed, the verdict's code and boundary. `tracebridge replay ID`\nexplains one. --format junit reports a session's runs to CI: each run a test\ncase, the ones that did not succeed failing with their code, boundary, message\nand action (`runs --session SID --format junit > report.xml`).", args); err != nil {
+	if err := m.parse(fs, "runs [--kind mcp|other|all] [--status ok|failed|denied|incomplete] [--tool T] [--session S] [--limit N|-n N] [--format table|json|junit] [--json]\n\nLists recorded runs (one per request id), newest first, from the runs\nprojection: method, tool, status, duration, event count and, for runs that\ndid not succeed, the verdict's code and boundary. `tracebridge replay ID`\nexplains one. --format junit reports a session's runs to CI: each run a test\ncase, the ones that did not succeed failing with their code, boundary, message\nand action (`runs --session SID --format junit > report.xml`).", args); err != nil {
 		return err
 	}
 	switch *format {

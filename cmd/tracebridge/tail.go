@@ -78,7 +78,7 @@ func parseTail(ctx context.Context, m *Main, args []string) (tailQuery, error) {
 	since := fs.String("since", "", "only events at or after `WHEN`: a duration back from now (10m, 2h) or an RFC 3339 time")
 	fs.BoolVar(&q.follow, "f", false, "follow: after the stored events, print each new one as the hub commits it, until interrupted")
 	fs.BoolVar(&q.follow, "follow", false, "the same as -f")
-	if err := m.parse(fs, "tail [--request ID] [--json] [-n N] [--from SEQ] [--since WHEN] [-f]\n\nPrints stored events and exits; with -f it then prints each new one as the hub\ncommits it, until interrupted, following the log across hub restarts (with no\nhub running it waits for one).", args); err != nil {
+	if err := m.parse(fs, "tail [--request ID] [--json] [-n N] [--from SEQ] [--since WHEN] [-f|--follow]\n\nPrints stored events and exits; with -f it then prints each new one as the hub\ncommits it, until interrupted, following the log across hub restarts (with no\nhub running it waits for one).", args); err != nil {
 		return q, err
 	}
 	fs.Visit(func(f *flag.Flag) { q.nSet = q.nSet || f.Name == "n" })

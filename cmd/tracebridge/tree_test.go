@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -54,4 +55,34 @@ func containsWord(text, w string) bool {
 		}
 	}
 	return false
+}
+
+// Every command's --help shows its flags as they are typed (--name VALUE,
+// as the README writes them), its own before the common ones, and the
+// cluster flags by name on a few lines, not ten paragraphs; and the usage
+// line names every flag the command has (mcp's used to omit --http).
+func TestHelpShowsFlagsAsTyped(t *testing.T) {
+	single := regexp.MustCompile(`(?m)^\s+-[a-z][a-z-]+\b`)
+	for name := range commands() {
+		var stdout, stderr bytes.Buffer
+		m := &Main{Stdout: &stdout, Stderr: &stderr, Stdin: strings.NewReader(""), Getenv: func(string) string { return "" }}
+		m.Run(context.Background(), []string{name, "--help"})
+		help := stdout.String()
+		if !strings.HasPrefix(help, "Usage: tracebridge ") || !strings.Contains(help, "--data DIR") {
+			continue // a command whose help is its subcommands' list
+		}
+		if single.MatchString(help) {
+			t.Errorf("%s --help prints a long flag with one dash: %q", name, single.FindString(help))
+		}
+		if n := strings.Count(help, "\n") - strings.Count(help[strings.Index(help, "Cluster flags"):], "\n"); strings.Contains(help, "Cluster flags") && strings.Count(help[strings.Index(help, "Cluster flags"):], "\n") > 4 {
+			t.Errorf("%s --help spends more than 4 lines on the cluster flags (%d before them)", name, n)
+		}
+		usage, _, _ := strings.Cut(help, "\n\n") // the usage lines, one per subcommand
+		own, _, _ := strings.Cut(help, "Flags of every subcommand:")
+		for _, f := range regexp.MustCompile(`(?m)^  (--?[a-z][a-z-]*)`).FindAllStringSubmatch(own, -1) {
+			if !strings.Contains(usage, f[1]) && !(name == "completion" || name == "help") {
+				t.Errorf("%s --help: the usage %q does not name %s", name, usage, f[1])
+			}
+		}
+	}
 }
