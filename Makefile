@@ -106,6 +106,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+	@bash .ci/vulncheck
 
 clean:
 	rm -rf bin out
