@@ -49,9 +49,11 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 			return nil
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTOOL\tWAITS UNTIL\tARGS")
+		fmt.Fprintln(tw, "ID\tREQUEST\tTOOL\tWAITS UNTIL\tARGS")
 		for _, p := range pending {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Tool, p.Deadline.Local().Format("15:04:05"), p.Args)
+			// The request's id as `tail --request` and `replay` take it
+			// (a unique prefix serves).
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, shortID(p.RequestID.String()), p.Tool, p.Deadline.Local().Format("15:04:05"), p.Args)
 		}
 		return tw.Flush()
 	case "approve", "deny":

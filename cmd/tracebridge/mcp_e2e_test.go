@@ -303,6 +303,13 @@ func TestMCPDenialsNeverRunTheTool(t *testing.T) {
 				var pending []struct{ ID, Tool string }
 				json.Unmarshal(out, &pending)
 				if len(pending) == 1 && pending[0].Tool == "test_write" {
+					// The table names the waiting call's request, as the
+					// commands that read it take it.
+					table, _ := exec.Command(tbBin, "--data", data, "approvals", "list").Output()
+					req := strings.Fields(strings.Split(string(table), "\n")[1])[1]
+					if !strings.Contains(string(table), "REQUEST") || exec.Command(tbBin, "--data", data, "tail", "--request", req).Run() != nil {
+						t.Errorf("approvals list names no request that tail --request reads:\n%s", table)
+					}
 					exec.Command(tbBin, "--data", data, "approvals", "approve", pending[0].ID, "--reason", "looks fine").Run()
 					return
 				}
