@@ -49,7 +49,7 @@ func ParseClient(b []byte) (map[string]ClientServer, ClientFormat, error) {
 			MCPServers map[string]ClientServer `json:"mcpServers"`
 		} `json:"projects"`
 	}
-	if err := json.Unmarshal(stripJSONComments(b), &doc); err != nil {
+	if err := json.Unmarshal(jsonc(b), &doc); err != nil {
 		return nil, ClientFormat{}, fmt.Errorf("not a client's MCP config (JSON): %v", err)
 	}
 	format := ClientFormat{VSCode: len(doc.Servers) > 0 && len(doc.MCPServers) == 0, Inputs: doc.Inputs}
@@ -94,11 +94,13 @@ func (f ClientFormat) Entry(self, cfg string, env map[string]string) []byte {
 	return b
 }
 
-// stripJSONComments drops // line comments (VS Code's mcp.json allows
-// them), leaving strings alone.
-func stripJSONComments(b []byte) []byte {
+// jsonc is b, written as JSON with comments (VS Code's and Claude Code's
+// files are), as plain JSON: // and /* */ comments and the comma before a
+// closing bracket dropped, strings left alone.
+func jsonc(b []byte) []byte {
 	var out bytes.Buffer
 	inStr, esc := false, false
+	comma := -1 // where in out a comma waits to see what follows it
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		switch {
@@ -111,17 +113,35 @@ func stripJSONComments(b []byte) []byte {
 			} else if c == '"' {
 				inStr = false
 			}
-		case c == '"':
-			inStr = true
-			out.WriteByte(c)
+			continue
 		case c == '/' && i+1 < len(b) && b[i+1] == '/':
 			for i < len(b) && b[i] != '\n' {
 				i++
 			}
 			out.WriteByte('\n')
-		default:
+			continue
+		case c == '/' && i+1 < len(b) && b[i+1] == '*':
+			end := bytes.Index(b[i+2:], []byte("*/"))
+			if end < 0 {
+				return append(out.Bytes(), b[i:]...) // unterminated: JSON says where
+			}
+			i += end + 3
+			out.WriteByte(' ')
+			continue
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			out.WriteByte(c)
+			continue
+		case (c == '}' || c == ']') && comma >= 0:
+			out.Bytes()[comma] = ' ' // a trailing comma
 		}
+		comma = -1
+		switch c {
+		case '"':
+			inStr = true
+		case ',':
+			comma = out.Len()
+		}
+		out.WriteByte(c)
 	}
 	return out.Bytes()
 }
@@ -138,6 +158,8 @@ type Imported struct {
 	TOML      string            // [secrets.*] then [servers.*], sorted by name
 	ClientEnv map[string]string // the secret values the client entry passes in its env
 	Notes     []string          // what the operator should know: renames, credentials left in URLs or argv, VS Code inputs
+	Servers   []string          // the servers imported, by their names here
+	Kept      []string          // the servers left out: the config has them already
 }
 
 // Import turns client entries into [servers.*] sections. Secret-looking
@@ -145,9 +167,21 @@ type Imported struct {
 // variables the client entry passes to tracebridge, and VS Code's
 // ${env:VAR} references to secrets read from VAR; no secret is written to
 // the sections.
-func Import(in map[string]ClientServer) Imported {
+//
+// A server whose name here is one of have (the config's servers) is left
+// out and listed in Kept: importing a client's file again adds what is
+// new.
+func Import(in map[string]ClientServer, have ...string) Imported {
 	im := &importer{out: Imported{ClientEnv: map[string]string{}}, used: map[string]bool{}}
 	for _, orig := range slices.Sorted(maps.Keys(in)) {
+		if name := im.plainName(orig); slices.Contains(have, name) {
+			im.out.Kept = append(im.out.Kept, name)
+			// Its sections are the config's; the client entry still
+			// passes the secrets they read.
+			kept := &importer{out: Imported{ClientEnv: im.out.ClientEnv}, used: map[string]bool{}}
+			kept.server(orig, in[orig])
+			continue
+		}
 		im.server(orig, in[orig])
 	}
 	im.out.TOML = im.secrets.String() + im.servers.String()
@@ -163,13 +197,7 @@ type importer struct {
 // name is a server's name in tracebridge (letters, digits, '-', at most
 // 32, unique), noted when it differs from the client's.
 func (im *importer) name(orig string) string {
-	name := strings.Trim(notNameChars.ReplaceAllString(orig, "-"), "-")
-	if len(name) > 32 {
-		name = name[:32]
-	}
-	if name == "" {
-		name = "server"
-	}
+	name := im.plainName(orig)
 	for base, i := name, 2; im.used[name]; i++ {
 		name = fmt.Sprintf("%s-%d", base, i)
 	}
@@ -180,8 +208,21 @@ func (im *importer) name(orig string) string {
 	return name
 }
 
+// plainName is orig as a name here, before it is made unique.
+func (im *importer) plainName(orig string) string {
+	name := strings.Trim(notNameChars.ReplaceAllString(orig, "-"), "-")
+	if len(name) > 32 {
+		name = name[:32]
+	}
+	if name == "" {
+		name = "server"
+	}
+	return name
+}
+
 func (im *importer) server(orig string, s ClientServer) {
 	name := im.name(orig)
+	im.out.Servers = append(im.out.Servers, name)
 	fmt.Fprintf(&im.servers, "[servers.%s]\n", name)
 	if s.URL != "" || s.Type == "http" || s.Type == "sse" || s.Type == "streamable-http" {
 		im.remote(name, s)
@@ -240,6 +281,9 @@ func (im *importer) ref(server, field, key, value string) string {
 		return value
 	}
 	envName := strings.ToUpper(notEnvChars.ReplaceAllString("TB_"+server+"_"+key, "_"))
+	if prefix := strings.ToUpper(notEnvChars.ReplaceAllString(server+"_", "_")); strings.HasPrefix(strings.ToUpper(key), prefix) {
+		envName = strings.ToUpper(notEnvChars.ReplaceAllString("TB_"+key, "_")) // SQLITE_API_TOKEN of server sqlite: TB_SQLITE_API_TOKEN
+	}
 	im.out.ClientEnv[envName] = value
 	fmt.Fprintf(&im.secrets, "[secrets.%s]\nenv = %s\n\n", envName, tomlString(envName))
 	return "${secret:" + envName + "}"

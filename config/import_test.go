@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -122,4 +123,39 @@ func FuzzParseClient(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Importing again adds what is new: a server the config has already is
+// left out and named; a secret key that starts with its server's name is
+// not named twice (TB_SQLITE_API_TOKEN, not TB_SQLITE_SQLITE_API_TOKEN);
+// JSON with comments and trailing commas (VS Code, Claude Code) is read.
+func TestImportAddsWhatIsNewAndReadsJSONC(t *testing.T) {
+	servers, _, err := ParseClient([]byte(`{
+	  // the user's servers
+	  "mcpServers": {
+	    "sqlite": {"command": "mcp-sqlite", "env": {"SQLITE_API_TOKEN": "t0k3n",},},
+	    /* an old one */ "fs": {"command": "server-filesystem", "args": ["/tmp",],},
+	  },
+	}`))
+	if err != nil {
+		t.Fatalf("JSONC: %v", err)
+	}
+	im := Import(servers, "fs")
+	if !slices.Equal(im.Kept, []string{"fs"}) || !slices.Equal(im.Servers, []string{"sqlite"}) || strings.Contains(im.TOML, "[servers.fs]") {
+		t.Fatalf("kept %v, imported %v:\n%s", im.Kept, im.Servers, im.TOML)
+	}
+	if _, ok := im.ClientEnv["TB_SQLITE_API_TOKEN"]; !ok || strings.Contains(im.TOML, "SQLITE_SQLITE") {
+		t.Fatalf("the secret's env name: %v\n%s", im.ClientEnv, im.TOML)
+	}
+	// The client entry still passes the secrets of a server left out.
+	if again := Import(servers, "sqlite", "fs"); len(again.Servers) != 0 || again.ClientEnv["TB_SQLITE_API_TOKEN"] != "t0k3n" {
+		t.Fatalf("the secret's env name: %v\n%s", im.ClientEnv, im.TOML)
+	}
+	if _, err := Parse("imported", []byte(im.TOML)); err != nil {
+		t.Fatal(err)
+	}
+	// A comma inside a string is the string's.
+	if got := string(jsonc([]byte(`{"a": "x,}", "b": [1, 2,],}`))); got != `{"a": "x,}", "b": [1, 2 ] }` {
+		t.Fatalf("jsonc: %s", got)
+	}
 }

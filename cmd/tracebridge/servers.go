@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/config"
 )
@@ -28,8 +31,8 @@ Values that look like secrets (env keys and headers named like TOKEN, KEY,
 SECRET, PASSWORD, AUTH…) become ${secret:NAME} references to environment
 variables the client entry passes to tracebridge, so no secret is written to
 tracebridge.toml. --write appends the sections to the config file (default:
-$TRACEBRIDGE_CONFIG, else tracebridge.toml in the user config dir), refusing
-server names it already has.`
+$TRACEBRIDGE_CONFIG, else tracebridge.toml in the user config dir): the servers
+it has already are left as they are, and named.`
 
 func runServers(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("servers")
@@ -61,11 +64,18 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		self = "tracebridge"
 	}
-	im := config.Import(servers)
 	// The entry names the file the sections go to unless the bridge finds
 	// it by itself (the default file): a --config or $TRACEBRIDGE_CONFIG
 	// the client does not have would leave it with the built-in tools.
 	path, named := m.configPath(*cfgFlag)
+	// --write adds the servers the config lacks and reports the rest.
+	var have []string
+	if *write && path != "" {
+		if c, err := config.Load(path); err == nil {
+			have = slices.Sorted(maps.Keys(c.Servers))
+		}
+	}
+	im := config.Import(servers, have...)
 	named = named && path != m.defaultConfigPath()
 	if named {
 		if abs, err := filepath.Abs(path); err == nil {
@@ -81,15 +91,22 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 		if path == "" {
 			return errors.New("no config file to write to: pass --config FILE")
 		}
-		wrote, err := config.AppendServers(path, im.TOML)
-		if err != nil {
-			return err
+		if len(im.Kept) > 0 {
+			fmt.Fprintf(m.Stdout, "left out %d servers %s has already: %s (edit them there)\n", len(im.Kept), path, strings.Join(im.Kept, ", "))
 		}
-		via := ""
-		if wrote != path {
-			via = " (the file " + path + " links to)"
+		if len(im.Servers) == 0 {
+			fmt.Fprintf(m.Stdout, "nothing new to write: %s has every server of %s\n", path, src)
+		} else {
+			wrote, err := config.AppendServers(path, im.TOML)
+			if err != nil {
+				return err
+			}
+			via := ""
+			if wrote != path {
+				via = " (the file " + path + " links to)"
+			}
+			fmt.Fprintf(m.Stdout, "wrote %d servers to %s%s: %s (check it: tracebridge config check --config %s)\n", len(im.Servers), wrote, via, strings.Join(im.Servers, ", "), path)
 		}
-		fmt.Fprintf(m.Stdout, "wrote %d servers to %s%s (check it: tracebridge config check --config %s)\n", len(servers), wrote, via, path)
 	} else {
 		fmt.Fprintf(m.Stdout, "# tracebridge.toml: the servers of %s, behind tracebridge\n%s", src, im.TOML)
 	}

@@ -92,8 +92,14 @@ func TestServersImportThenUse(t *testing.T) {
 	if out, err := exec.Command(tbBin, "config", "check", cfgPath).CombinedOutput(); err != nil {
 		t.Fatalf("config check: %v\n%s", err, out)
 	}
-	if out, err := exec.Command(tbBin, "servers", "import", desktop, "--write", "--config", cfgPath).CombinedOutput(); err == nil || !strings.Contains(string(out), "already has [servers.everything]") {
+	// Importing again adds what is new and names what it left as it was.
+	before, _ := os.ReadFile(cfgPath)
+	if out, err = exec.Command(tbBin, "servers", "import", desktop, "--write", "--config", cfgPath).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "has already: everything") || !strings.Contains(string(out), "nothing new to write") {
 		t.Fatalf("a second import: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadFile(cfgPath); string(after) != string(before) {
+		t.Fatalf("a second import changed the config:\n%s", after)
 	}
 	line := string(out[strings.LastIndex(string(out), "{\"mcpServers\""):])
 	var doc struct {
