@@ -5,17 +5,29 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tracebridge/tracebridge/events"
 )
+
+// columns are the widths of the boundary, kind and From→To columns: the
+// catalog's longest, so every line's outcome starts in the same column.
+var columns = func() (c struct{ boundary, kind, parties int }) {
+	for _, k := range events.Kinds() {
+		c.boundary = max(c.boundary, utf8.RuneCountInString(string(k.Boundary)))
+		c.kind = max(c.kind, utf8.RuneCountInString(k.Kind))
+		c.parties = max(c.parties, utf8.RuneCountInString(k.From+"→"+k.To))
+	}
+	return c
+}()
 
 // writeEventLine prints one event as a line a person reads:
 //
 //	seq  time  boundary  kind  From→To  outcome  code  req=…  k=v…
 func writeEventLine(w io.Writer, e *events.Event) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%7d %s %-9s %-26s %-20s %-7s", e.Seq, e.Time.Format("15:04:05.000"), e.Boundary, e.Kind,
-		e.From+"→"+e.To, e.Outcome)
+	fmt.Fprintf(&b, "%7d %s %-*s %-*s %-*s %-7s", e.Seq, e.Time.Format("15:04:05.000"), columns.boundary, e.Boundary, columns.kind, e.Kind,
+		columns.parties, e.From+"→"+e.To, e.Outcome)
 	if e.Code != "" {
 		fmt.Fprintf(&b, " code=%s", e.Code)
 	}

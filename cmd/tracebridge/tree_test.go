@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // The command tree (what completion offers) and each command's own
@@ -83,6 +86,24 @@ func TestHelpShowsFlagsAsTyped(t *testing.T) {
 			if !strings.Contains(usage, f[1]) && !(name == "completion" || name == "help") {
 				t.Errorf("%s --help: the usage %q does not name %s", name, usage, f[1])
 			}
+		}
+	}
+}
+
+// tail's and replay's event lines keep their columns whatever the kind:
+// the outcome starts in the same column for every kind of the catalog
+// (the longest kinds pushed it right).
+func TestEventLinesKeepTheirColumns(t *testing.T) {
+	col := -1
+	for _, k := range events.Kinds() {
+		var b bytes.Buffer
+		writeEventLine(&b, &events.Event{Seq: 1, Kind: k.Kind, Boundary: k.Boundary, From: k.From, To: k.To, Outcome: "timeout"})
+		at := utf8.RuneCountInString(b.String()[:strings.Index(b.String(), " timeout")])
+		if col == -1 {
+			col = at
+		}
+		if at != col {
+			t.Errorf("%s: the outcome starts at column %d, others at %d:\n%s", k.Kind, at, col, b.String())
 		}
 	}
 }
