@@ -83,8 +83,11 @@ func (d *duties) check(ctx context.Context) {
 		d.stop()
 		d.log.Info("this process no longer holds the hub: its exporter and retention stopped (the new hub's process runs its own)")
 	case !isHub && d.c.OTLP.Endpoint != "" && d.m.Now().Sub(d.since) >= dutyGrace:
-		info, _ := d.node.Hub()
-		d.idle(fmt.Sprintf("[otlp] exports nothing from this process: the hub of %s runs in pid %d, which exports only what its own configuration's [otlp] asks", d.dir, info.PID))
+		holder := "another process"
+		if info, ok := d.node.Hub(); ok && info.PID > 0 {
+			holder = fmt.Sprintf("pid %d", info.PID)
+		}
+		d.idle(fmt.Sprintf("[otlp] exports nothing from this process: the hub of %s runs in %s, which exports only what its own configuration's [otlp] asks", d.dir, holder))
 	}
 }
 
