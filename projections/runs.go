@@ -13,7 +13,7 @@ import (
 type runs struct{}
 
 func (runs) Name() string { return ViewRuns }
-func (runs) Version() int { return 2 } // 2: the call's own end, its wait, its proposal's later fate
+func (runs) Version() int { return 3 } // 2: the call's own end, its wait, its proposal's later fate; 3: an operator's command names its run
 
 func (runs) Apply(kv KV, e *events.Event) error {
 	if e.RequestID.IsZero() {

@@ -27,6 +27,9 @@ type Fold struct {
 	LastKind  string          `json:"lastKind,omitempty"`
 	LastBound events.Boundary `json:"lastBoundary,omitempty"`
 	MCP       bool            `json:"mcp,omitempty"` // the run came from an MCP request
+	// Command is the pipe command a run that is not an MCP request began
+	// with (an operator's `proposals approve`, `focus`).
+	Command string `json:"command,omitempty"`
 	// Answered is when the MCP response was sent: the call's own end.
 	Answered time.Time `json:"answered,omitzero"`
 	// WaitMs is the time the call waited for an operator's approval.
@@ -51,6 +54,11 @@ func (f *Fold) Add(e *events.Event) {
 	}
 	if f.Method == "" {
 		f.Method = e.Attrs.Get(events.AttrMethod)
+	}
+	if f.Events == 1 && e.Kind != events.KindMCPRequestReceived {
+		// A run that is an operator's pipe command (proposals approve,
+		// focus) is named by it, as an MCP run by its method.
+		f.Command = e.Attrs.Get(events.AttrCommand)
 	}
 	if e.Kind == events.KindMCPRequestReceived {
 		f.MCP = true
@@ -128,6 +136,7 @@ type Summary struct {
 	RequestID  events.ID `json:"requestId"`
 	SessionID  events.ID `json:"sessionId,omitzero"`
 	Method     string    `json:"method,omitempty"`
+	Command    string    `json:"command,omitempty"` // an operator's run: the pipe command it began with
 	Tool       string    `json:"tool,omitempty"`
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`
@@ -150,7 +159,7 @@ func (f *Fold) Summary() Summary {
 	if !f.Answered.IsZero() {
 		end = f.Answered // the call's own duration; later proposal steps are the operator's
 	}
-	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Tool: f.Tool,
+	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Command: f.Command, Tool: f.Tool,
 		Start: f.Start, End: end, DurationMs: events.Ms(end.Sub(f.Start)), WaitMs: f.WaitMs, Later: f.Later,
 		Status: status, Verdict: v, Events: f.Events, FirstSeq: f.FirstSeq, LastSeq: f.LastSeq}
 }

@@ -119,3 +119,29 @@ func TestHostEventsFollowTheirRequest(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 }
+
+// A run that is an operator's pipe command is named by its command, as an
+// MCP run by its method (runs --kind other showed "-"); its method stays
+// empty (that is what makes it another kind than an MCP client's).
+func TestAnOperatorsRunIsNamedByItsCommand(t *testing.T) {
+	evs := []events.Event{
+		{Seq: 1, Kind: events.KindPipeAttempt, Boundary: events.BoundaryPipe, Outcome: events.OK, Attrs: events.A(events.AttrCommand, "proposals.decide")},
+		{Seq: 2, Kind: events.KindPipeRequestSent, Boundary: events.BoundaryPipe, Outcome: events.OK, Attrs: events.A(events.AttrCommand, "proposals.decide")},
+	}
+	var f Fold
+	for i := range evs {
+		f.Add(&evs[i])
+	}
+	if s := f.Summary(); s.Command != "proposals.decide" || s.Method != "" {
+		t.Fatalf("the operator's run: method %q, command %q", s.Method, s.Command)
+	}
+	mcp := []events.Event{{Seq: 1, Kind: events.KindMCPRequestReceived, Boundary: events.BoundaryMCP, Outcome: events.OK, Attrs: events.A(events.AttrMethod, "tools/call")},
+		{Seq: 2, Kind: events.KindPipeAttempt, Boundary: events.BoundaryPipe, Outcome: events.OK, Attrs: events.A(events.AttrCommand, "get_selection")}}
+	var g Fold
+	for i := range mcp {
+		g.Add(&mcp[i])
+	}
+	if s := g.Summary(); s.Method != "tools/call" || s.Command != "" {
+		t.Fatalf("an MCP run: method %q, command %q", s.Method, s.Command)
+	}
+}

@@ -86,6 +86,11 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws, "svc", "a.go")); !strings.Contains(string(b), "return 2") {
 		t.Fatal("the approved edit was not applied")
 	}
+	// The operator's command is a run of its own, named by its command.
+	eventually(t, 10*time.Second, "runs --kind other names the operator's command", func() bool {
+		out, _ := cli("runs", "--kind", "other")
+		return strings.Contains(out, "pipe proposals.decide")
+	})
 	rejected := propose("svc/a.go", "return 2", "return 3")
 	if out, err := cli("proposals", "reject", rejected); err != nil || !strings.Contains(out, "rejected") {
 		t.Fatalf("reject: %v %s", err, out)

@@ -152,8 +152,12 @@ func writeRuns(w io.Writer, rows []json.RawMessage, archivedBefore uint64) error
 		if s.WaitMs > 0 {
 			wait = fmt.Sprintf("%.0f", s.WaitMs)
 		}
+		method := s.Method
+		if method == "" && s.Command != "" {
+			method = "pipe " + s.Command // an operator's command
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%d\t%s\n", s.RequestID, session, s.Start.Local().Format("15:04:05"),
-			orDash(s.Method), orDash(s.Tool), s.Status, s.DurationMs, wait, s.Events, verdict)
+			orDash(method), orDash(s.Tool), s.Status, s.DurationMs, wait, s.Events, verdict)
 	}
 	return tw.Flush()
 }
