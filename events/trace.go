@@ -24,7 +24,11 @@ func SpanID(ev ID) [8]byte {
 	return id
 }
 
-var traceparentRE = regexp.MustCompile(`^00-([0-9a-f]{32})-[0-9a-f]{16}-([0-9a-f]{2})$`)
+var traceparentRE = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-([0-9a-f]{2})$`)
+
+// ValidTraceparent reports whether tp is a W3C traceparent the bridge
+// keeps (what a client sends in _meta is recorded only when it is one).
+func ValidTraceparent(tp string) bool { return traceparentRE.MatchString(tp) }
 
 // Traceparent is the W3C trace context of the span event ev opens, in the
 // trace of the client's traceparent tp (its flags kept) or, when tp is not

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +29,6 @@ const (
 	hdrTraceparent = "Traceparent"
 )
 
-var traceparentRE = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
 
 // evidenceTransport wraps a transport so its connection leaves evidence.
 type evidenceTransport struct {
@@ -189,7 +187,7 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 	}
 	json.Unmarshal(req.Params, &p) // params that do not decode are the SDK's to refuse
 	tp := ""
-	if traceparentRE.MatchString(p.Meta.Traceparent) {
+	if events.ValidTraceparent(p.Meta.Traceparent) {
 		tp = p.Meta.Traceparent
 	}
 	attrs := map[string]string{"method": req.Method}
