@@ -29,7 +29,6 @@ const (
 	hdrTraceparent = "Traceparent"
 )
 
-
 // evidenceTransport wraps a transport so its connection leaves evidence.
 type evidenceTransport struct {
 	inner sdk.Transport
