@@ -42,3 +42,15 @@ func Traceparent(tp string, req, ev ID) string {
 	trace := TraceID(req)
 	return "00-" + hex.EncodeToString(trace[:]) + "-" + hex.EncodeToString(span[:]) + "-01"
 }
+
+// TraceHex is the trace a request's spans are exported in, as hex: the
+// client's traceparent tp's when it is a valid one, else request req's own
+// (TraceID). Records that name it (an ECS document's trace.id) meet the
+// spans of the same run.
+func TraceHex(tp string, req ID) string {
+	if m := traceparentRE.FindStringSubmatch(tp); m != nil && m[1] != "00000000000000000000000000000000" {
+		return m[1]
+	}
+	trace := TraceID(req)
+	return hex.EncodeToString(trace[:])
+}

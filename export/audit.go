@@ -14,19 +14,25 @@ import (
 )
 
 // AuditLine is one line of `export audit` (docs/audit-export.schema.json):
-// an audit envelope with the event that carried it and the signed
-// checkpoint that covers it.
+// a tool call's audit envelope, or a security event (auditKinds), with the
+// event that carried it and the signed checkpoint that covers it.
 type AuditLine struct {
-	Seq       uint64          `json:"seq"`
-	EventID   events.ID       `json:"eventId"`
-	Time      time.Time       `json:"time"`
-	Hash      string          `json:"hash"`
-	RequestID events.ID       `json:"requestId,omitzero"`
-	SessionID events.ID       `json:"sessionId,omitzero"`
-	Tool      string          `json:"tool,omitempty"`
-	Outcome   events.Outcome  `json:"outcome"`
-	Code      events.Code     `json:"code,omitempty"`
-	Envelope  json.RawMessage `json:"envelope,omitempty"`
+	Seq         uint64         `json:"seq"`
+	EventID     events.ID      `json:"eventId"`
+	Time        time.Time      `json:"time"`
+	Hash        string         `json:"hash"`
+	Kind        string         `json:"kind"`
+	RequestID   events.ID      `json:"requestId,omitzero"`
+	SessionID   events.ID      `json:"sessionId,omitzero"`
+	Traceparent string         `json:"traceparent,omitempty"`
+	Tool        string         `json:"tool,omitempty"`
+	Outcome     events.Outcome `json:"outcome"`
+	Code        events.Code    `json:"code,omitempty"`
+	DurationMs  float64        `json:"durationMs,omitempty"`
+	// Attrs are a security event's attributes, as recorded (redacted at
+	// the source), each whole; a tool call's are in its envelope.
+	Attrs    map[string]string `json:"attrs,omitempty"`
+	Envelope json.RawMessage   `json:"envelope,omitempty"`
 	// EnvelopeCut is the envelope's text when it is not JSON: cut by a log
 	// older than the payload store (over 4 KiB), or over the payload limit.
 	EnvelopeCut string            `json:"envelopeCut,omitempty"`
@@ -42,18 +48,42 @@ type AuditLog interface {
 	Checkpoint(ctx context.Context) (store.Checkpoint, error)
 }
 
+// auditKinds are what the audit export writes: tool calls' envelopes and
+// the security events — refused requests and appends, tool descriptors
+// pinned, changed, removed, accepted and refused, configuration put in
+// force, approvals and proposals decided, the log archived.
+var auditKinds = map[string]bool{
+	events.KindExecutorAudit:   true,
+	events.KindMCPHTTPRejected: true, events.KindUIRejected: true, events.KindStreamRefused: true, events.KindAppendRejected: true,
+	events.KindUpstreamToolPinned: true, events.KindUpstreamToolChanged: true, events.KindUpstreamToolRemoved: true,
+	events.KindUpstreamToolAccepted: true, events.KindUpstreamRefused: true, events.KindUpstreamOfferRefused: true,
+	events.KindConfigLoaded: true, events.KindApprovalDecided: true, events.KindProposalApproved: true,
+	events.KindProposalRejected: true, events.KindArchived: true,
+}
+
+// Format is how an audit line is written.
+type Format string
+
+const (
+	// JSONL writes AuditLine as it is (docs/audit-export.schema.json).
+	JSONL Format = "jsonl"
+	// ECSFormat writes each line as an Elastic Common Schema document.
+	ECSFormat Format = "ecs"
+)
+
 // Audit writes audit lines, each after a checkpoint that covers it.
 type Audit struct {
 	log     AuditLog
 	w       *bufio.Writer
 	since   time.Time
+	format  Format
 	pending []events.Event
 }
 
-// NewAudit writes the envelopes of log to w; since, when set, leaves out
-// those recorded before it.
-func NewAudit(log AuditLog, w io.Writer, since time.Time) *Audit {
-	return &Audit{log: log, w: bufio.NewWriter(w), since: since}
+// NewAudit writes the audit lines of log to w in format; since, when set,
+// leaves out those recorded before it.
+func NewAudit(log AuditLog, w io.Writer, since time.Time, format Format) *Audit {
+	return &Audit{log: log, w: bufio.NewWriter(w), since: since, format: format}
 }
 
 // UpToHead signs a checkpoint of the head and writes every envelope from
@@ -101,7 +131,7 @@ func (x *Audit) Follow(ctx context.Context, from uint64) error {
 }
 
 func (x *Audit) add(e events.Event) {
-	if e.Kind != events.KindExecutorAudit || (!x.since.IsZero() && e.Time.Before(x.since)) {
+	if !auditKinds[e.Kind] || (!x.since.IsZero() && e.Time.Before(x.since)) {
 		return
 	}
 	x.pending = append(x.pending, e)
@@ -121,7 +151,13 @@ func (x *Audit) flush(ctx context.Context, cp *store.Checkpoint) error {
 		if err != nil {
 			return err
 		}
-		if err := enc.Encode(&l); err != nil {
+		var v any = &l
+		if x.format == ECSFormat {
+			if v, err = ECS(l); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(v); err != nil {
 			return err
 		}
 	}
@@ -130,8 +166,19 @@ func (x *Audit) flush(ctx context.Context, cp *store.Checkpoint) error {
 }
 
 func auditLineOf(ctx context.Context, r events.PayloadReader, e events.Event, cp *store.Checkpoint) (AuditLine, error) {
-	l := AuditLine{Seq: e.Seq, EventID: e.ID, Time: e.Time, Hash: e.Hash.String(), RequestID: e.RequestID, SessionID: e.SessionID,
-		Tool: e.Attrs.Get(events.AttrTool), Outcome: e.Outcome, Code: e.Code, Checkpoint: cp}
+	l := AuditLine{Seq: e.Seq, EventID: e.ID, Time: e.Time, Hash: e.Hash.String(), Kind: e.Kind, RequestID: e.RequestID, SessionID: e.SessionID,
+		Traceparent: e.Traceparent, Tool: e.Attrs.Get(events.AttrTool), Outcome: e.Outcome, Code: e.Code, DurationMs: e.DurationMs, Checkpoint: cp}
+	if e.Kind != events.KindExecutorAudit {
+		l.Attrs = map[string]string{}
+		for k, v := range e.Attrs.All() {
+			whole, err := events.ResolveValue(ctx, r, v)
+			if err != nil {
+				return l, fmt.Errorf("attribute %s of seq %d: %w", k, e.Seq, err)
+			}
+			l.Attrs[k] = whole
+		}
+		return l, nil
+	}
 	env, err := events.ResolveValue(ctx, r, e.Attrs.Get(events.AttrEnvelope)) // over 4 KiB: whole in the payload store
 	if err != nil {
 		return l, fmt.Errorf("the envelope of seq %d: %w", e.Seq, err)

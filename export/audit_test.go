@@ -45,7 +45,7 @@ func TestAuditLinesAreCoveredAndWhole(t *testing.T) {
 	lines := func(since time.Time) []AuditLine {
 		t.Helper()
 		var buf bytes.Buffer
-		if err := NewAudit(node, &buf, since).UpToHead(ctx, 1); err != nil {
+		if err := NewAudit(node, &buf, since, JSONL).UpToHead(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		var got []AuditLine
@@ -59,7 +59,7 @@ func TestAuditLinesAreCoveredAndWhole(t *testing.T) {
 		return got
 	}
 	var whole bytes.Buffer
-	if err := NewAudit(node, &whole, time.Time{}).UpToHead(ctx, 1); err != nil {
+	if err := NewAudit(node, &whole, time.Time{}, JSONL).UpToHead(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "audit-lines.jsonl", masked(whole.String()))

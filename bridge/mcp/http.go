@@ -195,7 +195,7 @@ func (f *front) ownOrigin(o string) bool {
 func (f *front) reject(w http.ResponseWriter, r *http.Request, code events.Code, msg string) {
 	status := events.HTTPStatus(code)
 	f.opts.Refusals.Record(code, r.Method+" "+r.URL.Path+" "+r.Host+" "+r.Header.Get("Origin"), map[string]string{
-		"method": r.Method, "path": r.URL.Path, "host": r.Host, "origin": r.Header.Get("Origin"), "error": msg})
+		"method": r.Method, "path": r.URL.Path, "host": r.Host, "origin": r.Header.Get("Origin"), "remote": r.RemoteAddr, "error": msg})
 	if code == events.CodeUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tracebridge"`)
 	}

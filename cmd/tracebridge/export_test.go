@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +18,9 @@ import (
 	"github.com/tracebridge/tracebridge/store"
 )
 
-// export audit writes one line per audit envelope, each valid against the
-// documented schema, in seq order, covered by a signed checkpoint, with no
-// secret; --since resumes; --follow streams new ones.
-func TestExportAudit(t *testing.T) {
+// auditSchema is docs/audit-export.schema.json, resolved.
+func auditSchema(t *testing.T) *jsonschema.Resolved {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "audit-export.schema.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +33,14 @@ func TestExportAudit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the schema does not resolve: %v", err)
 	}
+	return resolved
+}
+
+// export audit writes one line per audit envelope, each valid against the
+// documented schema, in seq order, covered by a signed checkpoint, with no
+// secret; --since resumes; --follow streams new ones.
+func TestExportAudit(t *testing.T) {
+	resolved := auditSchema(t)
 	data := filepath.Join(t.TempDir(), "data")
 	const canary = "siem-canary-0123456789abcdef"
 	cfg := writeConfig(t, "[secrets.K]\nenv = \"TB_SIEM_KEY\"\n[tools.regex_text_search]\nsecrets = [\"K\"]\n[policy]\ndeny = [\"bm25_text_search\"]\n")
@@ -138,13 +146,98 @@ func TestExportAuditLongEnvelope(t *testing.T) {
 		t.Fatalf("export audit: %v", err)
 	}
 	var line struct {
+		Kind        string          `json:"kind"`
 		Envelope    json.RawMessage `json:"envelope"`
 		EnvelopeCut string          `json:"envelopeCut"`
 	}
-	if err := json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), &line); err != nil {
-		t.Fatal(err)
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") { // the tool's pin comes first
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Kind == events.KindExecutorAudit {
+			break
+		}
 	}
 	if line.EnvelopeCut != "" || len(line.Envelope) < 4096 || !strings.Contains(string(line.Envelope), "END-OF-DESCRIPTION") {
 		t.Fatalf("the long envelope was exported as %d bytes of JSON, cut %.120q", len(line.Envelope), line.EnvelopeCut)
+	}
+}
+
+// The audit trail holds the security events too: the HTTP front door's
+// refusals are lines of the native export (valid against its schema) and
+// Elastic Common Schema documents with --format ecs, categorized and
+// carrying who asked for what (the export package checks every kind
+// against the published ECS definition).
+func TestExportAuditSecurityEventsAsECS(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	url, _, _, bridge := startHTTPBridge(t, data)
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{}`))
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	eventually(t, 5*time.Second, "both refusals are recorded", func() bool {
+		return countCode(t, data, events.KindMCPHTTPRejected, events.CodeUnauthenticated) > 0 && countCode(t, data, events.KindMCPHTTPRejected, events.CodeForeignOrigin) > 0
+	})
+	bridge.Process.Signal(os.Interrupt)
+	bridge.Wait()
+
+	export := func(args ...string) []map[string]any {
+		t.Helper()
+		cmd := exec.Command(tbBin, append([]string{"--data", data, "export", "audit"}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("export audit %v: %v\n%s", args, err, stderr.String())
+		}
+		var lines []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, l)
+			}
+			lines = append(lines, v)
+		}
+		return lines
+	}
+	schema := auditSchema(t)
+	native := export()
+	for _, l := range native {
+		if err := schema.Validate(l); err != nil {
+			t.Fatalf("a line does not fit docs/audit-export.schema.json: %v\n%v", err, l)
+		}
+	}
+	ecs := export("--format", "ecs")
+	if len(ecs) != len(native) {
+		t.Fatalf("%d ECS documents for %d lines", len(ecs), len(native))
+	}
+	refused := map[string]map[string]any{}
+	for _, d := range ecs {
+		ev := d["event"].(map[string]any)
+		if d["ecs"].(map[string]any)["version"] != "9.4.0" || d["@timestamp"] == nil {
+			t.Fatalf("not an ECS 9.4 document: %v", d)
+		}
+		if ev["action"] == events.KindMCPHTTPRejected {
+			refused[ev["code"].(string)] = d
+		}
+	}
+	for _, code := range []events.Code{events.CodeUnauthenticated, events.CodeForeignOrigin} {
+		d := refused[string(code)]
+		if d == nil {
+			t.Fatalf("no ECS document for the %s refusal among %d", code, len(ecs))
+		}
+		ev := d["event"].(map[string]any)
+		category := map[events.Code]string{events.CodeUnauthenticated: "[authentication web]", events.CodeForeignOrigin: "[web intrusion_detection]"}[code]
+		if fmt.Sprint(ev["category"]) != category || ev["outcome"] != "failure" ||
+			d["url"].(map[string]any)["path"] != "/mcp" || d["source"].(map[string]any)["address"] == nil {
+			t.Fatalf("the %s refusal as ECS: %v", code, d)
+		}
+	}
+	if o := refused[string(events.CodeForeignOrigin)]["labels"].(map[string]any)["origin"]; o != "https://evil.example" {
+		t.Fatalf("the refused Origin: %v", o)
+	}
+	if out, err := exec.Command(tbBin, "--data", data, "export", "audit", "--format", "cef").CombinedOutput(); err == nil || !strings.Contains(string(out), "want jsonl or ecs") {
+		t.Fatalf("--format cef: %v\n%s", err, out)
 	}
 }
