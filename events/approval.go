@@ -10,6 +10,10 @@ const (
 	AttrDeadline   = "deadline"   // RFC 3339; no decision by then is a denial
 	AttrTool       = "tool"
 	AttrReason     = "reason"
+	// AttrAnnotations is the tool's MCP annotations (JSON) as the client is
+	// shown them, on approval.requested: the operator sees whether it
+	// says it is read-only or destructive.
+	AttrAnnotations = "annotations"
 )
 
 // Decisions: the values of AttrDecision.

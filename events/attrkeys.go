@@ -16,4 +16,5 @@ const (
 	AttrPath     = "path"     // the socket, file or config a step used
 	AttrProposal = "proposal" // the proposal a call made or decided
 	AttrServer   = "server"   // upstream.*: the configured server's name
+	AttrClient   = "client"   // mcp.request.received, executor.*, approval.requested: the MCP client (clientInfo name/version)
 )

@@ -16,13 +16,57 @@ type Approval struct {
 	ArgsHash  string    `json:"argsHash"`
 	Pin       string    `json:"pin,omitempty"` // the upstream descriptor hash the call is bound to
 	Args      string    `json:"args"`
-	Deadline  time.Time `json:"deadline"`
-	Requested time.Time `json:"requested"`
-	State     string    `json:"state"` // pending | decided
-	Decision  string    `json:"decision,omitempty"`
-	By        string    `json:"by,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
-	Decided   time.Time `json:"decided,omitzero"`
+	// Who asks and what the tool says of itself, for the operator to
+	// weigh: the session and its client, the upstream server, the tool's
+	// MCP annotations (JSON).
+	SessionID   events.ID `json:"sessionId,omitzero"`
+	Client      string    `json:"client,omitempty"`
+	Server      string    `json:"server,omitempty"`
+	Annotations string    `json:"annotations,omitempty"`
+	Deadline    time.Time `json:"deadline"`
+	Requested   time.Time `json:"requested"`
+	State       string    `json:"state"` // pending | decided
+	Decision    string    `json:"decision,omitempty"`
+	By          string    `json:"by,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Decided     time.Time `json:"decided,omitzero"`
+}
+
+// Hints is what the tool's annotations say, read as the MCP specification
+// defines their defaults: "read-only", or else "destructive" unless it says
+// it is not, "idempotent", and "open world" unless it says it is not. None
+// when no annotations were recorded.
+func (a Approval) Hints() []string {
+	var h struct {
+		ReadOnly    *bool `json:"readOnlyHint"`
+		Destructive *bool `json:"destructiveHint"`
+		Idempotent  *bool `json:"idempotentHint"`
+		OpenWorld   *bool `json:"openWorldHint"`
+	}
+	if a.Annotations == "" || json.Unmarshal([]byte(a.Annotations), &h) != nil {
+		return nil
+	}
+	is := func(p *bool, unset bool) bool {
+		if p == nil {
+			return unset
+		}
+		return *p
+	}
+	var out []string
+	if is(h.ReadOnly, false) {
+		out = append(out, "read-only")
+	} else {
+		if is(h.Destructive, true) {
+			out = append(out, "destructive")
+		}
+		if is(h.Idempotent, false) {
+			out = append(out, "idempotent")
+		}
+	}
+	if is(h.OpenWorld, true) {
+		out = append(out, "open world")
+	}
+	return out
 }
 
 // Approval states.
@@ -34,7 +78,7 @@ const (
 type approvals struct{}
 
 func (approvals) Name() string { return ViewApprovals }
-func (approvals) Version() int { return 1 }
+func (approvals) Version() int { return 2 } // 2: session, client, server, annotations
 
 func (approvals) Apply(kv KV, e *events.Event) error {
 	id := e.Attrs.Get(events.AttrApprovalID)
@@ -49,7 +93,8 @@ func (approvals) Apply(kv KV, e *events.Event) error {
 	case events.KindApprovalRequested:
 		deadline, _ := time.Parse(time.RFC3339Nano, e.Attrs.Get(events.AttrDeadline))
 		return saveState(kv, key, &Approval{ID: id, Tool: e.Attrs.Get(events.AttrTool), RequestID: e.RequestID,
-			ArgsHash: e.Attrs.Get(events.AttrArgsHash), Pin: e.Attrs.Get(events.AttrPin), Args: e.Attrs.Get("args"), Deadline: deadline, Requested: e.Time, State: ApprovalPending})
+			ArgsHash: e.Attrs.Get(events.AttrArgsHash), Pin: e.Attrs.Get(events.AttrPin), Args: e.Attrs.Get("args"), Deadline: deadline, Requested: e.Time, State: ApprovalPending,
+			SessionID: e.SessionID, Client: e.Attrs.Get(events.AttrClient), Server: e.Attrs.Get(events.AttrServer), Annotations: e.Attrs.Get(events.AttrAnnotations)})
 	case events.KindApprovalDecided:
 		a, ok, err := loadState[Approval](kv, key)
 		if err != nil || !ok || a.State == ApprovalDecided {

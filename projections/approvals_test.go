@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,23 @@ func TestApprovalsView(t *testing.T) {
 	}
 	if a, _ := get(asked); a.State != ApprovalDecided || a.Decision != "deny" || a.By != "alice" {
 		t.Fatalf("decided: %+v", a)
+	}
+}
+
+// An approval shows what the tool's annotations say, with the MCP
+// specification's defaults for what they leave out.
+func TestApprovalHints(t *testing.T) {
+	for annotations, want := range map[string]string{
+		"":                       "",
+		"{}":                     "destructive, open world",
+		`{"readOnlyHint":true}`:  "read-only, open world",
+		`{"readOnlyHint":false}`: "destructive, open world",
+		`{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}`: "idempotent",
+		`{"readOnlyHint":true,"openWorldHint":false}`:                           "read-only",
+		`not json`: "",
+	} {
+		if got := strings.Join(Approval{Annotations: annotations}.Hints(), ", "); got != want {
+			t.Errorf("%s: %q, want %q", annotations, got, want)
+		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 type runs struct{}
 
 func (runs) Name() string { return ViewRuns }
-func (runs) Version() int { return 3 } // 2: the call's own end, its wait, its proposal's later fate; 3: an operator's command names its run
+func (runs) Version() int { return 4 } // 2: the call's own end, its wait, its proposal's later fate; 3: an operator's command names its run; 4: client and server
 
 func (runs) Apply(kv KV, e *events.Event) error {
 	if e.RequestID.IsZero() {
@@ -59,9 +59,9 @@ func RunKind(s replay.Summary) string {
 }
 
 // matches reports whether text occurs (ignoring case) in the run's ids,
-// tool, method, status or verdict.
+// tool, method, client, server, status or verdict.
 func matches(s replay.Summary, text string) bool {
-	hay := strings.ToLower(strings.Join([]string{s.RequestID.String(), s.SessionID.String(), s.Tool, s.Method, s.Status,
+	hay := strings.ToLower(strings.Join([]string{s.RequestID.String(), s.SessionID.String(), s.Tool, s.Method, s.Client, s.Server, s.Status,
 		string(s.Verdict.Code), string(s.Verdict.Boundary), s.Verdict.Message}, " "))
 	return strings.Contains(hay, strings.ToLower(text))
 }

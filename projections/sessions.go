@@ -9,22 +9,25 @@ import (
 
 // Session is one MCP session as the sessions view keeps it.
 type Session struct {
-	SessionID       events.ID   `json:"sessionId"`
-	Client          string      `json:"client,omitempty"` // name/version from initialize
-	ProtocolVersion string      `json:"protocolVersion,omitempty"`
-	Start           time.Time   `json:"start,omitzero"`
-	End             time.Time   `json:"end,omitzero"`
-	Requests        int         `json:"requests"`
-	State           string      `json:"state"` // open, ended, aborted
-	Code            events.Code `json:"code,omitempty"`
-	FirstSeq        uint64      `json:"firstSeq"`
-	LastSeq         uint64      `json:"lastSeq"`
+	SessionID       events.ID `json:"sessionId"`
+	Client          string    `json:"client,omitempty"` // name/version from initialize
+	ProtocolVersion string    `json:"protocolVersion,omitempty"`
+	Start           time.Time `json:"start,omitzero"`
+	End             time.Time `json:"end,omitzero"`
+	Transport       string    `json:"transport,omitempty"` // pipe (stdio) or tcp (the HTTP front door)
+	Requests        int       `json:"requests"`
+	// Failures counts the requests answered with an error or a refusal.
+	Failures int         `json:"failures,omitempty"`
+	State    string      `json:"state"` // open, ended, aborted
+	Code     events.Code `json:"code,omitempty"`
+	FirstSeq uint64      `json:"firstSeq"`
+	LastSeq  uint64      `json:"lastSeq"`
 }
 
 type sessions struct{}
 
 func (sessions) Name() string { return ViewSessions }
-func (sessions) Version() int { return 1 }
+func (sessions) Version() int { return 2 } // 2: transport, failures
 
 func (sessions) Apply(kv KV, e *events.Event) error {
 	if e.SessionID.IsZero() {
@@ -43,11 +46,18 @@ func (sessions) Apply(kv KV, e *events.Event) error {
 		s.Start = e.Time
 	case events.KindMCPRequestReceived:
 		s.Requests++
-		if v := e.Attrs.Get("client"); v != "" {
+		if v := e.Attrs.Get(events.AttrClient); v != "" {
 			s.Client = v
 		}
 		if v := e.Attrs.Get("protocolVersion"); v != "" {
 			s.ProtocolVersion = v
+		}
+		if v := e.Attrs.Get("transport"); v != "" {
+			s.Transport = v
+		}
+	case events.KindMCPResponseSent:
+		if e.Outcome != events.OK && e.Outcome != "" {
+			s.Failures++
 		}
 	case events.KindMCPSessionEnded:
 		s.End, s.State = e.Time, "ended"

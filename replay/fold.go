@@ -30,6 +30,10 @@ type Fold struct {
 	// Command is the pipe command a run that is not an MCP request began
 	// with (an operator's `proposals approve`, `focus`).
 	Command string `json:"command,omitempty"`
+	// Client is the MCP client that sent the request (clientInfo
+	// name/version); Server the upstream server the call went to.
+	Client string `json:"client,omitempty"`
+	Server string `json:"server,omitempty"`
 	// Answered is when the MCP response was sent: the call's own end.
 	Answered time.Time `json:"answered,omitzero"`
 	// WaitMs is the time the call waited for an operator's approval.
@@ -62,6 +66,10 @@ func (f *Fold) Add(e *events.Event) {
 	}
 	if e.Kind == events.KindMCPRequestReceived {
 		f.MCP = true
+		f.Client = e.Attrs.Get(events.AttrClient)
+	}
+	if f.Server == "" && e.Boundary == events.BoundaryUpstream {
+		f.Server = e.Attrs.Get(events.AttrServer)
 	}
 	if e.Kind == events.KindMCPResponseSent && f.Answered.IsZero() {
 		f.Answered = e.Time
@@ -138,6 +146,8 @@ type Summary struct {
 	Method     string    `json:"method,omitempty"`
 	Command    string    `json:"command,omitempty"` // an operator's run: the pipe command it began with
 	Tool       string    `json:"tool,omitempty"`
+	Client     string    `json:"client,omitempty"` // the MCP client (name/version)
+	Server     string    `json:"server,omitempty"` // the upstream server the call went to
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`
 	DurationMs float64   `json:"durationMs"`
@@ -159,7 +169,7 @@ func (f *Fold) Summary() Summary {
 	if !f.Answered.IsZero() {
 		end = f.Answered // the call's own duration; later proposal steps are the operator's
 	}
-	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Command: f.Command, Tool: f.Tool,
+	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Command: f.Command, Tool: f.Tool, Client: f.Client, Server: f.Server,
 		Start: f.Start, End: end, DurationMs: events.Ms(end.Sub(f.Start)), WaitMs: f.WaitMs, Later: f.Later,
 		Status: status, Verdict: v, Events: f.Events, FirstSeq: f.FirstSeq, LastSeq: f.LastSeq}
 }

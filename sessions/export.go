@@ -272,7 +272,7 @@ func (x *runExport) request(e *events.Event) {
 	}
 	x.lead = &Step{Step: StepClient, Method: e.Attrs.Get(events.AttrMethod), RequestID: e.RequestID}
 	if e.Attrs.Get(events.AttrMethod) == "initialize" {
-		x.s.Header.Client, x.s.Header.ProtocolVersion = e.Attrs.Get("client"), e.Attrs.Get("protocolVersion")
+		x.s.Header.Client, x.s.Header.ProtocolVersion = e.Attrs.Get(events.AttrClient), e.Attrs.Get("protocolVersion")
 	}
 }
 

@@ -68,6 +68,17 @@ var funcs = template.FuncMap{
 		return "ctx"
 	},
 	"add": func(a, b int) int { return a + b },
+	// transport names how a session reached the bridge as its client was
+	// configured: stdio (a pipe) or HTTP (the front door, over TCP).
+	"transport": func(t string) string {
+		switch t {
+		case "pipe":
+			return "stdio"
+		case "tcp":
+			return "HTTP"
+		}
+		return t
+	},
 }
 
 var pages = func() map[string]*template.Template {
@@ -304,12 +315,13 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 
 type sessionsData struct {
 	Sessions []projections.Session
+	Export   bool // each can be downloaded as a recorded-session file
 }
 
 func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: projections.ViewSessions, Limit: runsLimit})
 	p := page{Title: "Sessions", Nav: "sessions"}
-	d := sessionsData{}
+	d := sessionsData{Export: s.opts.ExportSession != nil}
 	for _, row := range rows {
 		var ss projections.Session
 		if json.Unmarshal(row, &ss) == nil {
@@ -321,6 +333,25 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Data = d
 	s.render(w, r, "sessions", p)
+}
+
+// sessionExport answers with session id as a recorded-session file, to be
+// saved (`tracebridge session replay FILE` re-drives it).
+func (s *Server) sessionExport(w http.ResponseWriter, r *http.Request) {
+	id, err := events.ParseID(r.PathValue("id"))
+	if err != nil || s.opts.ExportSession == nil {
+		http.NotFound(w, r)
+		return
+	}
+	var buf bytes.Buffer
+	if err := s.opts.ExportSession(r.Context(), id, &buf); err != nil {
+		http.Error(w, "the session could not be exported: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/jsonl")
+	w.Header().Set("Content-Disposition", `attachment; filename="session-`+strings.ToLower(id.String())+`.jsonl"`)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
 }
 
 // maxSessionEvents caps the diagram of one session.

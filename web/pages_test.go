@@ -119,6 +119,21 @@ func TestAssetsListNoDirectory(t *testing.T) {
 	}
 }
 
+// Every page names its icon, and /favicon.ico (which browsers ask for
+// unbidden) leads to it: no 404 on any page.
+func TestFavicon(t *testing.T) {
+	f := newFixture(t)
+	c, _ := f.login()
+	_, body, _ := get(t, c, f.url+"/runs")
+	if !strings.Contains(body, `<link rel="icon" href="/assets/favicon.svg"`) {
+		t.Error("the page names no icon")
+	}
+	code, icon, h := get(t, c, f.url+"/favicon.ico")
+	if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "image/svg+xml") || !strings.HasPrefix(icon, "<svg") {
+		t.Errorf("/favicon.ico: %d %s %.40q", code, h.Get("Content-Type"), icon)
+	}
+}
+
 // A call answered fine whose proposal later met Drift reads as ok, with the
 // proposal's fate and the operator wait apart.
 func TestRunPageKeepsTheCallApartFromItsProposal(t *testing.T) {

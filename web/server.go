@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -74,6 +75,10 @@ type Options struct {
 	Descriptors string
 	// Operator names who decides in recorded decisions ("operator:alice").
 	Operator string
+	// ExportSession writes session id as a recorded-session file (what
+	// `tracebridge session export` writes) to w. Nil: the UI offers no
+	// export.
+	ExportSession func(ctx context.Context, id events.ID, w io.Writer) error
 }
 
 // Server is the operator UI.
@@ -198,7 +203,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // Handler is the UI behind its guard.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /assets/", assetHandler())
+	assets := assetHandler()
+	mux.Handle("GET /assets/", assets)
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { // what a browser asks for unbidden
+		r.URL.Path = "/assets/favicon.svg"
+		assets.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/runs", http.StatusSeeOther)
 	})
@@ -208,6 +218,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /runs/{id}/triad.zip", s.triad)
 	mux.HandleFunc("GET /sessions", s.sessionsPage)
 	mux.HandleFunc("GET /sessions/{id}", s.sessionPage)
+	mux.HandleFunc("GET /sessions/{id}/session.jsonl", s.sessionExport)
 	mux.HandleFunc("GET /approvals", s.approvalsPage)
 	mux.HandleFunc("GET /reviews", s.reviewsPage)
 	mux.HandleFunc("GET /workspace", s.workspacePage)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -183,7 +184,7 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 		res.OperationID = c.op
 		c.audit(&res)
 	}()
-	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, events.A("client", inv.Client, events.AttrArgsHash, ArgsHash(inv.Args)))
+	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, events.A(events.AttrClient, inv.Client, events.AttrArgsHash, ArgsHash(inv.Args)))
 	if r, done := c.resolve(ctx); done {
 		return r
 	}
@@ -245,7 +246,7 @@ func (c *call) resolve(ctx context.Context) (Result, bool) {
 func (c *call) authorize() (Result, bool) {
 	d := c.r.policy.decide(&c.tool.Descriptor)
 	c.env.Policy = &d
-	attrs := events.A(events.AttrReason, d.Reason, "client", c.inv.Client, "session", c.inv.SessionID.String())
+	attrs := events.A(events.AttrReason, d.Reason, events.AttrClient, c.inv.Client, "session", c.inv.SessionID.String())
 	if !d.Allowed {
 		code := events.CodePolicyDenied
 		if c.r.policy.broken != nil {
@@ -314,6 +315,13 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	if c.tool.Pin != "" {
 		asked.Set(events.AttrPin, c.tool.Pin)
 	}
+	// What the operator weighs besides the arguments: who asks, and what
+	// the tool says of itself.
+	asked.Set(events.AttrClient, c.inv.Client)
+	if server, ok := strings.CutPrefix(c.tool.Source, "upstream:"); ok {
+		asked.Set(events.AttrServer, server)
+	}
+	asked.Set(events.AttrAnnotations, annotationsOf(c.tool))
 	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, asked)
 	if err := c.flush(ctx); err != nil {
 		decided(events.Denied, events.CodeLogUnavailable, events.Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)

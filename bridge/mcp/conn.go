@@ -216,7 +216,7 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 		c.client = strings.TrimSpace(p.ClientInfo.Name + "/" + p.ClientInfo.Version)
 		c.protocol = p.ProtocolVersion
 	}
-	attrs["client"] = c.client
+	attrs[events.AttrClient] = c.client
 	if c.protocol != "" {
 		attrs["protocolVersion"] = c.protocol
 	}

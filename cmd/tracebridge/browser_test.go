@@ -342,11 +342,19 @@ func TestOperatorUIInBrowser(t *testing.T) {
 	if !ok {
 		t.Fatal("no session listed")
 	}
-	run(t, ctx, "session diagram", chromedp.Navigate(root+href),
+	// In a window narrower than the diagram, its text keeps its size and
+	// the diagram scrolls, rather than shrinking to fit.
+	var text struct{ Height, Scroll, Width float64 }
+	run(t, ctx, "session diagram", chromedp.EmulateViewport(700, 1000), chromedp.Navigate(root+href),
 		chromedp.Poll(`document.body.dataset.mermaid`, &mermaidState, chromedp.WithPollingTimeout(20*time.Second)),
-		chromedp.Evaluate(`document.querySelectorAll(".diagram svg").length`, &svgs))
+		chromedp.Evaluate(`document.querySelectorAll(".diagram svg").length`, &svgs),
+		chromedp.Evaluate(`(() => { const d = document.querySelector(".diagram"), m = d.querySelector("text.messageText");
+			return {Height: m ? m.getBoundingClientRect().height : 0, Scroll: d.scrollWidth, Width: d.clientWidth} })()`, &text))
 	if mermaidState != "done" || svgs != 1 {
 		t.Errorf("session diagram: %q, %d svg", mermaidState, svgs)
+	}
+	if text.Height < 12 || text.Scroll <= text.Width {
+		t.Errorf("in a 700 px window the diagram's message text is %.1f px high (want 12 or more), the diagram %.0f px wide in %.0f px", text.Height, text.Scroll, text.Width)
 	}
 	screenshot(t, ctx, "session")
 }
@@ -393,6 +401,14 @@ func TestToolApprovalInBrowser(t *testing.T) {
 	if !strings.Contains(args, marker) {
 		t.Errorf("the approval shows arguments %q", args)
 	}
+	// Who asks and what the tool says of itself are beside the arguments.
+	var who, sessionHref string
+	run(t, ctx, "who asks", chromedp.Text("article.approval p.who", &who, chromedp.ByQuery),
+		chromedp.AttributeValue("article.approval p.who a.session", "href", &sessionHref, nil, chromedp.ByQuery))
+	if !strings.Contains(who, "client e2e/1.0") || !strings.Contains(who, "destructive") || !strings.HasPrefix(sessionHref, "/sessions/") {
+		t.Errorf("the approval shows %q (session %q): want the client, the tool's hints and the session", who, sessionHref)
+	}
+	screenshot(t, ctx, "approval-pending")
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the tool ran before it was approved")
 	}
@@ -414,6 +430,30 @@ func TestToolApprovalInBrowser(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatal("the approved tool did not run")
 	}
+	// The runs list names the client and the wait; the sessions list the
+	// transport and the failures, and exports the session as a file
+	// `session replay` takes.
+	var client, wait string
+	run(t, ctx, "runs list", chromedp.Navigate(root+"/runs?kind=all"), chromedp.WaitVisible("#runs-body", chromedp.ByQuery),
+		chromedp.Evaluate(`(() => { const r = [...document.querySelectorAll("#runs-body tr.run")].find(r => r.textContent.includes("test_write")); return r ? r.querySelector("td.client").textContent : "" })()`, &client),
+		chromedp.Evaluate(`(() => { const r = [...document.querySelectorAll("#runs-body tr.run")].find(r => r.textContent.includes("test_write")); return r ? r.querySelector("td.wait").textContent : "" })()`, &wait))
+	if client != "e2e/1.0" || wait == "" {
+		t.Errorf("the test_write run lists client %q, wait %q", client, wait)
+	}
+	var transport, exported string
+	run(t, ctx, "sessions list", chromedp.Navigate(root+"/sessions"), chromedp.WaitVisible("table.sessions", chromedp.ByQuery),
+		chromedp.Text(`table.sessions td.transport`, &transport, chromedp.ByQuery),
+		await(`fetch(document.querySelector("table.sessions a.export").href).then(r => r.text())`, &exported))
+	if transport != "stdio" {
+		t.Errorf("the session's transport: %q", transport)
+	}
+	sessionFile := filepath.Join(base, "exported.jsonl")
+	os.WriteFile(sessionFile, []byte(exported), 0o600)
+	if out, err := exec.Command(tbTestBin, "--data", filepath.Join(base, "redrive"), "session", "replay", sessionFile).CombinedOutput(); err != nil {
+		t.Errorf("the session exported from the UI does not re-drive: %v\n%s\n%.400s", err, out, exported)
+	}
+	screenshot(t, ctx, "sessions")
+
 	var decided []events.Event
 	for _, e := range requestEventsOf(t, data, "test_write") {
 		if e.Kind == events.KindApprovalDecided {

@@ -134,7 +134,7 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("session export")
 	out := fs.String("o", "", "write the session to `FILE` (.jsonl; - for stdout)")
 	cfgPath := fs.String("config", "", "re-drive with the tracebridge.toml `FILE` (default: the configuration the bridge recorded when the session started)")
-	name := fs.String("name", "", "the session's name in the file (default: the file's base name)")
+	nameFlag := fs.String("name", "", "the session's name in the file (default: the file's base name)")
 	if err := m.parse(fs, sessionUsage, args); err != nil {
 		return err
 	}
@@ -162,19 +162,14 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer node.Close()
-	in, err := sessions.Gather(ctx, node, sid)
-	if err != nil {
-		return err
-	}
-	in.Config, in.TodayConfig, in.Version = cfgText, today, Version
-	in.Name = *name
-	if in.Name == "" {
-		in.Name = strings.TrimSuffix(filepath.Base(*out), filepath.Ext(*out))
+	name := *nameFlag
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(*out), filepath.Ext(*out))
 		if *out == "-" {
-			in.Name = "session-" + strings.ToLower(sid.String())
+			name = ""
 		}
 	}
-	s, err := sessions.Export(in)
+	s, err := exportSession(ctx, node, sid, cfgText, today, name)
 	if err != nil {
 		return err
 	}
@@ -191,6 +186,21 @@ func runSessionExport(ctx context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "wrote %s: %d steps of session %s\n", *out, len(s.Steps), sid)
 	return nil
+}
+
+// exportSession is session sid of log as a recorded-session file named
+// name ("": session-<id>), re-driven with cfgText ("": the configuration
+// the bridge recorded, or today's, for a log that predates it).
+func exportSession(ctx context.Context, log sessions.EvidenceLog, sid events.ID, cfgText, today, name string) (*sessions.Session, error) {
+	in, err := sessions.Gather(ctx, log, sid)
+	if err != nil {
+		return nil, err
+	}
+	in.Config, in.TodayConfig, in.Version, in.Name = cfgText, today, Version, name
+	if in.Name == "" {
+		in.Name = "session-" + strings.ToLower(sid.String())
+	}
+	return sessions.Export(in)
 }
 
 // configText is the tracebridge.toml `tracebridge mcp` would use, as text

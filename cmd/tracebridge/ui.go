@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -68,7 +69,18 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 	}
 	client := pipe.NewClient(pipe.ClientOptions{Path: hostPath, Recorder: em, Logger: log, Timeout: 35 * time.Second})
 	srv, err := web.New(web.Options{Addr: l.Addr().String(), Log: node, Host: client, Rec: em, Version: Version,
-		Logger: log, Now: m.Now, Operator: operator, Descriptors: dir.Descriptors()})
+		Logger: log, Now: m.Now, Operator: operator, Descriptors: dir.Descriptors(),
+		ExportSession: func(ctx context.Context, id events.ID, w io.Writer) error {
+			today, err := m.configText("") // for a log that predates the recorded configuration
+			if err != nil {
+				return err
+			}
+			s, err := exportSession(ctx, node, id, "", today, "")
+			if err != nil {
+				return err
+			}
+			return s.Encode(w)
+		}})
 	if err != nil {
 		l.Close()
 		return "", nil, err

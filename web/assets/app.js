@@ -52,7 +52,7 @@ async function renderDiagrams() {
     document.body.dataset.mermaid = "missing";
     return;
   }
-  mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral", sequence: { useMaxWidth: true } });
+  mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral", sequence: { useMaxWidth: false } });
   let i = 0;
   for (const pre of srcs) {
     const target = pre.nextElementSibling;
