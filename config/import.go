@@ -23,6 +23,7 @@ type ClientServer struct {
 	Command string            `json:"command"`
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env"`
+	EnvFile string            `json:"envFile"` // VS Code, Cursor: a dotenv file the client loads into the server's env
 	Cwd     string            `json:"cwd"`
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
@@ -34,13 +35,20 @@ type ClientServer struct {
 type ClientFormat struct {
 	VSCode bool
 	Inputs json.RawMessage
+	// Projects are Claude Code's projects (~/.claude.json) whose own
+	// servers were not imported, with their servers' names.
+	Projects map[string][]string
 }
 
 // ParseClient reads the servers of any of the clients' formats: Claude
 // Desktop's and Cursor's "mcpServers", VS Code's "servers" (with //
-// comments and "inputs"), Claude Code's per-project "mcpServers". An entry
-// called tracebridge is left out: it is behind tracebridge already.
-func ParseClient(b []byte) (map[string]ClientServer, ClientFormat, error) {
+// comments and "inputs"), Claude Code's user-scope "mcpServers" and, for
+// project (a directory; "" for none), that project's own servers of
+// ~/.claude.json, which win over the user's of the same name as they do
+// in Claude Code; the other projects' are listed in the format, not
+// imported. An entry called tracebridge is left out: it is behind
+// tracebridge already.
+func ParseClient(b []byte, project string) (map[string]ClientServer, ClientFormat, error) {
 	var doc struct {
 		MCPServers map[string]ClientServer `json:"mcpServers"`
 		Servers    map[string]ClientServer `json:"servers"`
@@ -61,10 +69,20 @@ func ParseClient(b []byte) (map[string]ClientServer, ClientFormat, error) {
 			}
 		}
 	}
+	if p, ok := doc.Projects[filepath.Clean(project)]; ok && project != "" {
+		add(p.MCPServers) // local scope first: it wins
+	} else if project != "" {
+		return nil, format, fmt.Errorf("no project %s in it (its projects: %s)", project, strings.Join(slices.Sorted(maps.Keys(doc.Projects)), ", "))
+	}
 	add(doc.MCPServers)
 	add(doc.Servers)
-	for _, p := range slices.Sorted(maps.Keys(doc.Projects)) {
-		add(doc.Projects[p].MCPServers)
+	for dir, p := range doc.Projects {
+		if len(p.MCPServers) > 0 && filepath.Clean(dir) != filepath.Clean(project) {
+			if format.Projects == nil {
+				format.Projects = map[string][]string{}
+			}
+			format.Projects[dir] = slices.Sorted(maps.Keys(p.MCPServers))
+		}
 	}
 	delete(out, "tracebridge")
 	return out, format, nil
@@ -72,15 +90,18 @@ func ParseClient(b []byte) (map[string]ClientServer, ClientFormat, error) {
 
 // Entry is the client config that replaces the imported servers: self
 // (this binary) run as `mcp`, naming cfg ("" for the default file), with
-// env (the secrets Import moved out of the sections).
-func (f ClientFormat) Entry(self, cfg string, env map[string]string) []byte {
+// im's env (the secrets Import moved out of the sections) and env file.
+func (f ClientFormat) Entry(self, cfg string, im Imported) []byte {
 	args := []string{"mcp"}
 	if cfg != "" {
 		args = append(args, "--config", cfg)
 	}
 	client := map[string]any{"command": self, "args": args}
-	if len(env) > 0 {
-		client["env"] = env
+	if len(im.ClientEnv) > 0 {
+		client["env"] = im.ClientEnv
+	}
+	if im.EnvFile != "" {
+		client["envFile"] = im.EnvFile
 	}
 	doc := map[string]any{"mcpServers": map[string]any{"tracebridge": client}}
 	if f.VSCode {
@@ -157,29 +178,49 @@ var (
 type Imported struct {
 	TOML      string            // [secrets.*] then [servers.*], sorted by name
 	ClientEnv map[string]string // the secret values the client entry passes in its env
-	Notes     []string          // what the operator should know: renames, credentials left in URLs or argv, VS Code inputs
-	Servers   []string          // the servers imported, by their names here
-	Kept      []string          // the servers left out: the config has them already
+	// EnvFile is the env file the client entry has the client load (a
+	// server's envFile, as the client names it): the sections read its
+	// variables as secrets.
+	EnvFile string
+	Notes   []string // what the operator should know: renames, credentials left in URLs or argv, VS Code inputs
+	Servers []string // the servers imported, by their names here
+	Kept    []string // the servers left out: the config has them already
+}
+
+// ImportOptions is what Import needs besides the client's servers.
+type ImportOptions struct {
+	// Have are the config's servers: a client's server of one of these
+	// names is left out and listed in Kept (importing a client's file
+	// again adds what is new).
+	Have []string
+	// Workspace is the folder VS Code's ${workspaceFolder} names: the one
+	// whose .vscode/mcp.json is imported. "": the variable is kept, and
+	// noted.
+	Workspace string
+	// ReadFile reads a server's envFile (nil: os.ReadFile).
+	ReadFile func(string) ([]byte, error)
 }
 
 // Import turns client entries into [servers.*] sections. Secret-looking
 // values (by their key) become ${secret:…} references to environment
-// variables the client entry passes to tracebridge, and VS Code's
-// ${env:VAR} references to secrets read from VAR; no secret is written to
-// the sections.
-//
-// A server whose name here is one of have (the config's servers) is left
-// out and listed in Kept: importing a client's file again adds what is
-// new.
-func Import(in map[string]ClientServer, have ...string) Imported {
-	im := &importer{out: Imported{ClientEnv: map[string]string{}}, used: map[string]bool{}}
+// variables the client entry passes to tracebridge, VS Code's ${env:VAR}
+// references to secrets read from VAR, and the variables of an envFile
+// references to secrets read from the same variables, which the client
+// entry has the client load from that file; no secret is written to the
+// sections. VS Code's ${workspaceFolder} becomes the workspace's path.
+func Import(in map[string]ClientServer, opts ImportOptions) Imported {
+	if opts.ReadFile == nil {
+		opts.ReadFile = os.ReadFile
+	}
+	im := &importer{out: Imported{ClientEnv: map[string]string{}}, used: map[string]bool{}, secretsDone: map[string]bool{}, opts: opts}
 	for _, orig := range slices.Sorted(maps.Keys(in)) {
-		if name := im.plainName(orig); slices.Contains(have, name) {
+		if name := im.plainName(orig); slices.Contains(opts.Have, name) {
 			im.out.Kept = append(im.out.Kept, name)
 			// Its sections are the config's; the client entry still
-			// passes the secrets they read.
-			kept := &importer{out: Imported{ClientEnv: im.out.ClientEnv}, used: map[string]bool{}}
+			// passes the secrets and the env file they read.
+			kept := &importer{out: Imported{ClientEnv: im.out.ClientEnv, EnvFile: im.out.EnvFile}, used: map[string]bool{}, secretsDone: map[string]bool{}, opts: opts}
 			kept.server(orig, in[orig])
+			im.out.EnvFile = kept.out.EnvFile
 			continue
 		}
 		im.server(orig, in[orig])
@@ -190,8 +231,36 @@ func Import(in map[string]ClientServer, have ...string) Imported {
 
 type importer struct {
 	out              Imported
+	opts             ImportOptions
 	secrets, servers strings.Builder
 	used             map[string]bool
+	secretsDone      map[string]bool // [secrets.*] sections written
+	vars             bool            // a ${workspaceFolder} was kept: noted once
+}
+
+// secret writes [secrets.name] reading env, once.
+func (im *importer) secret(name, env string) {
+	if !im.secretsDone[name] {
+		im.secretsDone[name] = true
+		fmt.Fprintf(&im.secrets, "[secrets.%s]\nenv = %s\n\n", name, tomlString(env))
+	}
+}
+
+// expand replaces VS Code's workspace variables in s with the workspace's
+// path, when it is known.
+func (im *importer) expand(server, s string) string {
+	if !strings.Contains(s, "${workspaceFolder") {
+		return s
+	}
+	if im.opts.Workspace == "" {
+		if !im.vars {
+			im.vars = true
+			im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s: ${workspaceFolder} is kept as written (tracebridge does not expand it): import with --workspace DIR to name the folder", server))
+		}
+		return s
+	}
+	s = strings.ReplaceAll(s, "${workspaceFolderBasename}", filepath.Base(im.opts.Workspace))
+	return strings.ReplaceAll(s, "${workspaceFolder}", im.opts.Workspace)
 }
 
 // name is a server's name in tracebridge (letters, digits, '-', at most
@@ -222,6 +291,19 @@ func (im *importer) plainName(orig string) string {
 
 func (im *importer) server(orig string, s ClientServer) {
 	name := im.name(orig)
+	s.Command, s.Cwd, s.URL = im.expand(name, s.Command), im.expand(name, s.Cwd), im.expand(name, s.URL)
+	s.Args = slices.Clone(s.Args)
+	for i := range s.Args {
+		s.Args[i] = im.expand(name, s.Args[i])
+	}
+	env := maps.Clone(s.Env)
+	if env == nil && s.EnvFile != "" {
+		env = map[string]string{}
+	}
+	for k, v := range env {
+		env[k] = im.expand(name, v)
+	}
+	s.Env = env
 	im.out.Servers = append(im.out.Servers, name)
 	fmt.Fprintf(&im.servers, "[servers.%s]\n", name)
 	if s.URL != "" || s.Type == "http" || s.Type == "sse" || s.Type == "streamable-http" {
@@ -260,9 +342,59 @@ func (im *importer) local(name string, s ClientServer) {
 	if s.Cwd != "" {
 		fmt.Fprintf(&im.servers, "cwd = %s\n", tomlString(s.Cwd))
 	}
-	if len(s.Env) > 0 {
-		im.servers.WriteString("env = " + tomlTable(s.Env, func(k, v string) string { return im.ref(name, "env", k, v) }) + "\n")
+	if s.EnvFile != "" {
+		im.envFile(name, s)
 	}
+	if len(s.Env) > 0 {
+		im.servers.WriteString("env = " + tomlTable(s.Env, func(k, v string) string {
+			if v == envFileRef {
+				return "${secret:" + k + "}"
+			}
+			return im.ref(name, "env", k, v)
+		}) + "\n")
+	}
+}
+
+// envFileRef marks an env entry that comes from the server's envFile.
+const envFileRef = "\x00envFile"
+
+// envFile adds the variables of s's envFile to s.Env as secrets read from
+// the same variables: the client entry has the client load the file, as
+// it did for the server, so its values never reach the sections. An entry
+// of env wins over the file's, as in the client.
+func (im *importer) envFile(name string, s ClientServer) {
+	path := im.expand(name, s.EnvFile)
+	b, err := im.opts.ReadFile(path)
+	if err != nil {
+		im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s: its envFile %s could not be read (%v): its variables are not passed; import again when it exists", name, path, err))
+		return
+	}
+	if im.out.EnvFile != "" && im.out.EnvFile != s.EnvFile {
+		im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s: its envFile %s is not passed (the tracebridge entry loads one, %s): add its variables to that file or to the entry's env", name, s.EnvFile, im.out.EnvFile))
+		return
+	}
+	im.out.EnvFile = s.EnvFile
+	for _, k := range dotenvKeys(b) {
+		if _, set := s.Env[k]; !set {
+			s.Env[k] = envFileRef
+			im.secret(k, k)
+		}
+	}
+}
+
+// dotenvKeys is the variables a dotenv file sets (KEY=value lines, with
+// an optional export; comments and blank lines skipped), sorted.
+func dotenvKeys(b []byte) []string {
+	var keys []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
+		k, _, ok := strings.Cut(line, "=")
+		if k = strings.TrimSpace(k); ok && !strings.HasPrefix(line, "#") && envNameRE.MatchString(k) && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // ref is what an env or header value becomes in the sections: a secret
@@ -271,7 +403,7 @@ func (im *importer) local(name string, s ClientServer) {
 func (im *importer) ref(server, field, key, value string) string {
 	if m := envRefRE.FindStringSubmatch(value); m != nil && m[0] == value {
 		secret := strings.ToUpper(notEnvChars.ReplaceAllString(m[1], "_"))
-		fmt.Fprintf(&im.secrets, "[secrets.%s]\nenv = %s\n\n", secret, tomlString(m[1]))
+		im.secret(secret, m[1])
 		return "${secret:" + secret + "}"
 	}
 	if strings.Contains(value, "${input:") {
@@ -285,7 +417,7 @@ func (im *importer) ref(server, field, key, value string) string {
 		envName = strings.ToUpper(notEnvChars.ReplaceAllString("TB_"+key, "_")) // SQLITE_API_TOKEN of server sqlite: TB_SQLITE_API_TOKEN
 	}
 	im.out.ClientEnv[envName] = value
-	fmt.Fprintf(&im.secrets, "[secrets.%s]\nenv = %s\n\n", envName, tomlString(envName))
+	im.secret(envName, envName)
 	return "${secret:" + envName + "}"
 }
 

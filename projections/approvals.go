@@ -32,42 +32,8 @@ type Approval struct {
 	Decided     time.Time `json:"decided,omitzero"`
 }
 
-// Hints is what the tool's annotations say, read as the MCP specification
-// defines their defaults: "read-only", or else "destructive" unless it says
-// it is not, "idempotent", and "open world" unless it says it is not. None
-// when no annotations were recorded.
-func (a Approval) Hints() []string {
-	var h struct {
-		ReadOnly    *bool `json:"readOnlyHint"`
-		Destructive *bool `json:"destructiveHint"`
-		Idempotent  *bool `json:"idempotentHint"`
-		OpenWorld   *bool `json:"openWorldHint"`
-	}
-	if a.Annotations == "" || json.Unmarshal([]byte(a.Annotations), &h) != nil {
-		return nil
-	}
-	is := func(p *bool, unset bool) bool {
-		if p == nil {
-			return unset
-		}
-		return *p
-	}
-	var out []string
-	if is(h.ReadOnly, false) {
-		out = append(out, "read-only")
-	} else {
-		if is(h.Destructive, true) {
-			out = append(out, "destructive")
-		}
-		if is(h.Idempotent, false) {
-			out = append(out, "idempotent")
-		}
-	}
-	if is(h.OpenWorld, true) {
-		out = append(out, "open world")
-	}
-	return out
-}
+// Hints is what the tool's annotations say (AnnotationHints).
+func (a Approval) Hints() []string { return AnnotationHints(a.Annotations) }
 
 // Approval states.
 const (

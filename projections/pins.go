@@ -104,3 +104,55 @@ func (pins) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
 }
 
 func (pins) Key(s string) ([]byte, error) { return []byte(s), nil }
+
+// AnnotationHints is what MCP tool annotations (JSON) say, read as the MCP
+// specification defines their defaults: "read-only", or else "destructive"
+// unless they say it is not, "idempotent"; and "open world" unless they
+// say it is not. None when annotations is not JSON (not recorded).
+func AnnotationHints(annotations string) []string {
+	var h struct {
+		ReadOnly    *bool `json:"readOnlyHint"`
+		Destructive *bool `json:"destructiveHint"`
+		Idempotent  *bool `json:"idempotentHint"`
+		OpenWorld   *bool `json:"openWorldHint"`
+	}
+	if annotations == "" || json.Unmarshal([]byte(annotations), &h) != nil {
+		return nil
+	}
+	is := func(p *bool, unset bool) bool {
+		if p == nil {
+			return unset
+		}
+		return *p
+	}
+	var out []string
+	if is(h.ReadOnly, false) {
+		out = append(out, "read-only")
+	} else {
+		if is(h.Destructive, true) {
+			out = append(out, "destructive")
+		}
+		if is(h.Idempotent, false) {
+			out = append(out, "idempotent")
+		}
+	}
+	if is(h.OpenWorld, true) {
+		out = append(out, "open world")
+	}
+	return out
+}
+
+// Annotations is the pinned descriptor's MCP annotations (JSON), "" when
+// the descriptor kept is not whole JSON.
+func (p Pin) Annotations() string {
+	var d struct {
+		Annotations json.RawMessage `json:"annotations"`
+	}
+	if json.Unmarshal([]byte(p.Descriptor), &d) != nil {
+		return ""
+	}
+	if len(d.Annotations) == 0 || string(d.Annotations) == "null" {
+		return "{}"
+	}
+	return string(d.Annotations)
+}

@@ -174,6 +174,21 @@ args = [%q, %q]
 			if err != nil || !strings.Contains(string(out), "upstream") {
 				t.Fatalf("replay: %v\n%s", err, out)
 			}
+			// tools list says what each pinned tool says of itself, as its
+			// server annotated it, and how many need approval for it.
+			out, err = exec.Command(tbBin, "--data", data, "tools", "list").CombinedOutput()
+			says := func(tool string) string {
+				for _, l := range strings.Split(string(out), "\n") {
+					if f := strings.Fields(l); len(f) > 0 && f[0] == tool {
+						return l
+					}
+				}
+				return ""
+			}
+			if err != nil || !strings.Contains(says("fs__read_text_file"), "read-only") || !strings.Contains(says("fs__write_file"), "destructive") ||
+				!strings.Contains(string(out), "do not say they are read-only") {
+				t.Fatalf("tools list: %v\n%s", err, out)
+			}
 			st := readStore(t, data)
 			all, _ := st.Range(1, 100000)
 			st.Close()

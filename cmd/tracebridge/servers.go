@@ -13,7 +13,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 )
 
-const serversHelp = `servers import FILE [--write] [--config FILE]
+const serversHelp = `servers import FILE [--write] [--config FILE] [--project DIR] [--workspace DIR]
 servers login NAME [--config FILE] [--no-browser]
 
 Moves the MCP servers of an existing client configuration behind tracebridge in
@@ -22,7 +22,8 @@ one step. FILE is the client's config:
   Claude Desktop   claude_desktop_config.json ("mcpServers")
   Cursor           ~/.cursor/mcp.json or .cursor/mcp.json ("mcpServers")
   VS Code          .vscode/mcp.json ("servers", with "type")
-  Claude Code      .mcp.json, or ~/.claude.json (top level and per project)
+  Claude Code      .mcp.json, or ~/.claude.json (user scope; --project DIR adds
+                   that project's own servers, which win as in Claude Code)
 
 It prints the [servers.NAME] sections for tracebridge.toml and the one client
 entry that replaces all of them: tracebridge mcp, which starts each server when
@@ -30,15 +31,24 @@ it is first used and puts every call through policy, approval and the log.
 Values that look like secrets (env keys and headers named like TOKEN, KEY,
 SECRET, PASSWORD, AUTH…) become ${secret:NAME} references to environment
 variables the client entry passes to tracebridge, so no secret is written to
-tracebridge.toml. --write appends the sections to the config file (default:
-$TRACEBRIDGE_CONFIG, else tracebridge.toml in the user config dir): the servers
-it has already are left as they are, and named.`
+tracebridge.toml. A server's envFile (VS Code, Cursor) is loaded by the client
+for the tracebridge entry instead, and its variables are read as secrets.
+VS Code's ${workspaceFolder} becomes the workspace's path: the folder holding
+the imported .vscode/mcp.json, or --workspace DIR. --write appends the sections
+to the config file (default: $TRACEBRIDGE_CONFIG, else tracebridge.toml in the
+user config dir): the servers it has already are left as they are, and named.
+
+A tool whose server does not annotate it readOnlyHint: true needs approval for
+every call. Once a client has listed the tools, tracebridge tools list says
+which; mark those that only read with [servers.NAME] read_only = ["pattern"].`
 
 func runServers(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("servers")
 	write := fs.Bool("write", false, "append the sections to the config file instead of only printing them")
 	cfgFlag := fs.String("config", "", "the tracebridge.toml `FILE` --write appends to (login: reads)")
 	noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL instead of opening a browser")
+	project := fs.String("project", "", "import: also the servers of Claude Code's project `DIR` (~/.claude.json)")
+	workspace := fs.String("workspace", "", "import: the folder VS Code's ${workspaceFolder} names (`DIR`; default: the one holding .vscode/mcp.json)")
 	if err := m.parse(fs, serversHelp+"\n\n"+loginHelp, args); err != nil {
 		return err
 	}
@@ -53,12 +63,29 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read the client config: %w", err)
 	}
-	servers, format, err := config.ParseClient(b)
+	proj := *project
+	if proj != "" {
+		if proj, err = filepath.Abs(proj); err != nil {
+			return err
+		}
+	}
+	servers, format, err := config.ParseClient(b, proj)
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
 	}
+	if len(servers) == 0 && len(format.Projects) > 0 {
+		return fmt.Errorf("%s names no MCP servers of its own, only per project: pass --project DIR for one of %s", src, strings.Join(slices.Sorted(maps.Keys(format.Projects)), ", "))
+	}
 	if len(servers) == 0 {
 		return fmt.Errorf("%s names no MCP servers (looked for \"mcpServers\" and \"servers\")", src)
+	}
+	ws := *workspace
+	if abs, err := filepath.Abs(src); err == nil && ws == "" && filepath.Base(filepath.Dir(abs)) == ".vscode" {
+		ws = filepath.Dir(filepath.Dir(abs))
+	} else if ws != "" {
+		if ws, err = filepath.Abs(ws); err != nil {
+			return err
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -75,7 +102,10 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 			have = slices.Sorted(maps.Keys(c.Servers))
 		}
 	}
-	im := config.Import(servers, have...)
+	im := config.Import(servers, config.ImportOptions{Have: have, Workspace: ws})
+	for _, dir := range slices.Sorted(maps.Keys(format.Projects)) {
+		im.Notes = append(im.Notes, fmt.Sprintf("Claude Code project %s has servers of its own (%s), not imported: add them with --project %s", dir, strings.Join(format.Projects[dir], ", "), dir))
+	}
 	named = named && path != m.defaultConfigPath()
 	if named {
 		if abs, err := filepath.Abs(path); err == nil {
@@ -86,7 +116,7 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	if named {
 		entryCfg = path
 	}
-	line := format.Entry(self, entryCfg, im.ClientEnv)
+	line := format.Entry(self, entryCfg, im)
 	if *write {
 		if path == "" {
 			return errors.New("no config file to write to: pass --config FILE")
@@ -110,6 +140,7 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	} else {
 		fmt.Fprintf(m.Stdout, "# tracebridge.toml: the servers of %s, behind tracebridge\n%s", src, im.TOML)
 	}
+	im.Notes = append(im.Notes, "tools not annotated readOnlyHint: true need approval for every call: once a client has listed them, `tracebridge tools list` names them; mark those that only read with [servers.NAME] read_only = [\"pattern\"]")
 	for _, n := range im.Notes {
 		fmt.Fprintln(m.Stdout, "# note: "+n)
 	}

@@ -25,21 +25,32 @@ func TestServersImportEveryClientFormat(t *testing.T) {
 		servers []string
 		secret  string // a value that must not reach the TOML
 		entry   string // the replacing entry's top-level key
+		args    []string
+		note    string // in the notes
 	}{
-		"claude_desktop_config.json": {[]string{"filesystem", "github"}, "ghp_exampleexampleexampleexample0000", "mcpServers"},
-		"cursor_mcp.json":            {[]string{"filesystem", "github"}, "ghp_exampleexampleexampleexample0000", "mcpServers"},
-		"vscode_mcp.json":            {[]string{"memory", "remote-docs"}, "", "servers"},
-		"claude_code.json":           {[]string{"postgres", "sentry"}, "sntrys_secretsecretsecret", "mcpServers"},
+		"claude_desktop_config.json": {[]string{"filesystem", "github"}, "ghp_exampleexampleexampleexample0000", "mcpServers", nil, ""},
+		"cursor_mcp.json":            {[]string{"filesystem", "github"}, "ghp_exampleexampleexampleexample0000", "mcpServers", nil, ""},
+		"vscode_mcp.json":            {[]string{"memory", "remote-docs"}, "", "servers", nil, ""},
+		// Claude Code's user scope, and the project whose own servers
+		// are not imported is named.
+		"claude_code.json": {[]string{"sentry"}, "sntrys_secretsecretsecret", "mcpServers", nil, "project /home/me/app has servers of its own (postgres), not imported: add them with --project /home/me/app"},
+		// With that project, its servers too.
+		"claude_code.json --project": {[]string{"postgres", "sentry"}, "sntrys_secretsecretsecret", "mcpServers", []string{"--project", "/home/me/app"}, ""},
 	}
-	for file, tc := range cases {
-		t.Run(file, func(t *testing.T) {
-			out, err := exec.Command(tbBin, "servers", "import", filepath.Join("..", "..", "config", "testdata", "clients", file)).CombinedOutput()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			file, _, _ := strings.Cut(name, " ")
+			args := append([]string{"servers", "import", filepath.Join("..", "..", "config", "testdata", "clients", file)}, tc.args...)
+			out, err := exec.Command(tbBin, args...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			toml, entry, ok := strings.Cut(string(out), "# The client entry that replaces them")
 			if !ok {
 				t.Fatalf("no client entry:\n%s", out)
+			}
+			if !strings.Contains(toml, tc.note) || !strings.Contains(toml, "`tracebridge tools list` names them") {
+				t.Errorf("the notes lack %q:\n%s", tc.note, toml)
 			}
 			c, err := config.Parse(file, []byte(toml))
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -115,11 +116,26 @@ func (c *toolsCmd) list(ctx context.Context, node projections.Viewer) error {
 	}
 	sort.Slice(c.pins, func(i, j int) bool { return c.pins[i].Name < c.pins[j].Name })
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tSTATE\tPINNED\tNEW")
+	fmt.Fprintln(tw, "TOOL\tSTATE\tPINNED\tNEW\tSAYS IT IS")
+	unmarked := 0
 	for _, p := range c.pins {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.State, short12(p.Hash), short12(p.Pending))
+		says := "?"
+		if hints := projections.AnnotationHints(p.Annotations()); hints != nil {
+			says = strings.Join(hints, ", ")
+			if !slices.Contains(hints, "read-only") {
+				unmarked++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.State, short12(p.Hash), short12(p.Pending), says)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if unmarked > 0 {
+		fmt.Fprintf(out, "\n%d of %d tools do not say they are read-only (annotation readOnlyHint): each call of them needs approval, unless\n"+
+			"[servers.NAME] read_only = [\"pattern\"] names those that only read, or approval = { \"pattern\" = \"never\" } waives it.\n", unmarked, len(c.pins))
+	}
+	return nil
 }
 
 // diff prints a changed tool's descriptor diff and how to accept it.
