@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
@@ -53,4 +54,19 @@ func TraceHex(tp string, req ID) string {
 	}
 	trace := TraceID(req)
 	return hex.EncodeToString(trace[:])
+}
+
+type traceparentKey struct{}
+
+// WithTraceparent is ctx carrying the W3C traceparent the client sent with
+// the request being served (an MCP _meta's), for a hop the request makes
+// further down (an upstream's prompts/get, resources/read).
+func WithTraceparent(ctx context.Context, tp string) context.Context {
+	return context.WithValue(ctx, traceparentKey{}, tp)
+}
+
+// TraceparentOf is the client's traceparent ctx carries ("" for none).
+func TraceparentOf(ctx context.Context) string {
+	tp, _ := ctx.Value(traceparentKey{}).(string)
+	return tp
 }

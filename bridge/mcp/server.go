@@ -134,13 +134,13 @@ func New(opts Options) *Server {
 	}
 	if pt := opts.Passthrough; pt != nil {
 		sopts.SubscribeHandler = func(ctx context.Context, req *sdk.SubscribeRequest) error {
-			return policyError(pt.Subscribe(ctx, requestOf(req.GetExtra()), req.Params.URI))
+			return policyError(pt.Subscribe(hopContext(ctx, req.GetExtra()), requestOf(req.GetExtra()), req.Params.URI))
 		}
 		sopts.UnsubscribeHandler = func(ctx context.Context, req *sdk.UnsubscribeRequest) error {
-			return policyError(pt.Unsubscribe(ctx, requestOf(req.GetExtra()), req.Params.URI))
+			return policyError(pt.Unsubscribe(hopContext(ctx, req.GetExtra()), requestOf(req.GetExtra()), req.Params.URI))
 		}
 		sopts.CompletionHandler = func(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
-			res, err := pt.Complete(ctx, requestOf(req.GetExtra()), req.Params)
+			res, err := pt.Complete(hopContext(ctx, req.GetExtra()), requestOf(req.GetExtra()), req.Params)
 			return res, policyError(err)
 		}
 	}
@@ -242,13 +242,13 @@ func (s *Server) syncPassthrough() {
 		}
 	}
 	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		res, err := pt.ReadResource(ctx, reqOf(req.GetExtra()), req.Params.URI)
+		res, err := pt.ReadResource(hopContext(ctx, req.GetExtra()), reqOf(req.GetExtra()), req.Params.URI)
 		return res, policyError(err)
 	}
 	for _, p := range pt.Prompts() {
 		put("prompt "+p.Name, p, func() {
 			s.sdk.AddPrompt(p, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-				res, err := pt.GetPrompt(ctx, reqOf(req.GetExtra()), req.Params.Name, req.Params.Arguments)
+				res, err := pt.GetPrompt(hopContext(ctx, req.GetExtra()), reqOf(req.GetExtra()), req.Params.Name, req.Params.Arguments)
 				return res, policyError(err)
 			})
 		})
@@ -277,6 +277,15 @@ func (s *Server) syncPassthrough() {
 }
 
 // requestOf is the request id the evidence connection gave a request.
+// hopContext is ctx carrying the traceparent the client sent with the
+// request of ex, for the upstream hop it makes.
+func hopContext(ctx context.Context, ex *sdk.RequestExtra) context.Context {
+	if ex == nil || ex.Header == nil {
+		return ctx
+	}
+	return events.WithTraceparent(ctx, ex.Header.Get(hdrTraceparent))
+}
+
 func requestOf(ex *sdk.RequestExtra) events.ID {
 	var id events.ID
 	if ex != nil && ex.Header != nil {

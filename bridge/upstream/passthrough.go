@@ -230,7 +230,8 @@ func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, arg
 			}
 			var res *sdk.GetPromptResult
 			params := &sdk.GetPromptParams{Name: own, Arguments: args}
-			err := s.roundTrip(ctx, req, "prompts/get "+own, params, func(ctx context.Context, l *link) (_ any, err error) {
+			err := s.roundTrip(ctx, req, "prompts/get "+own, params, func(ctx context.Context, l *link, meta sdk.Meta) (_ any, err error) {
+				params.Meta = meta
 				res, err = l.sess.GetPrompt(ctx, params)
 				return res, err
 			})
@@ -254,7 +255,8 @@ func (g *Gateway) ReadResource(ctx context.Context, req events.ID, uri string) (
 	}
 	var res *sdk.ReadResourceResult
 	params := &sdk.ReadResourceParams{URI: uri}
-	err = s.roundTrip(ctx, req, "resources/read "+uri, params, func(ctx context.Context, l *link) (_ any, err error) {
+	err = s.roundTrip(ctx, req, "resources/read "+uri, params, func(ctx context.Context, l *link, meta sdk.Meta) (_ any, err error) {
+		params.Meta = meta
 		res, err = l.sess.ReadResource(ctx, params)
 		return res, err
 	})
@@ -295,26 +297,30 @@ func (g *Gateway) resourceServer(uri string) (*Server, error) {
 // recorded as upstream.request.sent (by the connection) and its answer or
 // failure, under request req. The params and the answer do returns are
 // recorded whole (redacted by the emitter), as a tool call's are: what a
-// recorded session serves again.
-func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, params any, do func(context.Context, *link) (any, error)) error {
+// recorded session serves again. do puts meta in the request's _meta: a
+// traceparent naming this hop's span, in the trace of the client's (ctx's)
+// or the request's own, so the upstream's spans are children of the
+// bridge's.
+func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, params any, do func(context.Context, *link, sdk.Meta) (any, error)) error {
 	l, err := s.session(ctx, req, events.ID{})
 	if err != nil {
 		return err
 	}
 	defer l.begin(req, events.ID{}, downstreamOf(ctx))()
-	rec := &callRec{req: req, tool: what}
+	rec := &callRec{req: req, tool: what, span: s.g.opts.Emitter.NewID()}
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, rec), s.cfg.RequestTimeout())
 	defer cancel()
-	t0 := s.g.opts.Now()
-	res, err := do(cctx, l)
-	l.order.settle(ctx)
-	attrs := events.A("rpcId", rec.rpcID, projections.AttrUpTool, what)
+	attrs := events.A("rpcId", "", projections.AttrUpTool, what)
 	record := func(key string, v any) {
 		if b, merr := json.Marshal(v); merr == nil {
 			attrs.Set(key, string(b))
 		}
 	}
-	record(AttrRequest, params)
+	record(AttrRequest, params) // as the client asked, before the hop's _meta
+	t0 := s.g.opts.Now()
+	res, err := do(cctx, l, sdk.Meta{"traceparent": events.Traceparent(events.TraceparentOf(ctx), req, rec.span)})
+	l.order.settle(ctx)
+	attrs.Set("rpcId", rec.rpcID)
 	if err != nil {
 		return s.failed(ctx, cctx, err, l, rec, what, t0, attrs)
 	}

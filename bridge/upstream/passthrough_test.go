@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,11 +16,16 @@ import (
 // scheme.
 func offering(name string) func(ctx context.Context, _ string) (sdk.Transport, error) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, nil)
-	srv.AddPrompt(&sdk.Prompt{Name: "greet", Description: "says hello"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-		return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "hello from " + name}}}}, nil
+	// Each answer says the traceparent its request came with, second.
+	srv.AddPrompt(&sdk.Prompt{Name: "greet", Description: "says hello"}, func(_ context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "hello from " + name}},
+			{Role: "user", Content: &sdk.TextContent{Text: tp}}}}, nil
 	})
 	read := func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: name + " has " + req.Params.URI}}}, nil
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: name + " has " + req.Params.URI},
+			{URI: req.Params.URI + "#traceparent", Text: tp}}}, nil
 	}
 	srv.AddResource(&sdk.Resource{URI: "file:///" + name + ".txt", Name: name}, read)
 	srv.AddResource(&sdk.Resource{URI: "file:///shared.txt", Name: "shared"}, read)
@@ -60,7 +66,8 @@ func TestPromptsAndResourcesPassThroughToTheirOwner(t *testing.T) {
 	}
 
 	req := em.NewID()
-	res, err := g.GetPrompt(ctx, req, "b__greet", nil)
+	const clientTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	res, err := g.GetPrompt(events.WithTraceparent(ctx, clientTP), req, "b__greet", nil)
 	if err != nil || res.Messages[0].Content.(*sdk.TextContent).Text != "hello from b" {
 		t.Fatalf("b__greet: %v %+v", err, res)
 	}
@@ -80,12 +87,22 @@ func TestPromptsAndResourcesPassThroughToTheirOwner(t *testing.T) {
 	em.FlushAll(ctx)
 	evs, _ := node.ByRequest(ctx, req)
 	var hops []string
+	var spans []events.ID
 	for _, e := range evs {
 		if e.Kind == events.KindUpstreamRequestSent {
 			hops = append(hops, e.Attrs.Get("server")+" "+e.Attrs.Get("method"))
+			spans = append(spans, e.ID)
 		}
 	}
 	if len(hops) != 2 || hops[0] != "b prompts/get" || hops[1] != "a resources/read" {
 		t.Fatalf("the request's upstream hops: %q", hops)
+	}
+	// Each hop's traceparent names its own span: in the client's trace
+	// when the client sent one, else in the request's own.
+	if got, want := res.Messages[1].Content.(*sdk.TextContent).Text, events.Traceparent(clientTP, req, spans[0]); got != want || !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") {
+		t.Errorf("prompts/get went with traceparent %q, want %q", got, want)
+	}
+	if got, want := read.Contents[1].Text, events.Traceparent("", req, spans[1]); got != want {
+		t.Errorf("resources/read went with traceparent %q, want %q", got, want)
 	}
 }

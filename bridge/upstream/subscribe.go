@@ -60,12 +60,12 @@ func (g *Gateway) subscription(ctx context.Context, req events.ID, uri string, o
 		method = "resources/subscribe"
 	}
 	var l *link
-	err = s.roundTrip(ctx, req, method+" "+uri, map[string]string{"uri": uri}, func(ctx context.Context, ln *link) (any, error) {
+	err = s.roundTrip(ctx, req, method+" "+uri, map[string]string{"uri": uri}, func(ctx context.Context, ln *link, meta sdk.Meta) (any, error) {
 		l = ln
 		if on {
-			return struct{}{}, ln.sess.Subscribe(ctx, &sdk.SubscribeParams{URI: uri})
+			return struct{}{}, ln.sess.Subscribe(ctx, &sdk.SubscribeParams{URI: uri, Meta: meta})
 		}
-		return struct{}{}, ln.sess.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri})
+		return struct{}{}, ln.sess.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri, Meta: meta})
 	})
 	if err == nil && l != nil {
 		l.subs.set(uri, on)
@@ -118,8 +118,10 @@ func (g *Gateway) Complete(ctx context.Context, req events.ID, p *sdk.CompletePa
 		q := *p
 		q.Ref = &ref
 		var res *sdk.CompleteResult
-		err := s.roundTrip(ctx, req, "completion/complete "+ref.Name+ref.URI, &q, func(ctx context.Context, l *link) (_ any, err error) {
-			res, err = l.sess.Complete(ctx, &q)
+		err := s.roundTrip(ctx, req, "completion/complete "+ref.Name+ref.URI, &q, func(ctx context.Context, l *link, meta sdk.Meta) (_ any, err error) {
+			sent := q
+			sent.Meta = meta
+			res, err = l.sess.Complete(ctx, &sent)
 			return res, err
 		})
 		return res, err
