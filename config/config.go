@@ -57,6 +57,9 @@ type Policy struct {
 	// ReadOnlyWithoutLog lets read-only tools run while the event log cannot
 	// be written. Side-effecting tools never do. Default true.
 	ReadOnlyWithoutLog *bool `toml:"read_only_without_log"`
+	// Rules decide calls by their arguments and context ([policy.rules.NAME],
+	// rules.go), after the grants and denials above.
+	Rules map[string]Rule `toml:"rules"`
 }
 
 // ToolConfig overrides one tool's descriptor.
@@ -268,6 +271,21 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	for _, d := range c.Policy.Deny {
 		if _, err := path.Match(d, ""); err != nil || d == "" {
 			bad("policy.deny", "%q is not a tool id or a valid pattern (use * and ?, as in \"github__delete_*\")", d)
+		}
+	}
+	for _, name := range sortedKeys(c.Policy.Rules) {
+		if _, problems := compileRule(name, c.Policy.Rules[name]); len(problems) > 0 {
+			for _, p := range problems {
+				key := "policy.rules." + name
+				for _, field := range []string{"when", "effect", "tools"} {
+					if strings.HasPrefix(p, field+" ") || strings.HasPrefix(p, field+":") {
+						if _, ok := lines[key+"."+field]; ok {
+							key += "." + field
+						}
+					}
+				}
+				bad(key, "%s", p)
+			}
 		}
 	}
 	for _, id := range sortedKeys(c.Tools) {

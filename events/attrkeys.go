@@ -17,4 +17,9 @@ const (
 	AttrProposal = "proposal" // the proposal a call made or decided
 	AttrServer   = "server"   // upstream.*: the configured server's name
 	AttrClient   = "client"   // mcp.request.received, executor.*, approval.requested: the MCP client (clientInfo name/version)
+	// policy.decided: the [policy.rules] rule that decided and its effect,
+	// and the policy version in force (config.PolicyVersion).
+	AttrRule          = "rule"
+	AttrEffect        = "effect"
+	AttrPolicyVersion = "policyVersion"
 )

@@ -23,6 +23,7 @@ const (
 	// Bridge and host (used from the bridge issue on).
 	CodeUnknownTool       Code = "UnknownTool"
 	CodePolicyDenied      Code = "PolicyDenied"
+	CodePolicyRuleFailed  Code = "PolicyRuleFailed"
 	CodeApprovalDenied    Code = "ApprovalDenied"
 	CodeApprovalTimeout   Code = "ApprovalTimeout"
 	CodeSecretUnresolved  Code = "SecretUnresolved"
@@ -106,7 +107,8 @@ var codeTable = map[Code]codeInfo{
 	CodePayloadMissing:  {outcome: Error, action: "an event refers to a payload the log does not hold: run `tracebridge verify`; a process that appends must store a payload before the event that refers to it"},
 
 	CodeUnknownTool:       {outcome: Error, action: "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)", hint: "call tools/list for the tools this server offers"},
-	CodePolicyDenied:      {outcome: Denied, action: "the [policy] table of tracebridge.toml refuses this tool (the message says whether it is listed in deny or needs a capability that grant lacks): change [policy] if the call should run", hint: "this server's policy does not allow this call; do not retry it: tell the user, who decides the policy", severity: "warning", risk: "medium"},
+	CodePolicyDenied:      {outcome: Denied, action: "the [policy] table of tracebridge.toml refuses this call (the message says whether the tool is listed in deny, needs a capability that grant lacks, or a [policy.rules] rule denies it): change [policy] if the call should run (`tracebridge policy explain REQUEST` shows the rules)", hint: "this server's policy does not allow this call; do not retry it: tell the user, who decides the policy", severity: "warning", risk: "medium"},
+	CodePolicyRuleFailed:  {outcome: Denied, action: "a [policy.rules] rule could not be evaluated for this call (the message names it and why: a field the arguments lack, which has(args.x) guards, or its cost limit), so it denied the call: fix the rule (`tracebridge policy explain REQUEST`)", hint: "this server's policy could not decide this call and refused it; do not retry it: tell the user", severity: "warning", risk: "medium"},
 	CodeApprovalDenied:    {outcome: Denied, action: "an operator or [approval] mode denied the call: re-run it and approve it with `tracebridge approvals` if it was intended", hint: "the call was declined by the person who approves calls and did not run; do not retry it unless the user asks you to", severity: "warning", risk: "medium"},
 	CodeApprovalTimeout:   {outcome: Timeout, action: "nobody decided in time: answer with `tracebridge approvals list` / `approve` while the call waits, or raise [approval] timeout", hint: "nobody approved the call in time and it did not run; tell the user it needs approval, and retry only when they say so", severity: "warning", risk: "medium"},
 	CodeSecretUnresolved:  {outcome: Error, action: "set the environment variable or file that the tool's [secrets] reference names, then retry", hint: "the tool's credentials are not set up; tell the user: retrying will not help", severity: "warning", risk: "high"},

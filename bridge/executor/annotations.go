@@ -20,3 +20,18 @@ func annotationsOf(t *Tool) string {
 	b, _ := json.Marshal(map[string]bool{"readOnlyHint": !t.SideEffects})
 	return string(b)
 }
+
+// annotationFlags is annotations (JSON) as a rule sees them: the four MCP
+// hints, each with the specification's default when unset (readOnlyHint
+// false, destructiveHint true, idempotentHint false, openWorldHint true).
+func annotationFlags(annotations string) map[string]bool {
+	flags := map[string]bool{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
+	var set map[string]any
+	json.Unmarshal([]byte(annotations), &set)
+	for k := range flags {
+		if b, ok := set[k].(bool); ok {
+			flags[k] = b
+		}
+	}
+	return flags
+}

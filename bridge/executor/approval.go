@@ -105,7 +105,7 @@ func (c *call) progressWhileWaiting(deadline time.Time) (stop func()) {
 				return
 			case <-t.C:
 				c.inv.Progress(float64(n), 0, fmt.Sprintf("waiting for an operator's approval until %s: tracebridge approvals approve %s",
-					deadline.UTC().Format(time.RFC3339), c.op))
+					deadline.UTC().Format(time.RFC3339), c.ask))
 			}
 		}
 	}()

@@ -15,14 +15,11 @@ import (
 // code a tool call would get.
 func (x *Executor) Authorize(_ context.Context, req events.ID, id string, caps []string) error {
 	r := x.rule.Load()
-	d := r.policy.decide(&Descriptor{ID: id, Capabilities: caps})
+	d := r.policy.decideTool(&Descriptor{ID: id, Capabilities: caps}) // rules are on a tool call's arguments
 	e := events.Event{Kind: events.KindPolicyDecided, RequestID: req, Outcome: events.OK,
 		Attrs: events.A(events.AttrTool, id, events.AttrReason, d.Reason)}
 	if !d.Allowed {
-		e.Outcome, e.Code = events.Denied, events.CodePolicyDenied
-		if r.policy.broken != nil {
-			e.Code = events.CodeConfigInvalid
-		}
+		e.Outcome, e.Code = events.Denied, d.Code
 	}
 	x.opts.Emitter.Emit(e)
 	if !d.Allowed {

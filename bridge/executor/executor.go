@@ -150,9 +150,11 @@ func (r *Result) OK() bool { return r.Code == "" }
 // call carries one invocation through the pipeline.
 type call struct {
 	x     *Executor
-	r     *rules // the configuration in force when the call started
+	r     *rules // the configuration in force: when the call started, or when it was decided again
 	inv   Invocation
 	op    events.ID
+	ask   events.ID // the approval asked for: the operation id, a fresh one when asked again
+	asked bool      // an operator was asked (the policy may have changed while they decided)
 	start time.Time
 	tool  *Tool
 	env   envelope
@@ -175,6 +177,7 @@ func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code ev
 // panics and always records an audit envelope.
 func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 	c := &call{x: x, r: x.rule.Load(), inv: inv, op: x.opts.Emitter.NewID(), start: x.opts.Now()}
+	c.ask = c.op
 	c.env = envelope{Tool: inv.Tool, RequestID: inv.RequestID.String(), OperationID: c.op.String(), Args: summarize(x.redact("args", string(inv.Args)))}
 	defer func() {
 		if r := recover(); r != nil { // a bug in the pipeline itself: still a structured result
@@ -188,7 +191,7 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 	if r, done := c.resolve(ctx); done {
 		return r
 	}
-	if r, done := c.authorize(); done {
+	if r, done := c.authorize(ctx); done {
 		return r
 	}
 	secrets, r, done := c.secrets()
@@ -197,6 +200,22 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 	}
 	if r, done := c.approve(ctx); done {
 		return r
+	}
+	// An approval is bound to the policy it was asked under: when the
+	// configuration's policy changed while the operator decided, the call
+	// is decided again under the new one (and asked again if it still
+	// needs approval), never run on a stale decision.
+	for tries := 0; c.asked && c.x.rule.Load().policy.version != c.r.policy.version; tries++ {
+		if tries == maxRedecisions {
+			return failed(events.CodePolicyDenied, "the policy changed every time this call was decided again: retry it once the configuration settles")
+		}
+		c.r, c.asked, c.ask = c.x.rule.Load(), false, c.x.opts.Emitter.NewID()
+		if r, done := c.authorize(ctx); done {
+			return r
+		}
+		if r, done := c.approve(ctx); done {
+			return r
+		}
 	}
 	if r, done := c.ensureLogged(ctx); done {
 		return r
@@ -243,17 +262,24 @@ func (c *call) resolve(ctx context.Context) (Result, bool) {
 	return Result{}, false
 }
 
-func (c *call) authorize() (Result, bool) {
-	d := c.r.policy.decide(&c.tool.Descriptor)
+// maxRedecisions bounds how often a call is decided again because the
+// policy changed while an operator decided it.
+const maxRedecisions = 3
+
+func (c *call) authorize(ctx context.Context) (Result, bool) {
+	d := c.r.policy.decide(ctx, &c.tool.Descriptor, c.ruleInput())
 	c.env.Policy = &d
 	attrs := events.A(events.AttrReason, d.Reason, events.AttrClient, c.inv.Client, "session", c.inv.SessionID.String())
+	if d.Version != "" {
+		attrs.Set(events.AttrPolicyVersion, d.Version)
+	}
+	if d.Rule != "" {
+		attrs.Set(events.AttrRule, d.Rule)
+		attrs.Set(events.AttrEffect, d.Effect)
+	}
 	if !d.Allowed {
-		code := events.CodePolicyDenied
-		if c.r.policy.broken != nil {
-			code = events.CodeConfigInvalid
-		}
-		c.emit(events.KindPolicyDecided, events.Denied, code, time.Time{}, attrs)
-		return fail(code, d.Reason)
+		c.emit(events.KindPolicyDecided, events.Denied, d.Code, time.Time{}, attrs)
+		return fail(d.Code, d.Reason)
 	}
 	c.emit(events.KindPolicyDecided, events.OK, "", time.Time{}, attrs)
 	return Result{}, false
@@ -279,6 +305,11 @@ func (c *call) secrets() (map[string]string, Result, bool) {
 
 // approvalRequired applies the per-tool override to the descriptor.
 func (c *call) approvalRequired() bool {
+	if p := c.env.Policy; p != nil && p.Effect == config.EffectApprove {
+		return true
+	} else if p != nil && p.Effect == config.EffectAllow {
+		return false
+	}
 	req := c.tool.Approval
 	if o := c.r.cfg.Tools[c.tool.ID].Approval; o != "" {
 		req = o
@@ -297,7 +328,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	c.env.Approval = rec
 	decided := func(outcome events.Outcome, code events.Code, decision, by, reason string, t0 time.Time) {
 		rec.Decision, rec.By, rec.Reason = decision, by, reason
-		c.emitID(projections.DecisionID(c.op), events.KindApprovalDecided, outcome, code, t0, events.A(events.AttrApprovalID, c.op.String(), events.AttrDecision, decision, events.AttrArgsHash, hash, "by", by, events.AttrReason, reason))
+		c.emitID(projections.DecisionID(c.ask), events.KindApprovalDecided, outcome, code, t0, events.A(events.AttrApprovalID, c.ask.String(), events.AttrDecision, decision, events.AttrArgsHash, hash, "by", by, events.AttrReason, reason))
 	}
 	switch mode {
 	case config.ModeAllow:
@@ -308,9 +339,10 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		return fail(events.CodeApprovalDenied, "approval is required and [approval] mode is deny: set mode = \"prompt\" (an operator decides) or [tools."+c.tool.ID+"] approval = \"never\"")
 	}
 	// prompt: the request is durable before anyone is asked.
+	c.asked = true
 	t0 := c.x.opts.Now()
 	deadline := t0.Add(c.r.cfg.ApprovalTimeout())
-	asked := events.A(events.AttrApprovalID, c.op.String(), events.AttrArgsHash, hash, events.AttrDeadline, deadline.UTC().Format(time.RFC3339Nano),
+	asked := events.A(events.AttrApprovalID, c.ask.String(), events.AttrArgsHash, hash, events.AttrDeadline, deadline.UTC().Format(time.RFC3339Nano),
 		"args", summarize(c.x.redact("args", string(c.inv.Args))))
 	if c.tool.Pin != "" {
 		asked.Set(events.AttrPin, c.tool.Pin)
@@ -327,10 +359,10 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		decided(events.Denied, events.CodeLogUnavailable, events.Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)
 		return fail(events.CodeLogUnavailable, "the approval request could not be recorded in the event log")
 	}
-	c.x.opts.Logger.Info("approval needed", "tool", c.tool.ID, "approval", c.op.String(), "deadline", deadline.Format(time.RFC3339),
-		"run", "tracebridge approvals approve "+c.op.String())
+	c.x.opts.Logger.Info("approval needed", "tool", c.tool.ID, "approval", c.ask.String(), "deadline", deadline.Format(time.RFC3339),
+		"run", "tracebridge approvals approve "+c.ask.String())
 	stopProgress := c.progressWhileWaiting(deadline)
-	e, ok, err := awaitDecision(ctx, c.x.opts.Log, c.inv.RequestID, c.op, deadline, c.x.opts.PollEvery, c.x.opts.Now, c.x.opts.After)
+	e, ok, err := awaitDecision(ctx, c.x.opts.Log, c.inv.RequestID, c.ask, deadline, c.x.opts.PollEvery, c.x.opts.Now, c.x.opts.After)
 	stopProgress()
 	switch {
 	case err != nil:
@@ -342,7 +374,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		// decision per approval, and the call follows the one it kept.
 		if c.flush(ctx) == nil {
 			if evs, err := c.x.opts.Log.ByRequest(ctx, c.inv.RequestID); err == nil {
-				if held, found := projections.Decided(evs, c.op.String()); found && held.Attrs.Get(events.AttrBy) != "timeout" {
+				if held, found := projections.Decided(evs, c.ask.String()); found && held.Attrs.Get(events.AttrBy) != "timeout" {
 					return c.follow(held, hash, rec)
 				}
 			}

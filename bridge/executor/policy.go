@@ -1,12 +1,15 @@
 package executor
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // decision is the policy's answer for one call.
@@ -15,18 +18,38 @@ type decision struct {
 	Reason  string   `json:"reason"`
 	Granted []string `json:"granted,omitempty"`
 	Missing []string `json:"missing,omitempty"`
+	// Rule is the [policy.rules] rule that decided (its effect: allow
+	// without approval, approve, deny), Matched every rule that matched;
+	// Version the policy version in force (config.PolicyVersion).
+	Rule    string   `json:"rule,omitempty"`
+	Effect  string   `json:"effect,omitempty"`
+	Matched []string `json:"matched,omitempty"`
+	Version string   `json:"version,omitempty"`
+	// Code is why a call was not allowed (PolicyDenied, PolicyRuleFailed,
+	// ConfigInvalid).
+	Code events.Code `json:"-"`
 }
 
-// policy grants capabilities and denies tools, from tracebridge.toml. A
-// broken file (broken != nil) denies everything.
+// policy grants capabilities, denies tools and applies the rules on
+// arguments, from tracebridge.toml. A broken file (broken != nil) denies
+// everything.
 type policy struct {
-	grants map[string]bool
-	deny   []string // tool ids or path.Match patterns of them
-	broken error
+	grants  map[string]bool
+	deny    []string // tool ids or path.Match patterns of them
+	rules   *config.RuleSet
+	version string
+	broken  error
 }
 
 func newPolicy(c *config.Config, broken error) *policy {
 	p := &policy{grants: map[string]bool{}, broken: broken}
+	if c != nil && broken == nil {
+		rs, err := c.Rules()
+		if err != nil {
+			p.broken = err
+		}
+		p.rules, p.version = rs, c.PolicyVersion()
+	}
 	if c != nil {
 		for _, g := range c.Policy.Grant {
 			p.grants[g] = true
@@ -42,16 +65,37 @@ func newPolicy(c *config.Config, broken error) *policy {
 	return p
 }
 
-func (p *policy) decide(d *Descriptor) decision {
+// decide applies the grants and denials to d, then the rules to the call
+// in: a rule may deny, require approval or waive it.
+func (p *policy) decide(ctx context.Context, d *Descriptor, in config.RuleInput) decision {
+	dec := p.decideTool(d)
+	dec.Version = p.version
+	if !dec.Allowed || p.rules.Len() == 0 {
+		return dec
+	}
+	v := p.rules.Decide(ctx, in)
+	dec.Rule, dec.Effect, dec.Matched = v.Rule, v.Effect, v.Matched
+	switch {
+	case v.Failed != "":
+		dec.Allowed, dec.Code, dec.Reason = false, events.CodePolicyRuleFailed, v.Message
+	case v.Effect == config.EffectDeny:
+		dec.Allowed, dec.Code, dec.Reason = false, events.CodePolicyDenied, fmt.Sprintf("rule %s denies it: %s", v.Rule, v.Message)
+	case v.Effect != "":
+		dec.Reason = fmt.Sprintf("%s; rule %s: %s (%s)", dec.Reason, v.Rule, v.Message, v.Effect)
+	}
+	return dec
+}
+
+func (p *policy) decideTool(d *Descriptor) decision {
 	if p.broken != nil {
-		return decision{Reason: "the configuration is broken, so every tool is denied until it is fixed: " + p.broken.Error()}
+		return decision{Code: events.CodeConfigInvalid, Reason: "the configuration is broken, so every tool is denied until it is fixed: " + p.broken.Error()}
 	}
 	for _, pat := range p.deny {
 		if pat == d.ID {
-			return decision{Reason: fmt.Sprintf("tool %s is listed in policy.deny", d.ID)}
+			return decision{Code: events.CodePolicyDenied, Reason: fmt.Sprintf("tool %s is listed in policy.deny", d.ID)}
 		}
 		if ok, _ := path.Match(pat, d.ID); ok {
-			return decision{Reason: fmt.Sprintf("tool %s matches %q in policy.deny", d.ID, pat)}
+			return decision{Code: events.CodePolicyDenied, Reason: fmt.Sprintf("tool %s matches %q in policy.deny", d.ID, pat)}
 		}
 	}
 	var granted, missing []string
@@ -64,8 +108,23 @@ func (p *policy) decide(d *Descriptor) decision {
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return decision{Granted: granted, Missing: missing,
+		return decision{Granted: granted, Missing: missing, Code: events.CodePolicyDenied,
 			Reason: fmt.Sprintf("capability %s not granted (add it to policy.grant in tracebridge.toml)", strings.Join(missing, ", "))}
 	}
 	return decision{Allowed: true, Granted: granted, Reason: "all required capabilities granted"}
+}
+
+// ruleInput is what the rules see of the call: the tool, its server and
+// annotations, the arguments parsed, the client and session, the time.
+func (c *call) ruleInput() config.RuleInput {
+	in := config.RuleInput{Tool: c.tool.ID, Client: c.inv.Client, Session: c.inv.SessionID.String(), Time: c.x.opts.Now(),
+		Annotations: annotationFlags(annotationsOf(c.tool))}
+	in.Server, _ = strings.CutPrefix(c.tool.Source, "upstream:")
+	if in.Server == c.tool.Source {
+		in.Server = ""
+	}
+	if len(c.inv.Args) > 0 {
+		json.Unmarshal(c.inv.Args, &in.Args) // validated JSON already; not an object: no fields
+	}
+	return in
 }

@@ -36,7 +36,7 @@ capability = "metrics.read"
 		{"metrics__query", []string{"metrics.read"}, false}, // a requirement, not a grant
 		{"hello", []string{config.CapProcessRun}, false},
 	} {
-		if d := p.decide(&Descriptor{ID: tc.id, Capabilities: tc.caps}); d.Allowed != tc.ok {
+		if d := p.decideTool(&Descriptor{ID: tc.id, Capabilities: tc.caps}); d.Allowed != tc.ok {
 			t.Errorf("%s: allowed %v (%s), want %v", tc.id, d.Allowed, d.Reason, tc.ok)
 		}
 	}

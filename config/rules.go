@@ -1,0 +1,260 @@
+package config
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
+)
+
+// Rule is one [policy.rules.NAME] table: when a call of one of Tools (tool
+// id patterns; none: every tool) makes When (a CEL expression, ADR 0019)
+// true, Effect decides it, and Message tells the caller and the operator
+// why.
+type Rule struct {
+	Tools   []string `toml:"tools"`
+	When    string   `toml:"when"`
+	Effect  string   `toml:"effect"`
+	Message string   `toml:"message"`
+}
+
+// Rule effects. When several rules match a call, deny wins over approve,
+// and approve over allow: the order of the file does not matter.
+const (
+	EffectAllow   = "allow"   // allowed without approval
+	EffectApprove = "approve" // allowed once an operator approves
+	EffectDeny    = "deny"
+)
+
+// RuleCostLimit bounds one rule's evaluation (CEL's cost units: about one
+// per operation, a string function one per byte it reads); a rule that
+// would cost more fails, and a failed rule denies the call.
+const RuleCostLimit = 1_000_000
+
+// RuleTimeout bounds the evaluation of every rule of one call, whatever
+// its cost: a hostile argument cannot hold a call in the policy step.
+const RuleTimeout = 100 * time.Millisecond
+
+// RuleInput is what a rule sees of one call.
+type RuleInput struct {
+	Tool        string          // the catalog id (server__tool)
+	Server      string          // the upstream server ("" for the bridge's own tools)
+	Annotations map[string]bool // the tool's MCP annotations, with the specification's defaults
+	Args        map[string]any  // the arguments, parsed JSON
+	Client      string          // the MCP client (name/version)
+	Session     string
+	Time        time.Time
+}
+
+// RuleVerdict is what the rules say of one call: the effect of the rule
+// that decides (none: no rule matched) and every rule that matched.
+type RuleVerdict struct {
+	Effect  string   `json:"effect,omitempty"`
+	Rule    string   `json:"rule,omitempty"`
+	Message string   `json:"message,omitempty"`
+	Matched []string `json:"matched,omitempty"`
+	// Failed names a rule that could not be evaluated (the call is denied:
+	// rules fail closed) and why.
+	Failed string `json:"failed,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// RuleSet is a configuration's rules, compiled.
+type RuleSet struct {
+	rules   []compiledRule // sorted by name
+	version string
+}
+
+type compiledRule struct {
+	name string
+	Rule
+	prg cel.Program
+	ast *cel.Ast
+}
+
+var ruleNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+
+// ruleEnv declares what a rule sees.
+var ruleEnv = func() *cel.Env {
+	env, err := cel.NewEnv(
+		cel.Variable("tool", cel.StringType),
+		cel.Variable("server", cel.StringType),
+		cel.Variable("annotations", cel.MapType(cel.StringType, cel.BoolType)),
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("client", cel.StringType),
+		cel.Variable("session", cel.StringType),
+		cel.Variable("now", cel.TimestampType),
+		ext.Strings(),
+	)
+	if err != nil {
+		panic(err)
+	}
+	return env
+}()
+
+// compileRule checks one rule and compiles its expression.
+func compileRule(name string, r Rule) (compiledRule, []string) {
+	var problems []string
+	if !ruleNameRE.MatchString(name) {
+		problems = append(problems, fmt.Sprintf("rule name %q: use letters, digits, '-' and '_'", name))
+	}
+	switch r.Effect {
+	case EffectAllow, EffectApprove, EffectDeny:
+	default:
+		problems = append(problems, fmt.Sprintf("effect %q is not one of allow, approve, deny", r.Effect))
+	}
+	for _, t := range r.Tools {
+		if _, err := path.Match(t, ""); err != nil || t == "" {
+			problems = append(problems, fmt.Sprintf("tools: %q is not a tool id or a valid pattern", t))
+		}
+	}
+	c := compiledRule{name: name, Rule: r}
+	if strings.TrimSpace(r.When) == "" {
+		return c, append(problems, `when is empty: write the condition, such as 'args.path.startsWith("docs/")' (or "true" for every call of tools)`)
+	}
+	ast, iss := ruleEnv.Compile(r.When)
+	if iss.Err() != nil {
+		return c, append(problems, "when: "+strings.ReplaceAll(iss.Err().Error(), "\n", " "))
+	}
+	if ast.OutputType() != cel.BoolType {
+		return c, append(problems, fmt.Sprintf("when is a %s, not true or false", ast.OutputType()))
+	}
+	prg, err := ruleEnv.Program(ast, cel.CostLimit(RuleCostLimit), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return c, append(problems, "when: "+err.Error())
+	}
+	c.prg, c.ast = prg, ast
+	return c, problems
+}
+
+// Rules compiles c's [policy.rules]; Load has checked them, so an error
+// here is a configuration Parse did not check.
+func (c *Config) Rules() (*RuleSet, error) {
+	rs := &RuleSet{}
+	for _, name := range sortedKeys(c.Policy.Rules) {
+		cr, problems := compileRule(name, c.Policy.Rules[name])
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("rule %s: %s", name, strings.Join(problems, "; "))
+		}
+		rs.rules = append(rs.rules, cr)
+	}
+	rs.version = c.PolicyVersion()
+	return rs, nil
+}
+
+// PolicyVersion is a hash of what decides calls: [policy] (grants, denials,
+// rules), [approval] mode, the tools' approval overrides and the servers'
+// read_only and approval lists. An approval given under one version is
+// decided again under another.
+func (c *Config) PolicyVersion() string {
+	type serverPolicy struct {
+		ReadOnly []string          `json:"readOnly,omitempty"`
+		Approval map[string]string `json:"approval,omitempty"`
+	}
+	v := struct {
+		Policy    Policy                  `json:"policy"`
+		Mode      string                  `json:"mode"`
+		Approvals map[string]string       `json:"approvals,omitempty"`
+		Servers   map[string]serverPolicy `json:"servers,omitempty"`
+	}{Policy: c.Policy, Mode: c.Approval.Mode, Approvals: map[string]string{}, Servers: map[string]serverPolicy{}}
+	for id, t := range c.Tools {
+		if t.Approval != "" {
+			v.Approvals[id] = t.Approval
+		}
+	}
+	for name, s := range c.Servers {
+		if len(s.ReadOnly) > 0 || len(s.Approval) > 0 {
+			v.Servers[name] = serverPolicy{s.ReadOnly, s.Approval}
+		}
+	}
+	b, _ := json.Marshal(v) // maps marshal in key order
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Version is the policy version the rules belong to (Config.PolicyVersion).
+func (rs *RuleSet) Version() string { return rs.version }
+
+// Len is how many rules there are.
+func (rs *RuleSet) Len() int {
+	if rs == nil {
+		return 0
+	}
+	return len(rs.rules)
+}
+
+// Decide evaluates every rule whose tools match in.Tool. Deny wins over
+// approve, approve over allow; among rules of the same effect the first by
+// name decides. A rule that cannot be evaluated (a field the arguments
+// lack, its cost limit, RuleTimeout, ctx ending) denies: rules fail
+// closed.
+func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
+	var v RuleVerdict
+	if rs == nil || len(rs.rules) == 0 {
+		return v
+	}
+	vars := map[string]any{"tool": in.Tool, "server": in.Server, "annotations": in.Annotations, "args": in.Args,
+		"client": in.Client, "session": in.Session, "now": in.Time}
+	if vars["annotations"] == nil {
+		vars["annotations"] = map[string]bool{}
+	}
+	if in.Args == nil {
+		vars["args"] = map[string]any{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, RuleTimeout)
+	defer cancel()
+	rank := map[string]int{EffectAllow: 1, EffectApprove: 2, EffectDeny: 3}
+	for _, r := range rs.rules {
+		if !r.appliesTo(in.Tool) {
+			continue
+		}
+		out, _, err := r.prg.ContextEval(ctx, vars)
+		if err != nil {
+			return RuleVerdict{Effect: EffectDeny, Rule: r.name, Matched: v.Matched, Failed: r.name, Error: err.Error(),
+				Message: fmt.Sprintf("rule %s could not be evaluated (%v): a rule that fails denies the call", r.name, err)}
+		}
+		if match, ok := out.Value().(bool); !ok || !match {
+			continue
+		}
+		v.Matched = append(v.Matched, r.name)
+		if rank[r.Effect] > rank[v.Effect] {
+			v.Effect, v.Rule, v.Message = r.Effect, r.name, r.Message
+			if v.Message == "" {
+				v.Message = fmt.Sprintf("rule %s: %s", r.name, r.Effect)
+			}
+		}
+	}
+	return v
+}
+
+// appliesTo reports whether tool is one of the rule's tools.
+func (r compiledRule) appliesTo(tool string) bool {
+	if len(r.Tools) == 0 {
+		return true
+	}
+	for _, t := range r.Tools {
+		if ok, _ := path.Match(t, tool); ok || t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// Names is the rules' names, sorted.
+func (rs *RuleSet) Names() []string {
+	out := make([]string, len(rs.rules))
+	for i, r := range rs.rules {
+		out[i] = r.name
+	}
+	sort.Strings(out)
+	return out
+}
