@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -168,7 +169,7 @@ func traceResources(log tools.TraceLog) []bmcp.Resource {
 // its tools (built-in, extra and discovered, ~ being home) and the
 // capabilities they and the configured servers need.
 func Served(cfg *config.Config, home string, extra ...*executor.Tool) config.Served {
-	s := config.Served{Tools: map[string]bool{}, Capabilities: map[string]bool{}}
+	s := config.Served{Tools: map[string]bool{}, Capabilities: map[string]bool{}, Schemas: map[string]json.RawMessage{}}
 	for _, c := range []string{config.CapTextSearch, config.CapTraceRead, config.CapWorkspaceRead, config.CapWorkspaceWrite, config.CapProcessRun} {
 		s.Capabilities[c] = true
 	}
@@ -183,6 +184,11 @@ func Served(cfg *config.Config, home string, extra ...*executor.Tool) config.Ser
 	}
 	for _, t := range all {
 		s.Tools[t.ID] = true
+		if raw := t.RawSchema; raw != nil {
+			s.Schemas[t.ID] = raw
+		} else if raw, err := json.Marshal(t.InputSchema); err == nil && t.InputSchema != nil {
+			s.Schemas[t.ID] = raw
+		}
 		for _, c := range t.Capabilities {
 			s.Capabilities[c] = true
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	pathpkg "path"
@@ -15,6 +16,9 @@ import (
 type Served struct {
 	Tools        map[string]bool
 	Capabilities map[string]bool
+	// Schemas are the input schemas (JSON) of the tools whose schema is
+	// known: the bridge's own, discovered ones, upstream ones the log pins.
+	Schemas map[string]json.RawMessage
 }
 
 // Unknown lists the names c gives that match nothing a bridge serving s
@@ -46,7 +50,7 @@ func (c *Config) Unknown(path string, s Served) []string {
 			problems = append(problems, fmt.Sprintf("%s: [tools.%s]: not a tool this bridge serves (see tools/list, or the discovery dirs)", path, id))
 		}
 	}
-	return problems
+	return append(problems, c.ruleFields(path, s.Schemas)...)
 }
 
 // upstreamTool reports whether id may name a configured server's tool.

@@ -37,6 +37,9 @@ type Config struct {
 
 	// Path is the file read, "" for defaults.
 	Path string `toml:"-"`
+	// lines maps each key of the file to its line, for problems found
+	// after Parse (Unknown).
+	lines map[string]int
 }
 
 // Approval says how calls of tools that require approval are answered.
@@ -200,7 +203,8 @@ func Parse(path string, b []byte) (*Config, error) {
 	if err := dec.Decode(c); err != nil {
 		return nil, &ProblemsError{Path: path, Problems: decodeProblems(err)}
 	}
-	if probs := c.validate(keyLines(b)); len(probs) > 0 {
+	c.lines = keyLines(b)
+	if probs := c.validate(c.lines); len(probs) > 0 {
 		return nil, &ProblemsError{Path: path, Problems: probs}
 	}
 	c.fill()

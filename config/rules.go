@@ -125,7 +125,7 @@ func compileRule(name string, r Rule) (compiledRule, []string) {
 	if iss.Err() != nil {
 		return c, append(problems, "when: "+strings.ReplaceAll(iss.Err().Error(), "\n", " "))
 	}
-	if ast.OutputType() != cel.BoolType {
+	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType { // dyn (args.flag) is checked when evaluated
 		return c, append(problems, fmt.Sprintf("when is a %s, not true or false", ast.OutputType()))
 	}
 	prg, err := ruleEnv.Program(ast, cel.CostLimit(RuleCostLimit), cel.InterruptCheckFrequency(100))
@@ -222,15 +222,17 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 			return RuleVerdict{Effect: EffectDeny, Rule: r.name, Matched: v.Matched, Failed: r.name, Error: err.Error(),
 				Message: fmt.Sprintf("rule %s could not be evaluated (%v): a rule that fails denies the call", r.name, err)}
 		}
-		if match, ok := out.Value().(bool); !ok || !match {
+		match, ok := out.Value().(bool)
+		if !ok {
+			return RuleVerdict{Effect: EffectDeny, Rule: r.name, Matched: v.Matched, Failed: r.name, Error: fmt.Sprintf("when is %v, not true or false", out.Value()),
+				Message: fmt.Sprintf("rule %s could not be evaluated (when is %v, not true or false): a rule that fails denies the call", r.name, out.Value())}
+		}
+		if !match {
 			continue
 		}
 		v.Matched = append(v.Matched, r.name)
 		if rank[r.Effect] > rank[v.Effect] {
 			v.Effect, v.Rule, v.Message = r.Effect, r.name, r.Message
-			if v.Message == "" {
-				v.Message = fmt.Sprintf("rule %s: %s", r.name, r.Effect)
-			}
 		}
 	}
 	return v
@@ -256,5 +258,34 @@ func (rs *RuleSet) Names() []string {
 		out[i] = r.name
 	}
 	sort.Strings(out)
+	return out
+}
+
+// RuleResult is one rule's part in a call's decision (RuleSet.Explain).
+type RuleResult struct {
+	Name    string `json:"name"`
+	Effect  string `json:"effect"`
+	When    string `json:"when"`
+	Applies bool   `json:"applies"` // its tools include the call's
+	Matched bool   `json:"matched"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Explain evaluates every rule on in, one by one: which apply to the
+// tool, which matched, which could not be evaluated.
+func (rs *RuleSet) Explain(ctx context.Context, in RuleInput) []RuleResult {
+	if rs == nil {
+		return nil
+	}
+	out := make([]RuleResult, 0, len(rs.rules))
+	for _, r := range rs.rules {
+		res := RuleResult{Name: r.name, Effect: r.Effect, When: r.When, Applies: r.appliesTo(in.Tool)}
+		if res.Applies {
+			one := &RuleSet{rules: []compiledRule{r}}
+			v := one.Decide(ctx, in)
+			res.Matched, res.Error = len(v.Matched) > 0, v.Error
+		}
+		out = append(out, res)
+	}
 	return out
 }

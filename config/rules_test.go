@@ -129,3 +129,43 @@ effect = "approve"
 		}
 	})
 }
+
+// A rule naming a field its tools' input schemas lack is a problem on its
+// when line; a field of an object without listed properties, and tools
+// whose schema is unknown, are not checked.
+func TestRuleFieldsAgainstSchemas(t *testing.T) {
+	c, err := Parse("t.toml", []byte(`
+[policy.rules.ok]
+tools = ["fs__write_file"]
+when = 'args.path.startsWith("docs/") && args["content"].size() < 10 && args.meta.anything == 1'
+effect = "deny"
+
+[policy.rules.typo]
+tools = ["fs__*"]
+when = 'args.pth.startsWith("docs/")'
+effect = "deny"
+
+[policy.rules.nested]
+tools = ["fs__write_file"]
+when = 'args.options.dryrun'
+effect = "allow"
+
+[policy.rules.unknown-tool]
+tools = ["other__*"]
+when = 'args.whatever'
+effect = "allow"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},"meta":{"type":"object"},
+		"options":{"type":"object","properties":{"dryRun":{"type":"boolean"}}}}}`)
+	got := c.ruleFields("t.toml", map[string]json.RawMessage{"fs__write_file": schema, "fs__read_file": json.RawMessage(`{"type":"object","properties":{"path":{}}}`)})
+	want := []string{
+		"t.toml:14: policy.rules.nested.when: args.options.dryrun: no tool the rule applies to has it in its input schema: fs__write_file (its property options has dryRun)",
+		"t.toml:9: policy.rules.typo.when: args.pth: no tool the rule applies to has it in its input schema: fs__read_file (its input schema has path); fs__write_file (its input schema has content, meta, options, path)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -21,10 +21,10 @@ func annotationsOf(t *Tool) string {
 	return string(b)
 }
 
-// annotationFlags is annotations (JSON) as a rule sees them: the four MCP
+// AnnotationFlags is annotations (JSON) as a rule sees them: the four MCP
 // hints, each with the specification's default when unset (readOnlyHint
 // false, destructiveHint true, idempotentHint false, openWorldHint true).
-func annotationFlags(annotations string) map[string]bool {
+func AnnotationFlags(annotations string) map[string]bool {
 	flags := map[string]bool{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
 	var set map[string]any
 	json.Unmarshal([]byte(annotations), &set)

@@ -79,11 +79,20 @@ func (p *policy) decide(ctx context.Context, d *Descriptor, in config.RuleInput)
 	case v.Failed != "":
 		dec.Allowed, dec.Code, dec.Reason = false, events.CodePolicyRuleFailed, v.Message
 	case v.Effect == config.EffectDeny:
-		dec.Allowed, dec.Code, dec.Reason = false, events.CodePolicyDenied, fmt.Sprintf("rule %s denies it: %s", v.Rule, v.Message)
-	case v.Effect != "":
-		dec.Reason = fmt.Sprintf("%s; rule %s: %s (%s)", dec.Reason, v.Rule, v.Message, v.Effect)
+		dec.Allowed, dec.Code, dec.Reason = false, events.CodePolicyDenied, "rule "+v.Rule+" denies it"+colon(v.Message)
+	case v.Effect == config.EffectApprove:
+		dec.Reason += "; rule " + v.Rule + " requires approval" + colon(v.Message)
+	case v.Effect == config.EffectAllow:
+		dec.Reason += "; rule " + v.Rule + " allows it without approval" + colon(v.Message)
 	}
 	return dec
+}
+
+func colon(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
 }
 
 func (p *policy) decideTool(d *Descriptor) decision {
@@ -118,7 +127,7 @@ func (p *policy) decideTool(d *Descriptor) decision {
 // annotations, the arguments parsed, the client and session, the time.
 func (c *call) ruleInput() config.RuleInput {
 	in := config.RuleInput{Tool: c.tool.ID, Client: c.inv.Client, Session: c.inv.SessionID.String(), Time: c.x.opts.Now(),
-		Annotations: annotationFlags(annotationsOf(c.tool))}
+		Annotations: AnnotationFlags(annotationsOf(c.tool))}
 	in.Server, _ = strings.CutPrefix(c.tool.Source, "upstream:")
 	if in.Server == c.tool.Source {
 		in.Server = ""

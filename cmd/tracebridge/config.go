@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 const configHelp = `config check [FILE | --config FILE]
@@ -102,7 +104,7 @@ The file:
 Capabilities: text.search, trace.read, workspace.read, workspace.write, process.run
 (discovered tools always need process.run), upstream.NAME per configured server.`
 
-func runConfig(_ context.Context, m *Main, args []string) error {
+func runConfig(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("config")
 	cfgFlag := fs.String("config", "", "the `FILE` to check (the same as naming it, as `mcp --config`)")
 	if err := m.parse(fs, configHelp, args); err != nil {
@@ -134,7 +136,9 @@ func runConfig(_ context.Context, m *Main, args []string) error {
 	}
 	// What the file names must exist: capabilities, and tool ids (the
 	// built-in ones and those its discovery dirs hold).
-	if problems := c.Unknown(path, bridge.Served(c, m.Getenv("HOME"), testTools()...)); len(problems) > 0 {
+	served := bridge.Served(c, m.Getenv("HOME"), testTools()...)
+	m.pinnedSchemas(ctx, served.Schemas) // the rules are checked against upstream tools' schemas the log has seen
+	if problems := c.Unknown(path, served); len(problems) > 0 {
 		fmt.Fprintln(m.Stdout, strings.Join(problems, "\n"))
 		return errFound
 	}
@@ -165,4 +169,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// pinnedSchemas adds the input schemas of the upstream tools the data
+// dir's log pins, when there is a log to read.
+func (m *Main) pinnedSchemas(ctx context.Context, into map[string]json.RawMessage) {
+	node, err := m.openLog(ctx, "config") // no log yet: nothing pinned
+
+	if err != nil {
+		return
+	}
+	defer node.Close()
+	pins, err := projections.Read[projections.Pin](ctx, node, projections.Query{View: projections.ViewPins, Limit: 1 << 20})
+	if err != nil {
+		return
+	}
+	for _, p := range pins {
+		var d struct {
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal([]byte(p.Descriptor), &d) == nil && len(d.InputSchema) > 0 {
+			into[p.Name] = d.InputSchema
+		}
+	}
 }

@@ -1,0 +1,60 @@
+package executor
+
+import (
+	"context"
+
+	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// Verdicts of Evaluate: what the policy makes of a call before it runs.
+const (
+	VerdictAllowed = "allowed" // runs without asking
+	VerdictGated   = "gated"   // runs once an operator approves
+	VerdictDenied  = "denied"
+)
+
+// Evaluation is what cfg's policy decides for a call of d with in: the
+// verdict, the code of a denial, and the rule that decided (if any).
+type Evaluation struct {
+	Verdict string      `json:"verdict"`
+	Code    events.Code `json:"code,omitempty"`
+	Rule    string      `json:"rule,omitempty"`
+	Effect  string      `json:"effect,omitempty"`
+	Matched []string    `json:"matched,omitempty"`
+	Reason  string      `json:"reason"`
+	Version string      `json:"version"`
+}
+
+// Evaluate decides a call of d with in under cfg as the executor's policy
+// and approval steps would, without running anything: grants and denials,
+// the rules, then whether it needs approval (the tool's own requirement,
+// [tools.ID] approval, and for an upstream server's tool its server's
+// read_only and approval lists under cfg). `policy test` re-decides
+// recorded calls with it.
+func Evaluate(ctx context.Context, cfg *config.Config, d Descriptor, in config.RuleInput) Evaluation {
+	p := newPolicy(cfg, nil)
+	dec := p.decide(ctx, &d, in)
+	ev := Evaluation{Rule: dec.Rule, Effect: dec.Effect, Matched: dec.Matched, Reason: dec.Reason, Version: dec.Version, Code: dec.Code}
+	if !dec.Allowed {
+		ev.Verdict = VerdictDenied
+		return ev
+	}
+	ev.Code = ""
+	if s, ok := cfg.Servers[in.Server]; ok && in.Server != "" && d.Name != "" {
+		readOnly := in.Annotations["readOnlyHint"] || s.IsReadOnly(d.Name)
+		d.Approval = s.ApprovalOf(d.Name)
+		if d.Approval == "" {
+			d.Approval = "never"
+			if !readOnly {
+				d.Approval = "always"
+			}
+		}
+	}
+	c := &call{tool: &Tool{Descriptor: d}, r: &rules{cfg: cfg}, env: envelope{Policy: &dec}}
+	ev.Verdict = VerdictAllowed
+	if c.approvalRequired() {
+		ev.Verdict = VerdictGated
+	}
+	return ev
+}

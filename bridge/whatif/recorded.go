@@ -1,0 +1,199 @@
+// Package whatif re-decides recorded tool calls under a candidate
+// configuration, without running anything: `tracebridge policy test` (what
+// a policy change would have done to the calls in the log) and `policy
+// explain` (which rules a recorded call met).
+package whatif
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
+)
+
+// Call is one recorded tool call as the policy saw it: the tool's
+// descriptor, what the rules see of the call, and what was decided then.
+type Call struct {
+	RequestID  events.ID           `json:"requestId"`
+	Time       time.Time           `json:"time"`
+	Descriptor executor.Descriptor `json:"-"`
+	Input      config.RuleInput    `json:"-"`
+	Was        executor.Evaluation `json:"was"`
+}
+
+// Log is what the calls are read from: the events in seq order, each
+// payload whole. A hub.Node is one.
+type Log interface {
+	events.PayloadReader
+	Range(ctx context.Context, from uint64, limit int) ([]events.Event, uint64, error)
+}
+
+// recordedEnvelope is what an audit envelope says of the policy's part.
+type recordedEnvelope struct {
+	Descriptor *executor.Descriptor `json:"descriptor"`
+	Policy     *struct {
+		Allowed bool     `json:"allowed"`
+		Reason  string   `json:"reason"`
+		Rule    string   `json:"rule"`
+		Effect  string   `json:"effect"`
+		Matched []string `json:"matched"`
+		Version string   `json:"version"`
+	} `json:"policy"`
+	Approval *struct {
+		Required bool `json:"required"`
+	} `json:"approval"`
+	Args string      `json:"args"`
+	Code events.Code `json:"code"`
+}
+
+// partial is a call being read: its steps arrive one by one.
+type partial struct {
+	client  string
+	session events.ID
+	time    time.Time
+	env     *recordedEnvelope
+	args    json.RawMessage
+}
+
+// Calls reads the tool calls recorded since since (zero: all) and gives
+// each to fn, in the order they were answered. A call the policy did not
+// decide (an unknown tool, invalid arguments) is left out. annotations
+// maps a tool id to its MCP annotations (JSON), for the tools whose
+// descriptors the log pins (Annotations).
+func Calls(ctx context.Context, log Log, since time.Time, annotations map[string]string, fn func(Call) error) error {
+	open := map[events.ID]*partial{}
+	for from := uint64(1); ; {
+		evs, next, err := log.Range(ctx, from, 4096)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for i := range evs {
+			if err := step(ctx, log, &evs[i], open, since, annotations, fn); err != nil {
+				return err
+			}
+		}
+		from = next
+	}
+	for req, p := range open { // answered no more (a crash): decided on what the envelope says
+		if p.env != nil {
+			if err := finish(req, p, annotations, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func step(ctx context.Context, log Log, e *events.Event, open map[events.ID]*partial, since time.Time, annotations map[string]string, fn func(Call) error) error {
+	switch e.Kind {
+	case events.KindExecutorStarted:
+		if e.Time.Before(since) {
+			return nil
+		}
+		open[e.RequestID] = &partial{client: e.Attrs.Get(events.AttrClient), session: e.SessionID, time: e.Time}
+	case events.KindExecutorAudit:
+		p := open[e.RequestID]
+		if p == nil {
+			return nil
+		}
+		raw, err := events.ResolveValue(ctx, log, e.Attrs.Get(events.AttrEnvelope))
+		if err != nil {
+			return err
+		}
+		var env recordedEnvelope
+		if json.Unmarshal([]byte(raw), &env) != nil || env.Policy == nil || env.Descriptor == nil {
+			delete(open, e.RequestID) // not decided by the policy, or not readable
+			return nil
+		}
+		p.env = &env
+	case events.KindMCPResponseSent:
+		p := open[e.RequestID]
+		if p == nil || p.env == nil {
+			return nil
+		}
+		delete(open, e.RequestID)
+		raw, err := events.ResolveValue(ctx, log, e.Attrs.Get(events.AttrParams))
+		if err != nil {
+			return err
+		}
+		var params struct {
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if json.Unmarshal([]byte(raw), &params) == nil {
+			p.args = params.Arguments
+		}
+		return finish(e.RequestID, p, annotations, fn)
+	}
+	return nil
+}
+
+func finish(req events.ID, p *partial, annotations map[string]string, fn func(Call) error) error {
+	env := p.env
+	args := p.args
+	if len(args) == 0 && json.Valid([]byte(env.Args)) { // short arguments are whole in the envelope
+		args = json.RawMessage(env.Args)
+	}
+	c := Call{RequestID: req, Time: p.time, Descriptor: *env.Descriptor}
+	c.Input = Input(c.Descriptor, args, p.client, p.time, annotations[c.Descriptor.ID])
+	if !p.session.IsZero() {
+		c.Input.Session = p.session.String()
+	}
+	c.Was = executor.Evaluation{Verdict: executor.VerdictAllowed, Rule: env.Policy.Rule, Effect: env.Policy.Effect, Matched: env.Policy.Matched,
+		Reason: env.Policy.Reason, Version: env.Policy.Version}
+	switch {
+	case !env.Policy.Allowed:
+		c.Was.Verdict, c.Was.Code = executor.VerdictDenied, env.Code
+	case env.Approval != nil && env.Approval.Required:
+		c.Was.Verdict = executor.VerdictGated
+	}
+	return fn(c)
+}
+
+// Input is what the rules see of a recorded call of d: its arguments (as
+// recorded: redacted), client, time, and annotations (JSON; "" when the
+// log does not pin the tool: a built-in's read-only hint from its side
+// effects).
+func Input(d executor.Descriptor, args json.RawMessage, client string, at time.Time, annotations string) config.RuleInput {
+	in := config.RuleInput{Tool: d.ID, Client: client, Time: at}
+	if server, ok := cutUpstream(d.Source); ok {
+		in.Server = server
+	}
+	if annotations == "" {
+		b, _ := json.Marshal(map[string]bool{"readOnlyHint": !d.SideEffects})
+		annotations = string(b)
+	}
+	in.Annotations = executor.AnnotationFlags(annotations)
+	json.Unmarshal(args, &in.Args)
+	return in
+}
+
+func cutUpstream(source string) (string, bool) {
+	const prefix = "upstream:"
+	if len(source) > len(prefix) && source[:len(prefix)] == prefix {
+		return source[len(prefix):], true
+	}
+	return "", false
+}
+
+// Annotations is each pinned upstream tool's annotations (JSON), by its id
+// in the catalog.
+func Annotations(ctx context.Context, log projections.Viewer) (map[string]string, error) {
+	pins, err := projections.Read[projections.Pin](ctx, log, projections.Query{View: projections.ViewPins, Limit: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(pins))
+	for _, p := range pins {
+		if a := p.Annotations(); a != "" {
+			out[p.Name] = a
+		}
+	}
+	return out, nil
+}
