@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
 )
 
 // Rule is one [policy.rules.NAME] table: when a call of one of Tools (tool
@@ -204,11 +205,15 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 	}
 	vars := map[string]any{"tool": in.Tool, "server": in.Server, "annotations": in.Annotations, "args": in.Args,
 		"client": in.Client, "session": in.Session, "now": in.Time}
-	if vars["annotations"] == nil {
+	if in.Annotations == nil {
 		vars["annotations"] = map[string]bool{}
 	}
 	if in.Args == nil {
 		vars["args"] = map[string]any{}
+	}
+	act, err := interpreter.NewActivation(vars) // once for every rule
+	if err != nil {
+		return RuleVerdict{Effect: EffectDeny, Failed: "(input)", Error: err.Error(), Message: "the call could not be given to the rules: " + err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, RuleTimeout)
 	defer cancel()
@@ -217,7 +222,7 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 		if !r.appliesTo(in.Tool) {
 			continue
 		}
-		out, _, err := r.prg.ContextEval(ctx, vars)
+		out, _, err := r.prg.ContextEval(ctx, act)
 		if err != nil {
 			return RuleVerdict{Effect: EffectDeny, Rule: r.name, Matched: v.Matched, Failed: r.name, Error: err.Error(),
 				Message: fmt.Sprintf("rule %s could not be evaluated (%v): a rule that fails denies the call", r.name, err)}

@@ -26,14 +26,30 @@ type Evaluation struct {
 	Version string      `json:"version"`
 }
 
-// Evaluate decides a call of d with in under cfg as the executor's policy
-// and approval steps would, without running anything: grants and denials,
-// the rules, then whether it needs approval (the tool's own requirement,
-// [tools.ID] approval, and for an upstream server's tool its server's
-// read_only and approval lists under cfg). `policy test` re-decides
-// recorded calls with it.
+// Evaluator decides calls under one configuration as the executor's policy
+// and approval steps would, without running anything. `policy test`
+// re-decides recorded calls with it.
+type Evaluator struct {
+	cfg *config.Config
+	p   *policy
+}
+
+// NewEvaluator compiles cfg's policy once for many calls.
+func NewEvaluator(cfg *config.Config) *Evaluator {
+	return &Evaluator{cfg: cfg, p: newPolicy(cfg, nil)}
+}
+
+// Evaluate decides a call of d with in under cfg (NewEvaluator).
 func Evaluate(ctx context.Context, cfg *config.Config, d Descriptor, in config.RuleInput) Evaluation {
-	p := newPolicy(cfg, nil)
+	return NewEvaluator(cfg).Evaluate(ctx, d, in)
+}
+
+// Evaluate decides a call of d with in: grants and denials, the rules,
+// then whether it needs approval (the tool's own requirement, [tools.ID]
+// approval, and for an upstream server's tool its server's read_only and
+// approval lists).
+func (x *Evaluator) Evaluate(ctx context.Context, d Descriptor, in config.RuleInput) Evaluation {
+	cfg, p := x.cfg, x.p
 	dec := p.decide(ctx, &d, in)
 	ev := Evaluation{Rule: dec.Rule, Effect: dec.Effect, Matched: dec.Matched, Reason: dec.Reason, Version: dec.Version, Code: dec.Code}
 	if !dec.Allowed {

@@ -165,11 +165,10 @@ func Input(d executor.Descriptor, args json.RawMessage, client string, at time.T
 	if server, ok := cutUpstream(d.Source); ok {
 		in.Server = server
 	}
-	if annotations == "" {
-		b, _ := json.Marshal(map[string]bool{"readOnlyHint": !d.SideEffects})
-		annotations = string(b)
-	}
 	in.Annotations = executor.AnnotationFlags(annotations)
+	if annotations == "" { // a built-in's, from its side effects, as the MCP server lists it
+		in.Annotations["readOnlyHint"] = !d.SideEffects
+	}
 	json.Unmarshal(args, &in.Args)
 	return in
 }

@@ -33,11 +33,11 @@ const NoRule = "(no rule: grants, deny, approval settings)"
 
 // Report is what a candidate policy would have done to the recorded calls.
 type Report struct {
-	Calls     int      `json:"calls"`
-	Version   string   `json:"version"` // the candidate's policy version
-	Changed   []Change `json:"changed"`
-	Groups    []Group  `json:"groups"`
-	ElapsedMs float64  `json:"elapsedMs"`
+	Calls     int       `json:"calls"`
+	Version   string    `json:"version"` // the candidate's policy version
+	Changed   []*Change `json:"changed"`
+	Groups    []Group   `json:"groups"`
+	ElapsedMs float64   `json:"elapsedMs"`
 }
 
 // Test re-decides every call recorded in log since since under cfg and
@@ -45,15 +45,16 @@ type Report struct {
 // them.
 func Test(ctx context.Context, log Log, cfg *config.Config, since time.Time, annotations map[string]string, now func() time.Time) (*Report, error) {
 	t0 := now()
-	r := &Report{Version: cfg.PolicyVersion(), Changed: []Change{}, Groups: []Group{}}
+	r := &Report{Version: cfg.PolicyVersion(), Changed: []*Change{}, Groups: []Group{}}
 	counts := map[Group]int{}
+	x := executor.NewEvaluator(cfg)
 	err := Calls(ctx, log, since, annotations, func(c Call) error {
 		r.Calls++
-		would := executor.Evaluate(ctx, cfg, c.Descriptor, c.Input)
+		would := x.Evaluate(ctx, c.Descriptor, c.Input)
 		if would.Verdict == c.Was.Verdict {
 			return nil
 		}
-		r.Changed = append(r.Changed, Change{RequestID: c.RequestID, Time: c.Time, Tool: c.Descriptor.ID, Was: c.Was, Would: would})
+		r.Changed = append(r.Changed, &Change{RequestID: c.RequestID, Time: c.Time, Tool: c.Descriptor.ID, Was: c.Was, Would: would})
 		rule := would.Rule
 		if rule == "" {
 			rule = c.Was.Rule
