@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -53,7 +54,26 @@ type RuleInput struct {
 	Args        map[string]any  // the arguments, parsed JSON
 	Client      string          // the MCP client (name/version)
 	Session     string
+	Caller      Caller
 	Time        time.Time
+}
+
+// Caller is who sent the call, as the bridge knows it: the transport
+// (stdio, or http: the front door) and the user id of the process (the
+// loopback guard admits only this user's, so it is the bridge's own).
+type Caller struct {
+	Transport string
+	UID       int
+}
+
+// CallerOf is the caller of a call that came over transport (pipe or tcp,
+// as the MCP connection records it).
+func CallerOf(transport string) Caller {
+	c := Caller{Transport: "stdio", UID: os.Getuid()}
+	if transport == "tcp" {
+		c.Transport = "http"
+	}
+	return c
 }
 
 // RuleVerdict is what the rules say of one call: the effect of the rule
@@ -93,6 +113,7 @@ var ruleEnv = func() *cel.Env {
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("client", cel.StringType),
 		cel.Variable("session", cel.StringType),
+		cel.Variable("caller", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("now", cel.TimestampType),
 		ext.Strings(),
 	)
@@ -204,7 +225,8 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 		return v
 	}
 	vars := map[string]any{"tool": in.Tool, "server": in.Server, "annotations": in.Annotations, "args": in.Args,
-		"client": in.Client, "session": in.Session, "now": in.Time}
+		"client": in.Client, "session": in.Session, "now": in.Time,
+		"caller": map[string]any{"transport": in.Caller.Transport, "uid": in.Caller.UID}}
 	if in.Annotations == nil {
 		vars["annotations"] = map[string]bool{}
 	}

@@ -169,3 +169,14 @@ effect = "allow"
 		t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A rule sees who called: the transport (stdio, or http through the front
+// door) and the user id.
+func TestRulesSeeTheCaller(t *testing.T) {
+	rs := mustRules(t, "[policy.rules.no-writes-over-http]\ntools = [\"fs__write_*\"]\nwhen = 'caller.transport == \"http\" && caller.uid >= 0'\neffect = \"deny\"\n")
+	for transport, want := range map[string]string{"tcp": EffectDeny, "pipe": ""} {
+		if v := rs.Decide(context.Background(), RuleInput{Tool: "fs__write_file", Caller: CallerOf(transport)}); v.Effect != want || v.Failed != "" {
+			t.Errorf("over %s: %+v, want %q", transport, v, want)
+		}
+	}
+}

@@ -123,6 +123,9 @@ type Invocation struct {
 	// Client names the caller (clientInfo name/version) for the security
 	// context recorded with the policy decision.
 	Client string
+	// Transport is how the client reached the bridge: pipe (stdio) or tcp
+	// (the HTTP front door). The rules see it as caller.transport.
+	Transport string
 	// Progress reports progress to the client (nil: it asked for none).
 	Progress func(progress, total float64, message string)
 }

@@ -127,7 +127,7 @@ func (p *policy) decideTool(d *Descriptor) decision {
 // annotations, the arguments parsed, the client and session, the time.
 func (c *call) ruleInput() config.RuleInput {
 	in := config.RuleInput{Tool: c.tool.ID, Client: c.inv.Client, Session: c.inv.SessionID.String(), Time: c.x.opts.Now(),
-		Annotations: AnnotationFlags(annotationsOf(c.tool))}
+		Annotations: AnnotationFlags(annotationsOf(c.tool)), Caller: config.CallerOf(c.inv.Transport)}
 	in.Server, _ = strings.CutPrefix(c.tool.Source, "upstream:")
 	if in.Server == c.tool.Source {
 		in.Server = ""

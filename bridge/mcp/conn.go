@@ -27,6 +27,7 @@ const (
 	hdrRequestID   = "Tracebridge-Request-Id"
 	hdrSessionID   = "Tracebridge-Session-Id"
 	hdrTraceparent = "Traceparent"
+	hdrTransport   = "Tracebridge-Transport" // pipe (stdio) or tcp (the HTTP front door)
 )
 
 // evidenceTransport wraps a transport so its connection leaves evidence.
@@ -227,7 +228,7 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 	c.mu.Unlock()
 	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: events.AttrsOf(attrs)})
 	req.Extra = &sdk.RequestExtra{Header: http.Header{
-		hdrRequestID: {reqID.String()}, hdrSessionID: {c.session.String()}, hdrTraceparent: {tp},
+		hdrRequestID: {reqID.String()}, hdrSessionID: {c.session.String()}, hdrTraceparent: {tp}, hdrTransport: {c.transport},
 	}}
 	return req
 }

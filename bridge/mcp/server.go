@@ -414,6 +414,7 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		inv.RequestID, _ = events.ParseID(ex.Header.Get(hdrRequestID))
 		inv.SessionID, _ = events.ParseID(ex.Header.Get(hdrSessionID))
 		inv.Traceparent = ex.Header.Get(hdrTraceparent)
+		inv.Transport = ex.Header.Get(hdrTransport)
 	}
 	if ss := req.Session; ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {

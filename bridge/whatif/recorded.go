@@ -52,11 +52,12 @@ type recordedEnvelope struct {
 
 // partial is a call being read: its steps arrive one by one.
 type partial struct {
-	client  string
-	session events.ID
-	time    time.Time
-	env     *recordedEnvelope
-	args    json.RawMessage
+	client    string
+	transport string
+	session   events.ID
+	time      time.Time
+	env       *recordedEnvelope
+	args      json.RawMessage
 }
 
 // Calls reads the tool calls recorded since since (zero: all) and gives
@@ -81,7 +82,7 @@ func Calls(ctx context.Context, log Log, since time.Time, annotations map[string
 		}
 		from = next
 	}
-	for req, p := range open { // answered no more (a crash): decided on what the envelope says
+	for req, p := range open { // never answered (a crash): decided on what the envelope says
 		if p.env != nil {
 			if err := finish(req, p, annotations, fn); err != nil {
 				return err
@@ -93,11 +94,20 @@ func Calls(ctx context.Context, log Log, since time.Time, annotations map[string
 
 func step(ctx context.Context, log Log, e *events.Event, open map[events.ID]*partial, since time.Time, annotations map[string]string, fn func(Call) error) error {
 	switch e.Kind {
+	case events.KindMCPRequestReceived:
+		if e.Attrs.Get(events.AttrMethod) == "tools/call" && !e.Time.Before(since) {
+			open[e.RequestID] = &partial{transport: e.Attrs.Get("transport")}
+		}
 	case events.KindExecutorStarted:
 		if e.Time.Before(since) {
 			return nil
 		}
-		open[e.RequestID] = &partial{client: e.Attrs.Get(events.AttrClient), session: e.SessionID, time: e.Time}
+		p := open[e.RequestID]
+		if p == nil {
+			p = &partial{}
+			open[e.RequestID] = p
+		}
+		p.client, p.session, p.time = e.Attrs.Get(events.AttrClient), e.SessionID, e.Time
 	case events.KindExecutorAudit:
 		p := open[e.RequestID]
 		if p == nil {
@@ -142,6 +152,7 @@ func finish(req events.ID, p *partial, annotations map[string]string, fn func(Ca
 	}
 	c := Call{RequestID: req, Time: p.time, Descriptor: *env.Descriptor}
 	c.Input = Input(c.Descriptor, args, p.client, p.time, annotations[c.Descriptor.ID])
+	c.Input.Caller = config.CallerOf(p.transport)
 	if !p.session.IsZero() {
 		c.Input.Session = p.session.String()
 	}
