@@ -318,3 +318,25 @@ func ArchivedRequest(dir string, id events.ID, trusted ed25519.PublicKey) ([]eve
 	}
 	return out, nil
 }
+
+// ArchivedEvents gives fn every event of the archive in dir, in seq order,
+// each segment's only once the segment verified (its SHA-256, its records'
+// chain, its checkpoint's signature by trusted): a segment that does not
+// verify ends the walk with verify's message, and none of its events is
+// given.
+func ArchivedEvents(dir string, trusted ed25519.PublicKey, fn func(events.Event) error) error {
+	r, _, err := walkArchive(dir, trusted, func(rec []byte) error {
+		e, err := events.Decode(rec)
+		if err != nil {
+			return err
+		}
+		return fn(e)
+	})
+	if err != nil {
+		return err
+	}
+	if !r.OK() {
+		return fmt.Errorf("the archive in %s does not verify: %s", dir, r)
+	}
+	return nil
+}

@@ -66,7 +66,7 @@ type partial struct {
 // maps a tool id to its MCP annotations (JSON), for the tools whose
 // descriptors the log pins (Annotations).
 func Calls(ctx context.Context, log Log, since time.Time, annotations map[string]string, fn func(Call) error) error {
-	open := map[events.ID]*partial{}
+	s := newScan(log, since, annotations, fn)
 	for from := uint64(1); ; {
 		evs, next, err := log.Range(ctx, from, 4096)
 		if err != nil {
@@ -76,23 +76,48 @@ func Calls(ctx context.Context, log Log, since time.Time, annotations map[string
 			break
 		}
 		for i := range evs {
-			if err := step(ctx, log, &evs[i], open, since, annotations, fn); err != nil {
+			if err := s.step(ctx, &evs[i]); err != nil {
 				return err
 			}
 		}
 		from = next
 	}
-	for req, p := range open { // never answered (a crash): decided on what the envelope says
+	return s.end()
+}
+
+// scan follows the events of calls, in seq order, to each call's end.
+type scan struct {
+	payloads    events.PayloadReader
+	since       time.Time
+	annotations map[string]string
+	fn          func(Call) error
+	open        map[events.ID]*partial
+	// Unreadable counts the calls left out because their envelope or
+	// arguments could not be read back (a payload an archive no longer
+	// holds).
+	Unreadable int
+}
+
+func newScan(payloads events.PayloadReader, since time.Time, annotations map[string]string, fn func(Call) error) *scan {
+	return &scan{payloads: payloads, since: since, annotations: annotations, fn: fn, open: map[events.ID]*partial{}}
+}
+
+// end decides the calls never answered (a crash) on what their envelope
+// says.
+func (s *scan) end() error {
+	for req, p := range s.open {
 		if p.env != nil {
-			if err := finish(req, p, annotations, fn); err != nil {
+			if err := finish(req, p, s.annotations, s.fn); err != nil {
 				return err
 			}
 		}
 	}
+	clear(s.open)
 	return nil
 }
 
-func step(ctx context.Context, log Log, e *events.Event, open map[events.ID]*partial, since time.Time, annotations map[string]string, fn func(Call) error) error {
+func (s *scan) step(ctx context.Context, e *events.Event) error {
+	open, since := s.open, s.since
 	switch e.Kind {
 	case events.KindMCPRequestReceived:
 		if e.Attrs.Get(events.AttrMethod) == "tools/call" && !e.Time.Before(since) {
@@ -113,9 +138,11 @@ func step(ctx context.Context, log Log, e *events.Event, open map[events.ID]*par
 		if p == nil {
 			return nil
 		}
-		raw, err := events.ResolveValue(ctx, log, e.Attrs.Get(events.AttrEnvelope))
+		raw, err := events.ResolveValue(ctx, s.payloads, e.Attrs.Get(events.AttrEnvelope))
 		if err != nil {
-			return err
+			s.Unreadable++
+			delete(open, e.RequestID)
+			return nil
 		}
 		var env recordedEnvelope
 		if json.Unmarshal([]byte(raw), &env) != nil || env.Policy == nil || env.Descriptor == nil {
@@ -129,9 +156,9 @@ func step(ctx context.Context, log Log, e *events.Event, open map[events.ID]*par
 			return nil
 		}
 		delete(open, e.RequestID)
-		raw, err := events.ResolveValue(ctx, log, e.Attrs.Get(events.AttrParams))
+		raw, err := events.ResolveValue(ctx, s.payloads, e.Attrs.Get(events.AttrParams))
 		if err != nil {
-			return err
+			raw = "" // the envelope's arguments, when they are whole there
 		}
 		var params struct {
 			Arguments json.RawMessage `json:"arguments"`
@@ -139,7 +166,7 @@ func step(ctx context.Context, log Log, e *events.Event, open map[events.ID]*par
 		if json.Unmarshal([]byte(raw), &params) == nil {
 			p.args = params.Arguments
 		}
-		return finish(e.RequestID, p, annotations, fn)
+		return finish(e.RequestID, p, s.annotations, s.fn)
 	}
 	return nil
 }

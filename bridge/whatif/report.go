@@ -2,12 +2,14 @@ package whatif
 
 import (
 	"context"
+	"crypto/ed25519"
 	"sort"
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store"
 )
 
 // Change is a recorded call the candidate policy decides otherwise.
@@ -33,22 +35,39 @@ const NoRule = "(no rule: grants, deny, approval settings)"
 
 // Report is what a candidate policy would have done to the recorded calls.
 type Report struct {
-	Calls     int       `json:"calls"`
-	Version   string    `json:"version"` // the candidate's policy version
-	Changed   []*Change `json:"changed"`
-	Groups    []Group   `json:"groups"`
-	ElapsedMs float64   `json:"elapsedMs"`
+	Calls int `json:"calls"`
+	// Unreadable counts calls left out: their envelope could not be read
+	// back (a payload an archive no longer holds).
+	Unreadable int       `json:"unreadable,omitempty"`
+	Version    string    `json:"version"` // the candidate's policy version
+	Changed    []*Change `json:"changed"`
+	Groups     []Group   `json:"groups"`
+	ElapsedMs  float64   `json:"elapsedMs"`
 }
 
-// Test re-decides every call recorded in log since since under cfg and
-// reports those whose verdict changes, grouped by the rule that changed
+// Options are what Test reads besides the log and the candidate.
+type Options struct {
+	Since       time.Time         // only calls since (zero: all)
+	Annotations map[string]string // tool id → MCP annotations (JSON): Annotations
+	// Archive is a directory of archived segments (`tracebridge archive`)
+	// read before the log, verified against Trusted (the data dir's key).
+	Archive string
+	Trusted ed25519.PublicKey
+	Now     func() time.Time
+}
+
+// Test re-decides every call recorded in log (and its archive) under cfg
+// and reports those whose verdict changes, grouped by the rule that changed
 // them.
-func Test(ctx context.Context, log Log, cfg *config.Config, since time.Time, annotations map[string]string, now func() time.Time) (*Report, error) {
-	t0 := now()
+func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Report, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	t0 := opts.Now()
 	r := &Report{Version: cfg.PolicyVersion(), Changed: []*Change{}, Groups: []Group{}}
 	counts := map[Group]int{}
 	x := executor.NewEvaluator(cfg)
-	err := Calls(ctx, log, since, annotations, func(c Call) error {
+	s := newScan(log, opts.Since, opts.Annotations, func(c Call) error {
 		r.Calls++
 		would := x.Evaluate(ctx, c.Descriptor, c.Input)
 		if would.Verdict == c.Was.Verdict {
@@ -65,6 +84,27 @@ func Test(ctx context.Context, log Log, cfg *config.Config, since time.Time, ann
 		counts[Group{Rule: rule, From: c.Was.Verdict, To: would.Verdict}]++
 		return nil
 	})
+	var err error
+	if opts.Archive != "" {
+		err = store.ArchivedEvents(opts.Archive, opts.Trusted, func(e events.Event) error { return s.step(ctx, &e) })
+	}
+	for from := uint64(1); err == nil; {
+		var evs []events.Event
+		var next uint64
+		if evs, next, err = log.Range(ctx, from, 4096); err != nil || len(evs) == 0 {
+			break
+		}
+		for i := range evs {
+			if err = s.step(ctx, &evs[i]); err != nil {
+				break
+			}
+		}
+		from = next
+	}
+	if err == nil {
+		err = s.end()
+	}
+	r.Unreadable = s.Unreadable
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +122,6 @@ func Test(ctx context.Context, log Log, cfg *config.Config, since time.Time, ann
 		}
 		return a.From+a.To < b.From+b.To
 	})
-	r.ElapsedMs = events.Ms(now().Sub(t0))
+	r.ElapsedMs = events.Ms(opts.Now().Sub(t0))
 	return r, nil
 }

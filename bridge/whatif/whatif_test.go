@@ -175,7 +175,7 @@ func TestPolicyTestAgreesWithTheOracle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, after.toml())
 		}
-		rep, err := Test(ctx, node, cfg, time.Time{}, nil, time.Now)
+		rep, err := Test(ctx, node, cfg, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func BenchmarkPolicyTest(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := Test(ctx, node, cfg, time.Time{}, nil, time.Now); err != nil {
+		if _, err := Test(ctx, node, cfg, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

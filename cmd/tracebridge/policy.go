@@ -15,7 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/export"
 )
 
-const policyHelp = `policy test --config NEW.toml [--since 30d|TIME] [--format text|json|junit] [--all]
+const policyHelp = `policy test --config NEW.toml [--since 30d|TIME] [--archive DIR] [--format text|json|junit] [--all]
        tracebridge policy explain REQUEST_ID [--config FILE]
 
 test re-decides every tool call recorded in the log under the policy of
@@ -25,6 +25,8 @@ outcome would change (allowed, gated: needs an operator's approval, denied),
 grouped by the rule that changes them, with counts. It exits 1 when any would
 change, so CI can check a policy change against recorded sessions:
 tracebridge --data DIR session replay FILE, then policy test --config NEW.toml.
+--archive DIR reads the archived calls too (tracebridge archive), verified
+against this data dir's key first.
 --format json writes the report as one object; junit one test case per group
 of changes (failing) and one for the calls that keep their outcome.
 
@@ -42,6 +44,7 @@ func runPolicy(ctx context.Context, m *Main, args []string) error {
 	since := fs.String("since", "", "test: only calls since this `TIME` (RFC 3339, or a duration ago such as 30d)")
 	format := fs.String("format", "text", "test: `FORMAT` of the report: text, json or junit")
 	all := fs.Bool("all", false, "test: list every changed call (default: the first 20)")
+	archive := fs.String("archive", "", "test: also the calls archived in `DIR` (see `tracebridge archive`)")
 	if err := m.parse(fs, policyHelp, args); err != nil {
 		return err
 	}
@@ -69,7 +72,7 @@ func runPolicy(ctx context.Context, m *Main, args []string) error {
 				return usageError{fmt.Sprintf("--since %q: want an RFC 3339 time or a duration (24h, 30d)", *since)}
 			}
 		}
-		return m.policyTest(ctx, *cfgFlag, cutoff, *format, *all)
+		return m.policyTest(ctx, *cfgFlag, whatif.Options{Since: cutoff, Archive: *archive}, *format, *all)
 	case rest[0] == "explain" && len(rest) == 2:
 		return m.policyExplain(ctx, rest[1], *cfgFlag)
 	}
@@ -79,7 +82,7 @@ func runPolicy(ctx context.Context, m *Main, args []string) error {
 // shownChanges is how many changed calls policy test lists without --all.
 const shownChanges = 20
 
-func (m *Main) policyTest(ctx context.Context, cfgPath string, since time.Time, format string, all bool) error {
+func (m *Main) policyTest(ctx context.Context, cfgPath string, opts whatif.Options, format string, all bool) error {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return err
@@ -89,11 +92,19 @@ func (m *Main) policyTest(ctx context.Context, cfgPath string, since time.Time, 
 		return err
 	}
 	defer node.Close()
-	ann, err := whatif.Annotations(ctx, node)
-	if err != nil {
+	if opts.Annotations, err = whatif.Annotations(ctx, node); err != nil {
 		return err
 	}
-	r, err := whatif.Test(ctx, node, cfg, since, ann, time.Now)
+	if opts.Archive != "" {
+		dir, err := m.dataDir()
+		if err != nil {
+			return err
+		}
+		if opts.Trusted, err = dir.PublicKey(); err != nil {
+			return err
+		}
+	}
+	r, err := whatif.Test(ctx, node, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -121,6 +132,9 @@ func writePolicyReport(m *Main, r *whatif.Report, cfgPath string, all bool) {
 	out := m.Stdout
 	fmt.Fprintf(out, "%d recorded tool calls re-decided under %s (policy version %s) in %.0f ms: %d would change\n",
 		r.Calls, cfgPath, r.Version, r.ElapsedMs, len(r.Changed))
+	if r.Unreadable > 0 {
+		fmt.Fprintf(out, "%d calls left out: their envelope could not be read back (a payload the log or archive no longer holds)\n", r.Unreadable)
+	}
 	if len(r.Changed) == 0 {
 		return
 	}

@@ -162,6 +162,29 @@ func TestPolicyRulesOnRealServers(t *testing.T) {
 		!regexpLine(string(out), `writes-under-docs\s+deny\s+false\s+-`) {
 		t.Fatalf("policy explain: %v\n%s", err, out)
 	}
+
+	// Archived calls are re-decided too, with --archive: the same changes.
+	head, err := exec.Command(tbBin, "--data", data, "runs", "--kind", "all", "--format", "json", "-n", "1").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last struct{ LastSeq uint64 }
+	json.Unmarshal([]byte(strings.SplitN(string(head), "\n", 2)[0]), &last)
+	if out, err := exec.Command(tbBin, "--data", data, "archive", "--before", fmt.Sprint(last.LastSeq+1)).CombinedOutput(); err != nil {
+		t.Fatalf("archive: %v\n%s", err, out)
+	}
+	out, _ = exec.Command(tbBin, "--data", data, "policy", "test", "--config", candPath, "--format", "json").Output()
+	var hot struct{ Calls int }
+	json.Unmarshal(out, &hot)
+	out, _ = exec.Command(tbBin, "--data", data, "policy", "test", "--config", candPath, "--format", "json", "--archive", filepath.Join(data, "archive")).Output()
+	var archived struct {
+		Calls   int
+		Changed []struct{ RequestID events.ID }
+	}
+	if err := json.Unmarshal(out, &archived); err != nil || hot.Calls != 0 || archived.Calls != len(calls) || len(archived.Changed) != 2 ||
+		archived.Changed[0].RequestID != reqs[0] || archived.Changed[1].RequestID != reqs[3] {
+		t.Fatalf("after archiving: %d calls in the hot log, %d with the archive, changes %+v\n%s", hot.Calls, archived.Calls, archived.Changed, out)
+	}
 }
 
 // regexpLine reports whether a line of out matches pattern.
