@@ -169,7 +169,7 @@ func TestPolicyTestAgreesWithTheOracle(t *testing.T) {
 	if err := em.FlushAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for round := range 5 {
+	for round := range 3 {
 		after := policyUnderTest(randomPolicy(r, 1+r.IntN(12)))
 		cfg, err := config.Parse("candidate.toml", []byte(after.toml()))
 		if err != nil {
