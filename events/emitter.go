@@ -47,6 +47,9 @@ type EmitterOptions struct {
 	// Linger is how long an event nobody flushes may wait to be sent with
 	// later ones. A Flush, or a full batch, sends at once. Zero: 2ms.
 	Linger time.Duration
+	// AfterFunc arms the linger timer (tests give a fake clock's). Nil:
+	// time.AfterFunc.
+	AfterFunc func(time.Duration, func()) Timer
 	// Payloads keeps attribute values longer than MaxAttrLen whole: each is
 	// stored there before the event that refers to it is appended. Nil:
 	// long values are cut to their first bytes, size and SHA-256.
@@ -56,6 +59,9 @@ type EmitterOptions struct {
 	// DefaultMaxPayload.
 	MaxPayload int
 }
+
+// Timer is an armed linger timer: Stop disarms it.
+type Timer interface{ Stop() bool }
 
 // Emitter queues events and sends them to an Appender in the background, one
 // batch at a time so each request's events reach the log in emit order.
@@ -71,7 +77,8 @@ type Emitter struct {
 	requests  map[ID]*flushState // outstanding events per request id
 	all       flushState         // outstanding events overall
 	closed    bool
-	lingering bool // a linger timer is armed
+	lingering bool  // a linger timer is armed
+	linger    Timer // it, stopped when the sender sends before it fires
 	wake      chan struct{}
 	done      chan struct{}
 	stop      context.CancelFunc
@@ -102,6 +109,9 @@ func NewEmitter(app Appender, opts EmitterOptions) *Emitter {
 	}
 	if opts.Linger <= 0 {
 		opts.Linger = 2 * time.Millisecond
+	}
+	if opts.AfterFunc == nil {
+		opts.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 	}
 	if opts.MaxPayload <= 0 {
 		opts.MaxPayload = DefaultMaxPayload
@@ -178,7 +188,7 @@ func (e *Emitter) Emit(ev Event) ID {
 			// Nobody waits for this event yet: let it gather company for a
 			// moment, so one request's events share one commit.
 			e.lingering = true
-			time.AfterFunc(e.opts.Linger, e.wakeSender)
+			e.linger = e.opts.AfterFunc(e.opts.Linger, e.wakeSender)
 		}
 	}
 	return ev.ID
@@ -288,7 +298,13 @@ func (e *Emitter) run(ctx context.Context) {
 		}
 		for {
 			e.mu.Lock()
-			e.lingering = false
+			if e.lingering {
+				// What the timer waited for goes now: were it left armed,
+				// it would fire into the next request's events and send
+				// them in a commit of their own.
+				e.linger.Stop()
+				e.lingering = false
+			}
 			n := min(len(e.queue), e.opts.MaxBatch)
 			batch := e.queue[:n:n]
 			e.mu.Unlock()

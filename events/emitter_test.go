@@ -113,3 +113,98 @@ func TestFlushReportsAnUnwritableLog(t *testing.T) {
 		t.Fatalf("emit after close: Flush = %v, want ErrEmitterClosed", err)
 	}
 }
+
+// batchCounter is an Appender that counts the batches it is sent.
+type batchCounter struct {
+	mu      sync.Mutex
+	batches [][]string // kinds per batch
+}
+
+func (b *batchCounter) Append(_ context.Context, evs []events.Event) ([]uint64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var kinds []string
+	seqs := make([]uint64, len(evs))
+	for i := range evs {
+		seqs[i] = uint64(len(b.batches)*1000 + i + 1)
+		kinds = append(kinds, evs[i].Kind)
+	}
+	b.batches = append(b.batches, kinds)
+	return seqs, nil
+}
+
+// fakeTimers is a clock whose timers fire when the test says.
+type fakeTimers struct {
+	mu     sync.Mutex
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	f       func()
+	stopped bool
+}
+
+func (t *fakeTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
+
+func (c *fakeTimers) after(_ time.Duration, f func()) events.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// armed takes the timers armed so far.
+func (c *fakeTimers) armed() []*fakeTimer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ts := c.timers
+	c.timers = nil
+	return ts
+}
+
+// fire runs the timers of ts that were not stopped.
+func fire(ts []*fakeTimer) {
+	for _, t := range ts {
+		if !t.stopped {
+			t.stopped = true
+			t.f()
+		}
+	}
+}
+
+// One request, one commit: a request's Flush sends its events at once, and
+// the linger timer its first event armed is stopped, so it cannot fire
+// into the next request's events and send them in a commit of their own
+// (it did: calls averaged 1.78 commits, issue 32).
+func TestLingerTimerDoesNotSplitTheNextRequest(t *testing.T) {
+	app := &batchCounter{}
+	clock := &fakeTimers{}
+	em := events.NewEmitter(app, events.EmitterOptions{Logger: quiet, AfterFunc: clock.after, Linger: time.Hour})
+	defer em.Close(context.Background())
+	ctx := context.Background()
+	a := em.NewID()
+	em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: a, Outcome: events.OK})
+	em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: a, Outcome: events.OK})
+	if err := em.Flush(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	first := clock.armed()
+	for _, tm := range first {
+		if !tm.stopped {
+			t.Fatal("the first request's linger timer is still armed after its Flush sent its events")
+		}
+	}
+	b := em.NewID()
+	em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: b, Outcome: events.OK})
+	fire(first) // the first request's linger timer comes due in the second request
+	em.Emit(events.Event{Kind: events.KindMCPResponseSent, RequestID: b, Outcome: events.OK})
+	if err := em.Flush(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	app.mu.Lock()
+	defer app.mu.Unlock()
+	if len(app.batches) != 2 {
+		t.Fatalf("two requests took %d commits: %v", len(app.batches), app.batches)
+	}
+}
