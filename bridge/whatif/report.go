@@ -3,7 +3,9 @@ package whatif
 import (
 	"context"
 	"crypto/ed25519"
+	"runtime"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
@@ -67,21 +69,43 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 	r := &Report{Version: cfg.PolicyVersion(), Changed: []*Change{}, Groups: []Group{}}
 	counts := map[Group]int{}
 	x := executor.NewEvaluator(cfg)
+	// The calls are decided on every core while the log is read: each
+	// change keeps its place in the log's order (n).
+	type job struct {
+		n int
+		c Call
+	}
+	type result struct {
+		n      int
+		change *Change
+	}
+	jobs, results := make(chan job, 256), make(chan result, 256)
+	var workers sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		workers.Go(func() {
+			for j := range jobs {
+				would := x.Evaluate(ctx, j.c.Descriptor, j.c.Input)
+				var ch *Change
+				if would.Verdict != j.c.Was.Verdict {
+					ch = &Change{RequestID: j.c.RequestID, Time: j.c.Time, Tool: j.c.Descriptor.ID, Was: j.c.Was, Would: would}
+				}
+				results <- result{j.n, ch}
+			}
+		})
+	}
+	var changed []result
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for res := range results {
+			if res.change != nil {
+				changed = append(changed, res)
+			}
+		}
+	}()
 	s := newScan(log, opts.Since, opts.Annotations, func(c Call) error {
+		jobs <- job{r.Calls, c}
 		r.Calls++
-		would := x.Evaluate(ctx, c.Descriptor, c.Input)
-		if would.Verdict == c.Was.Verdict {
-			return nil
-		}
-		r.Changed = append(r.Changed, &Change{RequestID: c.RequestID, Time: c.Time, Tool: c.Descriptor.ID, Was: c.Was, Would: would})
-		rule := would.Rule
-		if rule == "" {
-			rule = c.Was.Rule
-		}
-		if rule == "" {
-			rule = NoRule
-		}
-		counts[Group{Rule: rule, From: c.Was.Verdict, To: would.Verdict}]++
 		return nil
 	})
 	var err error
@@ -103,6 +127,23 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 	}
 	if err == nil {
 		err = s.end()
+	}
+	close(jobs)
+	workers.Wait()
+	close(results)
+	<-collected
+	sort.Slice(changed, func(i, j int) bool { return changed[i].n < changed[j].n })
+	for _, res := range changed {
+		c := res.change
+		r.Changed = append(r.Changed, c)
+		rule := c.Would.Rule
+		if rule == "" {
+			rule = c.Was.Rule
+		}
+		if rule == "" {
+			rule = NoRule
+		}
+		counts[Group{Rule: rule, From: c.Was.Verdict, To: c.Would.Verdict}]++
 	}
 	r.Unreadable = s.Unreadable
 	if err != nil {
