@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -119,8 +120,12 @@ func (g *Gateway) Complete(ctx context.Context, req events.ID, p *sdk.CompletePa
 		q.Ref = &ref
 		var res *sdk.CompleteResult
 		err := s.roundTrip(ctx, req, "completion/complete "+ref.Name+ref.URI, &q, func(ctx context.Context, l *link, meta sdk.Meta) (_ any, err error) {
-			sent := q
-			sent.Meta = meta
+			sent := q // the client's _meta goes along, its traceparent this hop's
+			sent.Meta = maps.Clone(q.Meta)
+			if sent.Meta == nil {
+				sent.Meta = sdk.Meta{}
+			}
+			maps.Copy(sent.Meta, meta)
 			res, err = l.sess.Complete(ctx, &sent)
 			return res, err
 		})

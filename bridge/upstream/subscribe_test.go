@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,10 @@ func newWatched() *watched {
 				if strings.HasPrefix(v, r.Params.Argument.Value) {
 					values = append(values, r.Params.Ref.Type+":"+v)
 				}
+			}
+			if note, ok := r.Params.Meta["note"].(string); ok { // the client's _meta, as it arrived
+				_, traced := r.Params.Meta["traceparent"].(string)
+				values = append(values, fmt.Sprintf("meta:%s traceparent:%v", note, traced))
 			}
 			return &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{Values: values}}, nil
 		},
@@ -159,6 +164,12 @@ func TestTemplatesAndCompletionGoToTheirServer(t *testing.T) {
 	}
 	if _, err := r.g.Complete(ctx, r.em.NewID(), &sdk.CompleteParams{}); err == nil {
 		t.Error("a completion without a reference was answered")
+	}
+	// The client's _meta reaches the server whole, with this hop's traceparent.
+	ref := sdk.CompleteReference{Type: "ref/prompt", Name: "up__about"}
+	res, err := r.g.Complete(ctx, r.em.NewID(), &sdk.CompleteParams{Ref: &ref, Argument: sdk.CompleteParamsArgument{Name: "topic", Value: "zz"}, Meta: sdk.Meta{"note": "kept"}})
+	if err != nil || !slices.Equal(res.Completion.Values, []string{"meta:kept traceparent:true"}) {
+		t.Fatalf("a completion with the client's _meta: %v %v", res, err)
 	}
 }
 
