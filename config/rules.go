@@ -239,7 +239,6 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 	}
 	ctx, cancel := context.WithTimeout(ctx, RuleTimeout)
 	defer cancel()
-	rank := map[string]int{EffectAllow: 1, EffectApprove: 2, EffectDeny: 3}
 	for _, r := range rs.rules {
 		if !r.appliesTo(in.Tool) {
 			continue
@@ -264,6 +263,9 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 	}
 	return v
 }
+
+// rank orders the effects: deny wins over approve, approve over allow.
+var rank = map[string]int{EffectAllow: 1, EffectApprove: 2, EffectDeny: 3}
 
 // appliesTo reports whether tool is one of the rule's tools.
 func (r compiledRule) appliesTo(tool string) bool {

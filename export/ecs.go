@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -245,8 +246,8 @@ func idOrEmpty(id events.ID) string {
 }
 
 func hostOnly(hostport string) string {
-	if i := strings.LastIndexByte(hostport, ':'); i > 0 && !strings.Contains(hostport[i:], "]") {
-		return hostport[:i]
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		return host
 	}
 	return hostport
 }

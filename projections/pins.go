@@ -105,54 +105,72 @@ func (pins) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
 
 func (pins) Key(s string) ([]byte, error) { return []byte(s), nil }
 
-// AnnotationHints is what MCP tool annotations (JSON) say, read as the MCP
-// specification defines their defaults: "read-only", or else "destructive"
-// unless they say it is not, "idempotent"; and "open world" unless they
-// say it is not. None when annotations is not JSON (not recorded).
-func AnnotationHints(annotations string) []string {
-	var h struct {
-		ReadOnly    *bool `json:"readOnlyHint"`
-		Destructive *bool `json:"destructiveHint"`
-		Idempotent  *bool `json:"idempotentHint"`
-		OpenWorld   *bool `json:"openWorldHint"`
+// AnnotationFlags is MCP tool annotations (JSON) read as the MCP
+// specification defines them: the four hints, each with its default when
+// unset (readOnlyHint false, destructiveHint true, idempotentHint false,
+// openWorldHint true). The rules see them so; AnnotationHints says them.
+func AnnotationFlags(annotations string) map[string]bool {
+	flags := map[string]bool{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
+	var set map[string]any
+	json.Unmarshal([]byte(annotations), &set)
+	for k := range flags {
+		if b, ok := set[k].(bool); ok {
+			flags[k] = b
+		}
 	}
-	if annotations == "" || json.Unmarshal([]byte(annotations), &h) != nil {
+	return flags
+}
+
+// AnnotationHints is what MCP tool annotations (JSON) say (AnnotationFlags):
+// "read-only", or else "destructive" and "idempotent" as they hold; and
+// "open world". None when annotations is not a JSON object (not recorded).
+func AnnotationHints(annotations string) []string {
+	var set map[string]any
+	if json.Unmarshal([]byte(annotations), &set) != nil || set == nil {
 		return nil
 	}
-	is := func(p *bool, unset bool) bool {
-		if p == nil {
-			return unset
-		}
-		return *p
-	}
+	f := AnnotationFlags(annotations)
 	var out []string
-	if is(h.ReadOnly, false) {
+	if f["readOnlyHint"] {
 		out = append(out, "read-only")
 	} else {
-		if is(h.Destructive, true) {
+		if f["destructiveHint"] {
 			out = append(out, "destructive")
 		}
-		if is(h.Idempotent, false) {
+		if f["idempotentHint"] {
 			out = append(out, "idempotent")
 		}
 	}
-	if is(h.OpenWorld, true) {
+	if f["openWorldHint"] {
 		out = append(out, "open world")
 	}
 	return out
 }
 
-// Annotations is the pinned descriptor's MCP annotations (JSON), "" when
-// the descriptor kept is not whole JSON.
+// Annotations is the pinned descriptor's MCP annotations (JSON): "{}" when
+// it has none, "" when the descriptor kept is not whole JSON.
 func (p Pin) Annotations() string {
-	var d struct {
-		Annotations json.RawMessage `json:"annotations"`
-	}
-	if json.Unmarshal([]byte(p.Descriptor), &d) != nil {
+	d, ok := p.described()
+	if !ok {
 		return ""
 	}
 	if len(d.Annotations) == 0 || string(d.Annotations) == "null" {
 		return "{}"
 	}
 	return string(d.Annotations)
+}
+
+// InputSchema is the pinned descriptor's input schema (nil when the
+// descriptor kept is not whole JSON).
+func (p Pin) InputSchema() json.RawMessage {
+	d, _ := p.described()
+	return d.InputSchema
+}
+
+// described is the parts of the pinned descriptor its readers use.
+func (p Pin) described() (d struct {
+	Annotations json.RawMessage `json:"annotations"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}, ok bool) {
+	return d, json.Unmarshal([]byte(p.Descriptor), &d) == nil
 }

@@ -142,7 +142,8 @@ func TestTokenRequired(t *testing.T) {
 	f := newFixture(t)
 	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, path := range []string{"/runs", "/runs/rows", "/approvals", "/events", "/assets/app.js", "/assets/vendor/mermaid/mermaid.min.js",
-		"/?token=", "/?token=wrong", "/?token=" + forged(MintLaunchToken(f.srv.launchKey, time.Now())), "/?token=" + MintLaunchToken([]byte("another key"), time.Now()), "/workspace?file=src/a.go"} {
+		"/?token=", "/?token=wrong", "/?token=" + forged(MintLaunchToken(f.srv.launchKey, time.Now())), "/?token=" + MintLaunchToken([]byte("another key"), time.Now()), "/workspace?file=src/a.go",
+		"/sessions/01M8AB0P2NMM236HKF0G5JFBXJ/session.jsonl"} { // a session file is the evidence whole: never without a session
 		before := len(f.rejections())
 		resp, err := anon.Get(f.url + path)
 		if err != nil {

@@ -2,7 +2,18 @@ package executor
 
 import (
 	"encoding/json"
+	"strings"
 )
+
+// Server is the upstream server the tool belongs to ("" for the bridge's
+// own tools): its source names it, upstream:NAME.
+func (d *Descriptor) Server() string {
+	server, _ := strings.CutPrefix(d.Source, "upstream:")
+	if server == d.Source {
+		return ""
+	}
+	return server
+}
 
 // annotationsOf is what t tells clients of itself (MCP tool annotations),
 // as JSON: an upstream tool's as its server listed them, a built-in's
@@ -19,19 +30,4 @@ func annotationsOf(t *Tool) string {
 	}
 	b, _ := json.Marshal(map[string]bool{"readOnlyHint": !t.SideEffects})
 	return string(b)
-}
-
-// AnnotationFlags is annotations (JSON) as a rule sees them: the four MCP
-// hints, each with the specification's default when unset (readOnlyHint
-// false, destructiveHint true, idempotentHint false, openWorldHint true).
-func AnnotationFlags(annotations string) map[string]bool {
-	flags := map[string]bool{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}
-	var set map[string]any
-	json.Unmarshal([]byte(annotations), &set)
-	for k := range flags {
-		if b, ok := set[k].(bool); ok {
-			flags[k] = b
-		}
-	}
-	return flags
 }

@@ -50,7 +50,7 @@ func Evaluate(ctx context.Context, cfg *config.Config, d Descriptor, in config.R
 // approval lists).
 func (x *Evaluator) Evaluate(ctx context.Context, d Descriptor, in config.RuleInput) Evaluation {
 	cfg, p := x.cfg, x.p
-	dec := p.decide(ctx, &d, in)
+	dec := p.decide(ctx, &d, func() config.RuleInput { return in })
 	ev := Evaluation{Rule: dec.Rule, Effect: dec.Effect, Matched: dec.Matched, Reason: dec.Reason, Version: dec.Version, Code: dec.Code}
 	if !dec.Allowed {
 		ev.Verdict = VerdictDenied

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -270,7 +269,7 @@ func (c *call) resolve(ctx context.Context) (Result, bool) {
 const maxRedecisions = 3
 
 func (c *call) authorize(ctx context.Context) (Result, bool) {
-	d := c.r.policy.decide(ctx, &c.tool.Descriptor, c.ruleInput())
+	d := c.r.policy.decide(ctx, &c.tool.Descriptor, c.ruleInput)
 	c.env.Policy = &d
 	attrs := events.A(events.AttrReason, d.Reason, events.AttrClient, c.inv.Client, "session", c.inv.SessionID.String())
 	if d.Version != "" {
@@ -353,7 +352,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	// What the operator weighs besides the arguments: who asks, and what
 	// the tool says of itself.
 	asked.Set(events.AttrClient, c.inv.Client)
-	if server, ok := strings.CutPrefix(c.tool.Source, "upstream:"); ok {
+	if server := c.tool.Server(); server != "" {
 		asked.Set(events.AttrServer, server)
 	}
 	asked.Set(events.AttrAnnotations, annotationsOf(c.tool))

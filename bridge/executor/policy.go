@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/projections"
 )
 
 // decision is the policy's answer for one call.
@@ -66,14 +67,15 @@ func newPolicy(c *config.Config, broken error) *policy {
 }
 
 // decide applies the grants and denials to d, then the rules to the call
-// in: a rule may deny, require approval or waive it.
-func (p *policy) decide(ctx context.Context, d *Descriptor, in config.RuleInput) decision {
+// input gives (asked for only when there are rules: parsing the
+// arguments is not free): a rule may deny, require approval or waive it.
+func (p *policy) decide(ctx context.Context, d *Descriptor, input func() config.RuleInput) decision {
 	dec := p.decideTool(d)
 	dec.Version = p.version
 	if !dec.Allowed || p.rules.Len() == 0 {
 		return dec
 	}
-	v := p.rules.Decide(ctx, in)
+	v := p.rules.Decide(ctx, input())
 	dec.Rule, dec.Effect, dec.Matched = v.Rule, v.Effect, v.Matched
 	switch {
 	case v.Failed != "":
@@ -124,14 +126,11 @@ func (p *policy) decideTool(d *Descriptor) decision {
 }
 
 // ruleInput is what the rules see of the call: the tool, its server and
-// annotations, the arguments parsed, the client and session, the time.
+// annotations, the arguments parsed, the client and session, the caller,
+// the time.
 func (c *call) ruleInput() config.RuleInput {
-	in := config.RuleInput{Tool: c.tool.ID, Client: c.inv.Client, Session: c.inv.SessionID.String(), Time: c.x.opts.Now(),
-		Annotations: AnnotationFlags(annotationsOf(c.tool)), Caller: config.CallerOf(c.inv.Transport)}
-	in.Server, _ = strings.CutPrefix(c.tool.Source, "upstream:")
-	if in.Server == c.tool.Source {
-		in.Server = ""
-	}
+	in := config.RuleInput{Tool: c.tool.ID, Server: c.tool.Server(), Client: c.inv.Client, Session: c.inv.SessionID.String(), Time: c.x.opts.Now(),
+		Annotations: projections.AnnotationFlags(annotationsOf(c.tool)), Caller: config.CallerOf(c.inv.Transport)}
 	if len(c.inv.Args) > 0 {
 		json.Unmarshal(c.inv.Args, &in.Args) // validated JSON already; not an object: no fields
 	}

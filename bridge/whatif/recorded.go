@@ -67,20 +67,8 @@ type partial struct {
 // descriptors the log pins (Annotations).
 func Calls(ctx context.Context, log Log, since time.Time, annotations map[string]string, fn func(Call) error) error {
 	s := newScan(log, since, annotations, fn)
-	for from := uint64(1); ; {
-		evs, next, err := log.Range(ctx, from, 4096)
-		if err != nil {
-			return err
-		}
-		if len(evs) == 0 {
-			break
-		}
-		for i := range evs {
-			if err := s.step(ctx, &evs[i]); err != nil {
-				return err
-			}
-		}
-		from = next
+	if err := s.log(ctx, log); err != nil {
+		return err
 	}
 	return s.end()
 }
@@ -100,6 +88,22 @@ type scan struct {
 
 func newScan(payloads events.PayloadReader, since time.Time, annotations map[string]string, fn func(Call) error) *scan {
 	return &scan{payloads: payloads, since: since, annotations: annotations, fn: fn, open: map[events.ID]*partial{}}
+}
+
+// log follows every event of log, in seq order.
+func (s *scan) log(ctx context.Context, log Log) error {
+	for from := uint64(1); ; {
+		evs, next, err := log.Range(ctx, from, 4096)
+		if err != nil || len(evs) == 0 {
+			return err
+		}
+		for i := range evs {
+			if err := s.step(ctx, &evs[i]); err != nil {
+				return err
+			}
+		}
+		from = next
+	}
 }
 
 // end decides the calls never answered (a crash) on what their envelope
@@ -199,24 +203,13 @@ func finish(req events.ID, p *partial, annotations map[string]string, fn func(Ca
 // log does not pin the tool: a built-in's read-only hint from its side
 // effects).
 func Input(d executor.Descriptor, args json.RawMessage, client string, at time.Time, annotations string) config.RuleInput {
-	in := config.RuleInput{Tool: d.ID, Client: client, Time: at}
-	if server, ok := cutUpstream(d.Source); ok {
-		in.Server = server
-	}
-	in.Annotations = executor.AnnotationFlags(annotations)
+	in := config.RuleInput{Tool: d.ID, Server: d.Server(), Client: client, Time: at}
+	in.Annotations = projections.AnnotationFlags(annotations)
 	if annotations == "" { // a built-in's, from its side effects, as the MCP server lists it
 		in.Annotations["readOnlyHint"] = !d.SideEffects
 	}
 	json.Unmarshal(args, &in.Args)
 	return in
-}
-
-func cutUpstream(source string) (string, bool) {
-	const prefix = "upstream:"
-	if len(source) > len(prefix) && source[:len(prefix)] == prefix {
-		return source[len(prefix):], true
-	}
-	return "", false
 }
 
 // Annotations is each pinned upstream tool's annotations (JSON), by its id

@@ -23,6 +23,19 @@ type Change struct {
 	Would     executor.Evaluation `json:"would"`
 }
 
+// Group is the group c counts in: the rule that decides it now, else the
+// one that did, else NoRule.
+func (c *Change) Group() Group {
+	rule := c.Would.Rule
+	if rule == "" {
+		rule = c.Was.Rule
+	}
+	if rule == "" {
+		rule = NoRule
+	}
+	return Group{Rule: rule, From: c.Was.Verdict, To: c.Would.Verdict}
+}
+
 // Group counts the changes of one kind (allowed → denied…) one rule made.
 type Group struct {
 	Rule  string `json:"rule"` // the candidate's deciding rule, else the recorded one, else NoRule
@@ -112,18 +125,8 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 	if opts.Archive != "" {
 		err = store.ArchivedEvents(opts.Archive, opts.Trusted, func(e events.Event) error { return s.step(ctx, &e) })
 	}
-	for from := uint64(1); err == nil; {
-		var evs []events.Event
-		var next uint64
-		if evs, next, err = log.Range(ctx, from, 4096); err != nil || len(evs) == 0 {
-			break
-		}
-		for i := range evs {
-			if err = s.step(ctx, &evs[i]); err != nil {
-				break
-			}
-		}
-		from = next
+	if err == nil {
+		err = s.log(ctx, log)
 	}
 	if err == nil {
 		err = s.end()
@@ -136,14 +139,7 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 	for _, res := range changed {
 		c := res.change
 		r.Changed = append(r.Changed, c)
-		rule := c.Would.Rule
-		if rule == "" {
-			rule = c.Was.Rule
-		}
-		if rule == "" {
-			rule = NoRule
-		}
-		counts[Group{Rule: rule, From: c.Was.Verdict, To: c.Would.Verdict}]++
+		counts[c.Group()]++
 	}
 	r.Unreadable = s.Unreadable
 	if err != nil {

@@ -175,7 +175,6 @@ func sortedKeys[V any](m map[string]V) []string {
 // dir's log pins, when there is a log to read.
 func (m *Main) pinnedSchemas(ctx context.Context, into map[string]json.RawMessage) {
 	node, err := m.openLog(ctx, "config") // no log yet: nothing pinned
-
 	if err != nil {
 		return
 	}
@@ -185,11 +184,8 @@ func (m *Main) pinnedSchemas(ctx context.Context, into map[string]json.RawMessag
 		return
 	}
 	for _, p := range pins {
-		var d struct {
-			InputSchema json.RawMessage `json:"inputSchema"`
-		}
-		if json.Unmarshal([]byte(p.Descriptor), &d) == nil && len(d.InputSchema) > 0 {
-			into[p.Name] = d.InputSchema
+		if schema := p.InputSchema(); len(schema) > 0 {
+			into[p.Name] = schema
 		}
 	}
 }

@@ -166,14 +166,7 @@ func policyReport(r *whatif.Report, cfgPath string) *export.JUnit {
 		changed += g.Calls
 		var ids []string
 		for _, c := range r.Changed {
-			rule := c.Would.Rule
-			if rule == "" {
-				rule = c.Was.Rule
-			}
-			if rule == "" {
-				rule = whatif.NoRule
-			}
-			if rule == g.Rule && c.Was.Verdict == g.From && c.Would.Verdict == g.To && len(ids) < shownChanges {
+			if cg := c.Group(); cg.Rule == g.Rule && cg.From == g.From && cg.To == g.To && len(ids) < shownChanges {
 				ids = append(ids, c.RequestID.String()+" "+c.Tool)
 			}
 		}
