@@ -14,6 +14,7 @@ const (
 	BoundaryTool     Boundary = "tool"
 	BoundaryPipe     Boundary = "pipe"
 	BoundaryHost     Boundary = "host"
+	BoundaryEditor   Boundary = "editor"
 	BoundaryProposal Boundary = "proposal"
 	BoundaryReview   Boundary = "review"
 	BoundaryOperator Boundary = "operator"
@@ -34,13 +35,14 @@ const (
 	Upstream = "Upstream" // drawn as one participant per server (the event's server attribute)
 	Pipe     = "Pipe"
 	Host     = "Host"
+	Editor   = "Editor" // an editor attached to the host (docs/pipe-protocol.md, "Editors")
 	Operator = "Operator"
 	Hub      = "Hub"
 	UI       = "UI"
 )
 
 // Participants lists the diagram participants in canonical order.
-var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Upstream, Pipe, Host, Operator, UI, Hub}
+var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Upstream, Pipe, Host, Editor, Operator, UI, Hub}
 
 // KindInfo describes one kind of event. Diagrams, verdicts and projections
 // read it instead of matching kind strings.
@@ -106,6 +108,16 @@ const (
 	KindHostReceived         = "host.request.received"
 	KindHostDispatched       = "host.dispatched"
 	KindHostResponseSent     = "host.response.sent"
+)
+
+// Kinds of the editor boundary: an editor attached to a workspace host
+// feeds it (its requests are host.request.received like any other) and is
+// asked by it (to apply an approved edit to an unsaved buffer).
+const (
+	KindEditorAttached         = "editor.attached"
+	KindEditorDetached         = "editor.detached"
+	KindEditorRequestSent      = "editor.request.sent"      // the host asked the editor (command, path)
+	KindEditorResponseReceived = "editor.response.received" // its answer, or why there was none (PipeTimeout, PipeUnavailable)
 )
 
 // Kinds of the upstream boundary: the MCP servers the gateway starts or
@@ -198,6 +210,10 @@ func init() {
 	kind(KindHostReceived, BoundaryHost, Pipe, Host, false)
 	kind(KindHostDispatched, BoundaryHost, Host, Host, false)
 	kind(KindHostResponseSent, BoundaryHost, Host, Pipe, true)
+	kind(KindEditorAttached, BoundaryEditor, Editor, Host, false)
+	kind(KindEditorDetached, BoundaryEditor, Editor, Host, false)
+	kind(KindEditorRequestSent, BoundaryEditor, Host, Editor, false)
+	kind(KindEditorResponseReceived, BoundaryEditor, Editor, Host, true)
 
 	kind(KindUpstreamStarted, BoundaryUpstream, Bridge, Upstream, false)
 	kind(KindUpstreamExited, BoundaryUpstream, Upstream, Bridge, true)
@@ -259,6 +275,7 @@ func init() {
 	opens(KindPipeAttempt, KindPipeConnected, KindPipeUnavailable)
 	opens(KindPipeRequestSent, KindPipeResponseReceived, KindPipeTimeout, KindPipeUnavailable)
 	opens(KindHostReceived, KindHostResponseSent)
+	opens(KindEditorRequestSent, KindEditorResponseReceived)
 	opens(KindUpstreamRequestSent, KindUpstreamResponse, KindUpstreamTimeout, KindUpstreamCancelled, KindUpstreamUnavailable)
 	opens(KindProposalApplying, KindProposalApplied, KindProposalFailed)
 }

@@ -9,7 +9,10 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 )
 
 // The commands in bridge/pipe/commands.go, the host's handlers and the
@@ -40,8 +43,14 @@ func TestEveryCommandIsAnsweredAndDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The host's commands are the table before "## Editors"; that section's
+	// table is what the host asks an editor.
+	hostPart, editorPart, ok := strings.Cut(string(doc), "\n## Editors\n")
+	if !ok || !strings.Contains(editorPart, "| `"+pipe.CmdEditorApplyEdit+"` |") {
+		t.Fatalf("docs/pipe-protocol.md lacks the Editors section documenting %s", pipe.CmdEditorApplyEdit)
+	}
 	var documented []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\| `").FindAllStringSubmatch(string(doc), -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\| `").FindAllStringSubmatch(hostPart, -1) {
 		documented = append(documented, m[1])
 	}
 	slices.Sort(constants)

@@ -7,13 +7,18 @@ import (
 	"strings"
 )
 
-// Diagnostic is one problem a diagnostics command reported.
+// Diagnostic is one problem a diagnostics command or an editor reported
+// (1-based lines and columns).
 type Diagnostic struct {
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	Column   int    `json:"column,omitempty"`
-	Severity string `json:"severity"` // error | warning | info
-	Message  string `json:"message"`
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Column    int    `json:"column,omitempty"`
+	EndLine   int    `json:"endLine,omitempty"`
+	EndColumn int    `json:"endColumn,omitempty"`
+	Severity  string `json:"severity"` // error | warning | info | hint
+	Source    string `json:"source,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Message   string `json:"message"`
 }
 
 // The common forms: `file:line:col: message`, `file:line: message`, with an

@@ -27,16 +27,21 @@ type DiagnosticsRunner struct {
 // DiagnosticsResult is what get_diagnostics returns.
 type DiagnosticsResult struct {
 	Diagnostics []Diagnostic `json:"diagnostics"`
-	Command     string       `json:"command"`
+	Command     string       `json:"command,omitempty"`
+	Editor      string       `json:"editor,omitempty"` // the attached editor that reported them
 	RanAt       time.Time    `json:"ranAt"`
 	ExitCode    int          `json:"exitCode"`
 	FromCache   bool         `json:"fromCache"`
 }
 
 func (h *Host) diagnostics(ctx context.Context, req pipe.Request) (any, error) {
+	// An attached editor's own language services win over the command.
+	if diags, editor, ok := h.Editors().Diagnostics(); ok {
+		return DiagnosticsResult{Diagnostics: diags, Editor: editor, RanAt: time.Now().UTC()}, nil
+	}
 	d := h.Diagnostics
 	if d == nil || len(d.Command) == 0 {
-		return nil, &events.Err{Code: events.CodeToolError, Msg: "no diagnostics command: start the host with --diagnostics \"go vet ./...\" (or your linter)"}
+		return nil, &events.Err{Code: events.CodeToolError, Msg: "no diagnostics: attach an editor to this workspace (editors/vscode, editors/nvim) or start the host with --diagnostics \"go vet ./...\" (or your linter)"}
 	}
 	var a struct {
 		Refresh bool `json:"refresh"`

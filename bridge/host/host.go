@@ -38,6 +38,22 @@ type Host struct {
 	mu      sync.Mutex
 	focus   *Focus
 	version int
+
+	edOnce sync.Once
+	ed     *Editors
+}
+
+// Editors returns the editors attached to h (docs/pipe-protocol.md,
+// "Editors"), wired to its proposals and reviews on first use.
+func (h *Host) Editors() *Editors {
+	h.edOnce.Do(func() {
+		h.ed = NewEditors(h.WS, h.Rec)
+		if h.Proposals != nil {
+			h.Proposals.Editors = h.ed
+			h.Proposals.OnChange = func(pr *Proposal) { h.ed.Broadcast(pipe.NotifyProposalChanged, pr) }
+		}
+	})
+	return h.ed
 }
 
 // scrub removes every secret rec's redactor knows from a document kept
@@ -51,14 +67,20 @@ func scrub(rec any, v string) string {
 
 // Handlers are the pipe commands the host serves.
 func (h *Host) Handlers() map[string]pipe.Handler {
+	h.Editors()
 	return map[string]pipe.Handler{
-		pipe.CmdActiveDocument: h.activeDocument,
-		pipe.CmdSelection:      h.selection,
-		pipe.CmdSetFocus:       h.setFocus,
-		pipe.CmdListProjects:   func(context.Context, pipe.Request) (any, error) { return h.WS.ListProjects() },
-		pipe.CmdDiagnostics:    h.diagnostics,
-		pipe.CmdProposeEdits:   h.propose,
-		pipe.CmdPresentReview:  h.present,
+		pipe.CmdEditorAttach:      h.editorAttach,
+		pipe.CmdEditorFocus:       h.editorFocus,
+		pipe.CmdEditorDocument:    h.editorDocument,
+		pipe.CmdEditorDiagnostics: h.editorDiagnostics,
+		pipe.CmdReviewsShow:       h.reviewShow,
+		pipe.CmdActiveDocument:    h.activeDocument,
+		pipe.CmdSelection:         h.selection,
+		pipe.CmdSetFocus:          h.setFocus,
+		pipe.CmdListProjects:      func(context.Context, pipe.Request) (any, error) { return h.WS.ListProjects() },
+		pipe.CmdDiagnostics:       h.diagnostics,
+		pipe.CmdProposeEdits:      h.propose,
+		pipe.CmdPresentReview:     h.present,
 		pipe.CmdProposalsList: func(context.Context, pipe.Request) (any, error) {
 			list := h.Proposals.List()
 			for i, pr := range list {
@@ -131,6 +153,7 @@ func (h *Host) setFocus(_ context.Context, req pipe.Request) (any, error) {
 		}
 	}
 	f.Path = rel
+	h.Editors().setFocus(nil, DocumentArgs{}) // the operator's focus wins until an editor says otherwise
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.focus = &f
@@ -142,8 +165,29 @@ var languages = map[string]string{".go": "go", ".ts": "typescript", ".tsx": "typ
 	".py": "python", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c", ".cpp": "cpp", ".cs": "csharp",
 	".md": "markdown", ".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".sh": "shellscript"}
 
-// activeDocument returns the focused file (null when nothing has focus).
+func languageOf(rel string) string {
+	if lang := languages[path.Ext(rel)]; lang != "" {
+		return lang
+	}
+	return "plaintext"
+}
+
+// activeDocument returns the focused file (null when nothing has focus):
+// as an attached editor holds it when one said what has focus.
 func (h *Host) activeDocument(context.Context, pipe.Request) (any, error) {
+	if f, buf, ok := h.Editors().Focus(); ok {
+		doc := map[string]any{"path": f.Path, "language": f.Language, "version": f.Version, "unsaved": buf != nil}
+		if buf != nil {
+			doc["content"] = buf.Text
+			return doc, nil
+		}
+		b, err := h.WS.ReadFile(f.Path)
+		if err != nil {
+			return nil, coded(err)
+		}
+		doc["content"] = string(b)
+		return doc, nil
+	}
 	h.mu.Lock()
 	f, v := h.focus, h.version
 	h.mu.Unlock()
@@ -154,15 +198,20 @@ func (h *Host) activeDocument(context.Context, pipe.Request) (any, error) {
 	if err != nil {
 		return nil, coded(err)
 	}
-	lang := languages[path.Ext(f.Path)]
-	if lang == "" {
-		lang = "plaintext"
-	}
-	return map[string]any{"path": f.Path, "language": lang, "content": string(b), "version": v}, nil
+	return map[string]any{"path": f.Path, "language": languageOf(f.Path), "content": string(b), "version": v}, nil
 }
 
-// selection returns the selected text (null when nothing is selected).
+// selection returns the selected text (null when nothing is selected): an
+// attached editor's when one said what has focus.
 func (h *Host) selection(context.Context, pipe.Request) (any, error) {
+	if f, _, ok := h.Editors().Focus(); ok {
+		s := f.Selection
+		if s == nil {
+			return nil, nil
+		}
+		return map[string]any{"path": f.Path, "range": map[string]int{"startLine": s.StartLine, "startCol": s.StartCol,
+			"endLine": s.EndLine, "endCol": s.EndCol}, "text": s.Text}, nil
+	}
 	h.mu.Lock()
 	f := h.focus
 	h.mu.Unlock()
@@ -320,7 +369,21 @@ func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
 		req, _ := events.ParseID(req.RequestID)
 		h.Rec.Emit(events.Event{Kind: events.KindReviewPresented, RequestID: req, Outcome: events.OK, Attrs: events.A("workspace", h.WS.Dir(), "version", strconv.Itoa(v.Version), "mode", v.Mode, "section", v.Section, "content", v.Content, "bytes", strconv.Itoa(len(v.Content)), "refs", strconv.Itoa(len(v.Refs)), "brokenRefs", strconv.Itoa(broken))})
 	}
+	if err == nil {
+		h.Editors().Broadcast(pipe.NotifyReviewPresented, map[string]any{"version": v.Version, "mode": v.Mode, "section": v.Section, "bytes": len(v.Content)})
+	}
 	return v, coded(err)
+}
+
+// reviewShow returns one review version whole ({"version":0}: the newest).
+func (h *Host) reviewShow(_ context.Context, req pipe.Request) (any, error) {
+	var a struct {
+		Version int `json:"version"`
+	}
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	return h.Reviews.Version(a.Version)
 }
 
 // CommitArgs is the payload of review.commit: the message (the review as a

@@ -29,6 +29,8 @@ type Edit struct {
 type FileChange struct {
 	Path     string `json:"path"`
 	BaseHash string `json:"baseHash"`
+	// InBuffer: the base is an editor's unsaved buffer, not the file on disk.
+	InBuffer bool   `json:"inBuffer,omitempty"`
 	Edits    []Edit `json:"edits"`
 }
 
@@ -71,7 +73,7 @@ func Summary(pr *Proposal) *Proposal {
 	s := *pr
 	s.Files = make([]FileChange, len(pr.Files))
 	for i, f := range pr.Files {
-		s.Files[i] = FileChange{Path: f.Path, BaseHash: f.BaseHash, Edits: []Edit{}}
+		s.Files[i] = FileChange{Path: f.Path, BaseHash: f.BaseHash, InBuffer: f.InBuffer, Edits: []Edit{}}
 	}
 	s.Preview = ""
 	return &s

@@ -29,12 +29,22 @@ type Proposals struct {
 	now  func() time.Time
 	mu   sync.Mutex
 	byID map[string]*Proposal
+
+	// Editors, when set, hold unsaved buffers: a file an editor holds with
+	// unsaved changes is proposed against, checked against and applied to
+	// the editor's text, never written over on disk.
+	Editors *Editors
+	// OnChange, when set, is told every transition (a summary of the
+	// proposal), in order, with the state's lock held: it must not block.
+	OnChange func(*Proposal)
 }
 
 // journal is written, synced, before the first file of a set is replaced.
 type journal struct {
 	ID    string         `json:"id"`
 	Files []journalEntry `json:"files"`
+	// Editor names the files an editor applied to its unsaved buffer.
+	Editor []string `json:"editor,omitempty"`
 }
 
 type journalEntry struct {
@@ -95,6 +105,19 @@ func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs even
 	attrs = attrs.With(events.AttrProposal, pr.ID).With("state", pr.State) // a caller's attributes stay its own
 	req, _ := events.ParseID(pr.RequestID)
 	p.rec.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OutcomeOf(code), Code: code, Attrs: attrs})
+	if p.OnChange != nil {
+		p.OnChange(Summary(pr))
+	}
+}
+
+// current returns a file's text as the user sees it: an editor's unsaved
+// buffer when one holds the file, else the file on disk.
+func (p *Proposals) current(rel string) ([]byte, *Buffer, error) {
+	if b, ok := p.Editors.Buffer(rel); ok {
+		return []byte(b.Text), &b, nil
+	}
+	cur, err := p.ws.ReadFile(rel)
+	return cur, nil, err
 }
 
 // flush waits until the events of pr's request are durable in the log.
@@ -140,14 +163,14 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 		if len(files[i].Edits) == 0 {
 			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: rel + " has no edits"}
 		}
-		cur, err := p.ws.ReadFile(rel)
+		cur, buf, err := p.current(rel)
 		if err != nil {
 			return nil, err
 		}
 		if _, err := applyEdits(rel, cur, files[i].Edits); err != nil {
 			return nil, err // refuse now what could never apply
 		}
-		files[i].BaseHash = hashBytes(cur)
+		files[i].BaseHash, files[i].InBuffer = hashBytes(cur), buf != nil
 	}
 	pr := &Proposal{ID: p.rec.NewID().String(), RequestID: requestID, State: Pending, Files: files,
 		ContentHash: contentHash(files), Created: p.now().UTC()}
@@ -213,14 +236,23 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 		return nil, err
 	}
 	j := journal{ID: id}
+	type bufferEdit struct {
+		buf  Buffer
+		next []byte
+	}
+	var inEditor []bufferEdit
 	var preview strings.Builder
 	for _, f := range pr.Files {
-		cur, err := p.ws.ReadFile(f.Path)
+		cur, buf, err := p.current(f.Path)
 		if err != nil {
 			return p.failLocked(pr, events.CodePathRefused, events.AsErr(err, events.CodePathRefused).Msg)
 		}
 		if hashBytes(cur) != f.BaseHash {
-			return p.failLocked(pr, events.CodeDrift, f.Path+" changed since the proposal was made")
+			where := " changed since the proposal was made"
+			if buf != nil {
+				where = " has unsaved changes in the editor that the proposal was not made against: save or undo them, and propose again"
+			}
+			return p.failLocked(pr, events.CodeDrift, f.Path+where)
 		}
 		next, err := applyEdits(f.Path, cur, f.Edits)
 		if err != nil {
@@ -228,6 +260,11 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 			return p.failLocked(pr, e.Code, e.Msg)
 		}
 		preview.WriteString(textdiff.Unified(f.Path, string(cur), string(next)))
+		if buf != nil {
+			inEditor = append(inEditor, bufferEdit{*buf, next})
+			j.Editor = append(j.Editor, f.Path)
+			continue
+		}
 		j.Files = append(j.Files, journalEntry{Path: f.Path, BaseHash: f.BaseHash, NewHash: hashBytes(next), New: next})
 	}
 	pr.Preview = scrub(p.rec, preview.String())
@@ -236,10 +273,24 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 		return nil, err
 	}
 	// Evidence first: the intent, durable, then the journal.
-	p.emit(pr, events.KindProposalApplying, "", events.A("files", fmt.Sprint(len(j.Files))))
+	p.emit(pr, events.KindProposalApplying, "", events.A("files", fmt.Sprint(len(j.Files)+len(inEditor)), "editorFiles", strings.Join(j.Editor, ",")))
 	req, _ := events.ParseID(pr.RequestID)
 	if err := p.rec.Flush(ctx, req); err != nil {
 		return nil, &events.Err{Code: events.CodeLogUnavailable, Msg: "the intent to apply could not be recorded, so nothing was written: " + err.Error()}
+	}
+	// Unsaved buffers first, each an undoable edit in its editor: one the
+	// editor refuses (its text moved on) fails the proposal before any file
+	// is written on disk.
+	for i, b := range inEditor {
+		if err := p.Editors.ApplyToBuffer(ctx, pr.RequestID, pr.ID, b.buf, b.next); err != nil {
+			e := events.AsErr(err, events.CodeToolError)
+			msg := e.Msg
+			if i > 0 {
+				msg += fmt.Sprintf(" (already applied in the editor, undoable there: %s)", strings.Join(j.Editor[:i], ", "))
+			}
+			pr.Applying = false
+			return p.failLocked(pr, e.Code, msg)
+		}
 	}
 	beforeJournal()
 	jb, _ := json.Marshal(j)
@@ -289,7 +340,7 @@ func (p *Proposals) finishLocked(j journal) error {
 			p.emit(pr, events.KindProposalFailed, events.CodeDrift, events.A("error", pr.Message))
 		} else {
 			pr.State = Applied
-			p.emit(pr, events.KindProposalApplied, "", events.A("preview", pr.Preview))
+			p.emit(pr, events.KindProposalApplied, "", events.A("preview", pr.Preview, "via", via(j), "editorFiles", strings.Join(j.Editor, ",")))
 		}
 		// The outcome durable in the log before the state and the journal
 		// forget the apply: a crash in between finishes it again.
@@ -304,6 +355,18 @@ func (p *Proposals) finishLocked(j journal) error {
 		return err
 	}
 	return durable.SyncDir(p.dir)
+}
+
+// via says which path applied a proposal: "disk", "editor" (every file was
+// an editor's unsaved buffer) or "disk+editor".
+func via(j journal) string {
+	switch {
+	case len(j.Editor) == 0:
+		return "disk"
+	case len(j.Files) == 0:
+		return "editor"
+	}
+	return "disk+editor"
 }
 
 // tempName is the temporary file a journal entry is written through: known

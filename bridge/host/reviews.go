@@ -162,6 +162,26 @@ func (r *Reviews) Versions() []ReviewVersion {
 	return append([]ReviewVersion(nil), r.versions...)
 }
 
+// Latest returns the newest version's number (0: no review yet).
+func (r *Reviews) Latest() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.versions)
+}
+
+// Version returns version n whole (0: the newest).
+func (r *Reviews) Version(n int) (ReviewVersion, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n == 0 {
+		n = len(r.versions)
+	}
+	if n < 1 || n > len(r.versions) {
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("no review version %d (there are %d)", n, len(r.versions))}
+	}
+	return r.versions[n-1], nil
+}
+
 var headingRE = regexp.MustCompile(`^(#{1,6})[ \t]+(.*?)[ \t#]*$`)
 
 // replaceSection replaces the body under the heading titled section.

@@ -19,4 +19,11 @@ const (
 	CmdReviewsList     = "reviews.list"
 	CmdWorkspaceTree   = "workspace.tree"
 	CmdWorkspaceFile   = "workspace.file"
+	CmdReviewsShow     = "reviews.show"
+
+	// An editor's (docs/pipe-protocol.md, "Editors").
+	CmdEditorAttach      = "editor.attach"
+	CmdEditorFocus       = "editor.focus"
+	CmdEditorDocument    = "editor.document"
+	CmdEditorDiagnostics = "editor.diagnostics"
 )

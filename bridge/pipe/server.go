@@ -90,20 +90,27 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		return
 	}
 	var wmu sync.Mutex
+	raw := func(b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_, err := c.Write(b)
+		return err
+	}
 	write := func(resp Response) {
 		resp.V = Version
 		b, err := encodeFrame(resp)
 		if err != nil {
 			b, _ = encodeFrame(Response{V: Version, RequestID: resp.RequestID, OperationID: resp.OperationID, Code: events.CodeTooLarge, Message: err.Error()})
 		}
-		wmu.Lock()
-		defer wmu.Unlock()
-		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		c.Write(b)
+		raw(b)
 	}
+	peer := newPeer(uid, raw)
+	ctx = context.WithValue(ctx, peerKey{}, peer)
 	sem := make(chan struct{}, s.opts.MaxInFlight)
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
+	defer peer.end() // before the wait: a handler may be calling this peer
 	r := newReader(c)
 	for {
 		line, err := readFrame(r)
@@ -117,7 +124,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			}
 			return
 		}
-		if len(line) == 0 {
+		if len(line) == 0 || peer.answer(line) {
 			continue
 		}
 		req, err := DecodeRequest(line, s.commands)

@@ -89,8 +89,8 @@ func Workspace(c HostCaller) []*executor.Tool {
 	return []*executor.Tool{
 		tool("get_active_document", pipe.CmdActiveDocument, "The document the operator has in focus: path, language, content, version; null when nothing has focus.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("get_selection", pipe.CmdSelection, "The text the operator selected: path, range, text; null when nothing is selected.", read, false, executor.SchemaFor[noArgs](), nil),
-		tool("get_diagnostics", pipe.CmdDiagnostics, "Problems (file, line, column, severity, message) from the diagnostics command the operator configured on the host (e.g. go vet ./...), with when it ran; a recent result is reused unless refresh is true. Running a process needs the process.run capability.",
-			[]string{config.CapWorkspaceRead, config.CapProcessRun}, false, executor.SchemaFor[DiagnosticsArgs](), same),
+		tool("get_diagnostics", pipe.CmdDiagnostics, "Problems (file, line, column, severity, source, code, message; 1-based): what the operator's editor reports when one is attached to the workspace, else the output of the diagnostics command the operator configured on the host (e.g. go vet ./...), with when it ran; a recent result is reused unless refresh is true.",
+			read, false, executor.SchemaFor[DiagnosticsArgs](), same),
 		tool("list_projects", pipe.CmdListProjects, "Project manifests under the workspace root (go.mod, package.json, Cargo.toml, pyproject.toml, *.csproj…), skipping hidden and vendored trees.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("propose_text_edit", pipe.CmdProposeEdits, "Propose replacing one exact text in one file. Nothing is written until an operator approves; the result gives the proposal id.", read, true, executor.SchemaFor[ProposeOneArgs](),
 			func(a json.RawMessage) (any, error) {

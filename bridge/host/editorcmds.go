@@ -1,0 +1,93 @@
+package host
+
+import (
+	"context"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// The editor's commands (docs/pipe-protocol.md, "Editors").
+
+// Attached is the answer to editor.attach: the workspace the host serves
+// and what is pending there now (later changes arrive as notifications).
+type Attached struct {
+	Protocol  int         `json:"protocol"`
+	Root      string      `json:"root"`
+	Proposals []*Proposal `json:"proposals"` // pending, as lists carry them
+	Review    int         `json:"review"`    // the latest review version; 0: none
+}
+
+func (h *Host) editorAttach(ctx context.Context, req pipe.Request) (any, error) {
+	var a AttachArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	if err := h.Editors().attach(ctx, a); err != nil {
+		return nil, err
+	}
+	out := Attached{Protocol: pipe.Version, Root: h.WS.Dir(), Proposals: []*Proposal{}}
+	for _, pr := range h.Proposals.List() {
+		if pr.State == Pending {
+			out.Proposals = append(out.Proposals, Summary(pr))
+		}
+	}
+	out.Review = h.Reviews.Latest()
+	return out, nil
+}
+
+func (h *Host) editorFocus(ctx context.Context, req pipe.Request) (any, error) {
+	c, err := h.Editors().attached(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var a DocumentArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	if err := h.Editors().setFocus(c, a); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.focus = nil // the editor's focus wins until the operator sets one
+	h.mu.Unlock()
+	return map[string]bool{"ok": true}, nil
+}
+
+func (h *Host) editorDocument(ctx context.Context, req pipe.Request) (any, error) {
+	c, err := h.Editors().attached(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var a DocumentArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	if a.Selection != nil {
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "editor.document carries no selection: send it with editor.focus"}
+	}
+	rel, err := h.Editors().document(c, a)
+	if err != nil {
+		return nil, err
+	}
+	_, held := h.Editors().Buffer(rel)
+	return map[string]any{"path": rel, "unsaved": held}, nil
+}
+
+// DiagnosticsArgs is the payload of editor.diagnostics: every diagnostic the
+// editor knows now (it replaces what the editor sent before).
+type DiagnosticsArgs struct {
+	Diagnostics []Diagnostic `json:"diagnostics"`
+}
+
+func (h *Host) editorDiagnostics(ctx context.Context, req pipe.Request) (any, error) {
+	c, err := h.Editors().attached(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var a DiagnosticsArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	return map[string]int{"kept": h.Editors().setDiagnostics(c, a.Diagnostics)}, nil
+}
