@@ -23,7 +23,7 @@ func (p *Proposals) WithPreviews(list []*Proposal) []*Proposal {
 func (p *Proposals) preview(pr *Proposal) (string, events.Code, string) {
 	var out string
 	for _, f := range pr.Files {
-		cur, err := p.ws.ReadFile(f.Path)
+		cur, _, err := p.current(f.Path) // what the user sees: an editor's unsaved text too
 		if err != nil {
 			return out, events.CodePathRefused, err.Error()
 		}
