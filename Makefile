@@ -4,7 +4,7 @@ BIN      := bin/tracebridge
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build dist test unit deps fuzz bench bench-peers demo lint clean artifacts sessions crash
+.PHONY: all build dist vsix test unit deps fuzz bench bench-peers demo lint clean artifacts sessions crash
 
 all: build
 
@@ -16,6 +16,11 @@ build:
 VERSION ?=
 dist:
 	$(GO) run ./cmd/dist -version "$(VERSION)"
+
+# The VS Code extension, packaged: editors/vscode/out/tracebridge.vsix
+# (install it with `code --install-extension`). Needs Node 20+ and npm.
+vsix:
+	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error && npm run package
 
 # Every test, with the race detector, after vet (also for Windows and
 # macOS, whose code CI cannot run: the named pipes, the peer checks). The

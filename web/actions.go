@@ -171,12 +171,12 @@ func back(w http.ResponseWriter, r *http.Request, msg string) {
 // review as the commit message.
 func (s *Server) commitReview(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
-	versions, err := s.host.Reviews(r.Context())
-	if err != nil || len(versions) == 0 {
+	latest, err := s.host.Review(r.Context(), 0)
+	if err != nil {
 		s.reject(w, r, events.CodeInvalidArguments, "no review to commit with: present one first")
 		return
 	}
-	msg := commitMessage(versions[len(versions)-1].Content)
+	msg := commitMessage(latest.Content)
 	done, err := s.host.Commit(r.Context(), msg)
 	if err != nil {
 		http.Redirect(w, r, "/reviews?done="+url.QueryEscape("not committed: "+err.Error()), http.StatusSeeOther)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -497,7 +498,7 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 type reviewsData struct {
-	Versions  []host.ReviewVersion
+	Versions  []host.ReviewSummary
 	Shown     *host.ReviewVersion
 	HTML      template.HTML
 	Commit    string
@@ -512,17 +513,20 @@ func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) {
 	if d.Versions, err = s.host.Reviews(r.Context()); err != nil {
 		d.HostError = err.Error()
 	}
-	if n := len(d.Versions); n > 0 {
-		d.Shown = &d.Versions[n-1]
-		if v := r.URL.Query().Get("v"); v != "" {
-			for i := range d.Versions {
-				if fmt.Sprint(d.Versions[i].Version) == v {
-					d.Shown = &d.Versions[i]
-				}
-			}
+	if len(d.Versions) > 0 {
+		n, _ := strconv.Atoi(r.URL.Query().Get("v")) // absent or not a number: the newest
+		shown, err := s.host.Review(r.Context(), n)
+		if err != nil && n != 0 {
+			p.Error = err.Error()
+			shown, err = s.host.Review(r.Context(), 0)
 		}
-		d.HTML = renderReview(d.Shown.Content)
-		d.Commit = commitMessage(d.Shown.Content)
+		if err != nil {
+			d.HostError = err.Error()
+		} else {
+			d.Shown = &shown
+			d.HTML = renderReview(shown.Content)
+			d.Commit = commitMessage(shown.Content)
+		}
 	}
 	p.Data = d
 	s.render(w, r, "reviews", p)

@@ -63,10 +63,16 @@ func (c Client) SetFocus(ctx context.Context, f Focus) (Focus, error) {
 	return out, c.call(ctx, pipe.CmdSetFocus, f, &out)
 }
 
-// Reviews lists the review's versions.
-func (c Client) Reviews(ctx context.Context) ([]ReviewVersion, error) {
-	var out []ReviewVersion
+// Reviews lists the review's versions, without their content.
+func (c Client) Reviews(ctx context.Context) ([]ReviewSummary, error) {
+	var out []ReviewSummary
 	return out, c.call(ctx, pipe.CmdReviewsList, nil, &out)
+}
+
+// Review returns version n whole (0: the newest).
+func (c Client) Review(ctx context.Context, n int) (ReviewVersion, error) {
+	var out ReviewVersion
+	return out, c.call(ctx, pipe.CmdReviewsShow, map[string]int{"version": n}, &out)
 }
 
 // Commit commits the applied proposals' files with message.

@@ -352,6 +352,15 @@ type PresentArgs struct {
 	Section string `json:"section,omitempty"`
 }
 
+// Presented is present_review's answer: what was kept, not the document
+// (a review can be a megabyte; the AI has it already).
+type Presented struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+	Version int    `json:"version"`
+	Refs    []Ref  `json:"refs"`
+}
+
 func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
 	var a PresentArgs
 	if err := decode(req, &a); err != nil {
@@ -359,20 +368,24 @@ func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
 	}
 	// Kept and shown redacted: the review is evidence, on disk and in the UI.
 	v, err := h.Reviews.Present(scrub(h.Rec, a.Content), a.BaseURI, a.Mode, a.Section)
-	if err == nil && h.Rec != nil {
-		broken := 0
-		for _, r := range v.Refs {
-			if !r.OK {
-				broken++
-			}
-		}
+	if err != nil {
+		return nil, coded(err)
+	}
+	sum := v.Summary()
+	if h.Rec != nil {
 		req, _ := events.ParseID(req.RequestID)
-		h.Rec.Emit(events.Event{Kind: events.KindReviewPresented, RequestID: req, Outcome: events.OK, Attrs: events.A("workspace", h.WS.Dir(), "version", strconv.Itoa(v.Version), "mode", v.Mode, "section", v.Section, "content", v.Content, "bytes", strconv.Itoa(len(v.Content)), "refs", strconv.Itoa(len(v.Refs)), "brokenRefs", strconv.Itoa(broken))})
+		h.Rec.Emit(events.Event{Kind: events.KindReviewPresented, RequestID: req, Outcome: events.OK, Attrs: events.A("workspace", h.WS.Dir(), "version", strconv.Itoa(v.Version), "mode", v.Mode, "section", v.Section, "content", v.Content, "bytes", strconv.Itoa(sum.Bytes), "refs", strconv.Itoa(sum.Refs), "brokenRefs", strconv.Itoa(sum.BrokenRefs))})
 	}
-	if err == nil {
-		h.Editors().Broadcast(pipe.NotifyReviewPresented, map[string]any{"version": v.Version, "mode": v.Mode, "section": v.Section, "bytes": len(v.Content)})
+	h.Editors().Broadcast(pipe.NotifyReviewPresented, sum)
+	msg := fmt.Sprintf("Review version %d presented to the operator (%d bytes, %d references", v.Version, sum.Bytes, sum.Refs)
+	if sum.BrokenRefs > 0 {
+		msg += fmt.Sprintf(", %d broken: see refs", sum.BrokenRefs)
 	}
-	return v, coded(err)
+	msg += ")."
+	if v.Note != "" {
+		msg += " Note: " + v.Note + "."
+	}
+	return Presented{Success: true, Message: msg, Version: v.Version, Refs: v.Refs}, nil
 }
 
 // reviewShow returns one review version whole ({"version":0}: the newest).

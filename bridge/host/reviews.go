@@ -56,6 +56,30 @@ type ReviewVersion struct {
 	Note string `json:"note,omitempty"`
 }
 
+// ReviewSummary is a version as lists carry it: no content, so a history
+// of large reviews stays small (reviews.show fetches one version whole).
+type ReviewSummary struct {
+	Version    int       `json:"version"`
+	Mode       string    `json:"mode"`
+	Section    string    `json:"section,omitempty"`
+	Bytes      int       `json:"bytes"`
+	Refs       int       `json:"refs"`
+	BrokenRefs int       `json:"brokenRefs"`
+	Time       time.Time `json:"time"`
+	Note       string    `json:"note,omitempty"`
+}
+
+// Summary returns v as lists carry it.
+func (v ReviewVersion) Summary() ReviewSummary {
+	s := ReviewSummary{Version: v.Version, Mode: v.Mode, Section: v.Section, Bytes: len(v.Content), Refs: len(v.Refs), Time: v.Time, Note: v.Note}
+	for _, r := range v.Refs {
+		if !r.OK {
+			s.BrokenRefs++
+		}
+	}
+	return s
+}
+
 // Reviews keeps the workspace's review document and all its versions.
 type Reviews struct {
 	ws       *Workspace
@@ -93,7 +117,7 @@ func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion
 	case strings.TrimSpace(content) == "":
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Content parameter is required: the review's markdown"}
 	case len(content) > MaxReviewBytes:
-		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("content is %d bytes; the limit is %d", len(content), MaxReviewBytes)}
+		return ReviewVersion{}, &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("content is %d bytes; the limit is %d", len(content), MaxReviewBytes)}
 	case mode != ModeReplace && mode != ModeAppend && mode != ModeUpdateSection:
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("Mode must be 'replace', 'update-section', or 'append' (got %q)", mode)}
 	case mode == ModeUpdateSection && strings.TrimSpace(section) == "":
@@ -122,6 +146,10 @@ func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion
 		if doc, headings = replaceSection(cur, section, content); headings != nil {
 			note = fmt.Sprintf("the review had no section %q (its headings: %s): it was appended as a new one", section, strings.Join(headings, ", "))
 		}
+	}
+	if len(doc) > MaxReviewBytes {
+		// Refused before it is stored: the review stays as it was.
+		return ReviewVersion{}, &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("the review would grow to %d bytes with this %s; a review holds at most %d: present a shorter one with mode replace", len(doc), mode, MaxReviewBytes)}
 	}
 	v := ReviewVersion{Version: len(r.versions) + 1, Content: doc, BaseURI: baseURI, Mode: mode, Section: section,
 		Refs: r.check(ParseRefs(doc), baseDir(r.ws, baseURI)), Time: r.now().UTC(), Note: note}
@@ -155,11 +183,15 @@ func baseDir(ws *Workspace, baseURI string) string {
 	return rel
 }
 
-// Versions returns every version, oldest first.
-func (r *Reviews) Versions() []ReviewVersion {
+// Versions returns every version, oldest first, as lists carry them.
+func (r *Reviews) Versions() []ReviewSummary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]ReviewVersion(nil), r.versions...)
+	out := make([]ReviewSummary, len(r.versions))
+	for i, v := range r.versions {
+		out[i] = v.Summary()
+	}
+	return out
 }
 
 // Latest returns the newest version's number (0: no review yet).

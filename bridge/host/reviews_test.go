@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,8 +55,53 @@ func TestReviewModesAndVersions(t *testing.T) {
 		t.Fatalf("missing section: %v %+v", err, v4)
 	}
 	r2, _ := OpenReviews(tr.ws, dir, nil)
-	if vs := r2.Versions(); len(vs) != 4 || vs[2].Content != v3.Content {
-		t.Fatalf("versions after reopen: %d", len(vs))
+	if vs := r2.Versions(); len(vs) != 4 || vs[2].Bytes != len(v3.Content) {
+		t.Fatalf("versions after reopen: %+v", vs)
+	}
+	if again, err := r2.Version(3); err != nil || again.Content != v3.Content {
+		t.Fatalf("version 3 after reopen: %v", err)
+	}
+}
+
+// Dialectic's example of a long review (1000 sections), presented again and
+// again: the history is listed in summaries, each version is fetched alone,
+// and an append past the cap is refused before it is kept.
+func TestALongReviewHistoryStaysReadable(t *testing.T) {
+	h, _ := newHost(t)
+	var doc strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&doc, "## Section %d\n\nThe change in [a.go:3][] does what section %d says, at some length to make it real.\n\n", i, i)
+	}
+	for range 7 {
+		if _, err := call(t, h, "present_review", PresentArgs{Content: doc.String(), Mode: ModeReplace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := call(t, h, "reviews.list", nil)
+	if err != nil || len(list) > 4096 || !strings.Contains(string(list), `"version":7`) {
+		t.Fatalf("reviews.list: %d bytes, %v", len(list), err)
+	}
+	one, err := call(t, h, "reviews.show", map[string]int{"version": 3})
+	if err != nil || !strings.Contains(string(one), "Section 999") {
+		t.Fatalf("reviews.show: %v", err)
+	}
+	// Appends pass the cap in time: the one that would is refused, and
+	// nothing of it is kept.
+	var refused error
+	for i := 0; i < 20 && refused == nil; i++ {
+		_, refused = call(t, h, "present_review", PresentArgs{Content: doc.String(), Mode: ModeAppend})
+	}
+	if refused == nil || events.AsErr(refused, "").Code != events.CodeTooLarge {
+		t.Fatalf("an append past the cap: %v", refused)
+	}
+	for _, v := range h.Reviews.Versions() {
+		if v.Bytes > MaxReviewBytes {
+			t.Fatalf("version %d of %d bytes was kept", v.Version, v.Bytes)
+		}
+	}
+	out, _ := call(t, h, "present_review", PresentArgs{Content: "# Short\n\nSee [a.go:3][] and [gone.go:1][].\n", Mode: ModeReplace})
+	if !strings.Contains(string(out), `"success":true`) || !strings.Contains(string(out), "1 broken") || strings.Contains(string(out), "content") {
+		t.Fatalf("present_review's answer: %s", out)
 	}
 }
 

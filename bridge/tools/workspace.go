@@ -53,12 +53,13 @@ type ReviewArgs struct {
 	Section string `json:"section,omitempty" jsonschema:"the heading whose section update-section replaces (added at the end if missing)"`
 }
 
-// reviewSchema is ReviewArgs' schema with mode an enum whose default is
-// replace.
+// reviewSchema is ReviewArgs' schema with mode's default, replace. Mode is
+// not an enum in the schema: a wrong one gets Dialectic's message from the
+// host ("Mode must be 'replace', 'update-section', or 'append'"), not the
+// schema checker's.
 func reviewSchema() *jsonschema.Schema {
 	s := executor.SchemaFor[ReviewArgs]()
 	if m := s.Properties["mode"]; m != nil {
-		m.Enum = []any{"replace", "append", "update-section"}
 		m.Default = json.RawMessage(`"replace"`)
 	}
 	return s
