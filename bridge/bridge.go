@@ -170,7 +170,7 @@ func traceResources(log tools.TraceLog) []bmcp.Resource {
 // capabilities they and the configured servers need.
 func Served(cfg *config.Config, home string, extra ...*executor.Tool) config.Served {
 	s := config.Served{Tools: map[string]bool{}, Capabilities: map[string]bool{}, Schemas: map[string]json.RawMessage{}}
-	for _, c := range []string{config.CapTextSearch, config.CapTraceRead, config.CapWorkspaceRead, config.CapWorkspaceWrite, config.CapProcessRun} {
+	for _, c := range []string{config.CapTextSearch, config.CapTraceRead, config.CapWorkspaceRead, config.CapWorkspacePropose, config.CapWorkspaceWrite, config.CapProcessRun} {
 		s.Capabilities[c] = true
 	}
 	all := append([]*executor.Tool{tools.Regex(), tools.BM25(nil)}, tools.Workspace(nil)...)

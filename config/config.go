@@ -102,16 +102,18 @@ func (c *Config) PipeTimeout() time.Duration {
 
 // Capabilities the built-in tools use.
 const (
-	CapTextSearch     = "text.search"
-	CapTraceRead      = "trace.read"
-	CapWorkspaceRead  = "workspace.read"
-	CapWorkspaceWrite = "workspace.write"
-	CapProcessRun     = "process.run"
+	CapTextSearch       = "text.search"
+	CapTraceRead        = "trace.read"
+	CapWorkspaceRead    = "workspace.read"
+	CapWorkspacePropose = "workspace.propose" // propose edits (written only after an operator approves)
+	CapWorkspaceWrite   = "workspace.write"
+	CapProcessRun       = "process.run"
 )
 
-// DefaultGrants are granted when the file names none: reading and searching,
+// DefaultGrants are granted when the file names none: reading, searching
+// and proposing edits (each written only after an operator approves it),
 // never writing or running processes.
-var DefaultGrants = []string{CapTextSearch, CapTraceRead, CapWorkspaceRead}
+var DefaultGrants = []string{CapTextSearch, CapTraceRead, CapWorkspaceRead, CapWorkspacePropose}
 
 // Approval modes.
 const (

@@ -191,7 +191,7 @@ func (c *Config) ServerCapabilities() []string {
 }
 
 // builtinCapabilities are those of the built-in tools.
-var builtinCapabilities = []string{CapTextSearch, CapTraceRead, CapWorkspaceRead, CapWorkspaceWrite, CapProcessRun}
+var builtinCapabilities = []string{CapTextSearch, CapTraceRead, CapWorkspaceRead, CapWorkspacePropose, CapWorkspaceWrite, CapProcessRun}
 
 func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 	for _, name := range sortedKeys(c.Servers) {

@@ -185,6 +185,25 @@ func TestNeovim(t *testing.T) {
 	if got := n.lua(t, `vim.api.nvim_buf_get_lines(vim.fn.bufnr('b.go'), 2, 3, false)[1]`); got != "var B = 7 // mine" {
 		t.Fatalf("the unsaved text changed: %q", got)
 	}
+
+	// A new file, with the AI's description; skipped (it stays pending),
+	// then approved.
+	p = parse[proposal](t, r.call(t, "propose_text_edit", map[string]any{"path": "c.go", "original": "", "replacement": "package a\n\nvar C = 3\n", "description": "a constant the tests need"}))
+	n.keys(t, ":TracebridgeProposal "+p.ProposalID+"<CR>")
+	n.waitLua(t, "the new file's diff buffer", `vim.fn.bufname()`, "tracebridge://proposal/"+p.ProposalID)
+	if head := n.lua(t, `table.concat(vim.api.nvim_buf_get_lines(0, 0, 3, false), '|')`); !strings.Contains(head, "# a constant the tests need") {
+		t.Fatalf("the description is not shown: %s", head)
+	}
+	n.keys(t, "gs")
+	eventually(t, 10*time.Second, "the deferral is recorded", func() bool {
+		d := r.recorded(t, events.KindProposalDeferred)
+		return len(d) == 1 && d[0].Attrs.Get("by") == "nvim"
+	})
+	n.keys(t, ":TracebridgeApprove<CR>")
+	eventually(t, 10*time.Second, "c.go created", func() bool {
+		b, err := os.ReadFile(filepath.Join(r.ws, "c.go"))
+		return err == nil && string(b) == "package a\n\nvar C = 3\n"
+	})
 }
 
 // nullAsEmpty turns the tool's null (nothing selected) into an empty

@@ -153,6 +153,7 @@ const (
 	KindProposalApplied  = "proposal.applied"
 	KindProposalFailed   = "proposal.failed"
 	KindProposalReset    = "proposal.reset"
+	KindProposalDeferred = "proposal.deferred" // an operator skipped deciding; the proposal stays pending
 	KindReviewPresented  = "review.presented"
 	KindReviewCommitted  = "review.committed" // an operator committed the applied changes with the review as the message
 	KindOperatorAction   = "operator.action"
@@ -241,6 +242,7 @@ func init() {
 	kind(KindProposalApplied, BoundaryProposal, Host, Host, true)
 	kind(KindProposalFailed, BoundaryProposal, Host, Host, true)
 	kind(KindProposalReset, BoundaryProposal, Operator, Host, true)
+	kind(KindProposalDeferred, BoundaryProposal, Operator, Host, false)
 	kind(KindReviewPresented, BoundaryReview, Host, Operator, true)
 	kind(KindReviewCommitted, BoundaryReview, Operator, Host, true)
 	kind(KindOperatorAction, BoundaryOperator, Operator, Hub, true)

@@ -115,11 +115,11 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	id, hash, decision := r.PathValue("id"), r.PostForm.Get("contentHash"), r.PostForm.Get("decision")
-	if decision != "approve" && decision != "reject" {
-		s.reject(w, r, events.CodeInvalidArguments, "decision must be approve or reject")
+	if decision != "approve" && decision != "reject" && decision != "skip" {
+		s.reject(w, r, events.CodeInvalidArguments, "decision must be approve, reject or skip")
 		return
 	}
-	done, err := s.host.Decide(r.Context(), host.DecideArgs{ID: id, Approve: decision == "approve",
+	done, err := s.host.Decide(r.Context(), host.DecideArgs{ID: id, Approve: decision == "approve", Skip: decision == "skip",
 		ContentHash: hash, By: s.opts.Operator + " (ui)"})
 	var ce *events.Err
 	switch {
@@ -131,6 +131,9 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := id + ": " + done.State
+	if decision == "skip" {
+		msg += " (decision deferred)"
+	}
 	if done.Code != "" {
 		msg += " (" + string(done.Code) + ": " + done.Message + ")"
 	}

@@ -38,7 +38,7 @@ func BenchmarkProposal1MiB(b *testing.B) {
 	}
 	b.SetBytes(int64(len(body)))
 	for i := 0; b.Loop(); i++ {
-		pr, err := props.Create(em.NewID().String(), []FileChange{{Path: "big.txt",
+		pr, err := props.Create(em.NewID().String(), "", []FileChange{{Path: "big.txt",
 			Edits: []Edit{{Original: fmt.Sprintf("marker %d\n", i), Replacement: fmt.Sprintf("marker %d\n", i+1)}}}})
 		if err != nil {
 			b.Fatal(err)

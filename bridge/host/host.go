@@ -259,7 +259,8 @@ func sliceText(s string, sl, sc, el, ec int) (string, error) {
 
 // ProposeArgs is the payload of propose_text_edits.
 type ProposeArgs struct {
-	Files []FileChange `json:"files"`
+	Files       []FileChange `json:"files"`
+	Description string       `json:"description,omitempty"`
 }
 
 func (h *Host) propose(_ context.Context, req pipe.Request) (any, error) {
@@ -281,7 +282,7 @@ func (h *Host) propose(_ context.Context, req pipe.Request) (any, error) {
 			e.Original, e.Replacement = o, r
 		}
 	}
-	pr, err := h.Proposals.Create(req.RequestID, a.Files)
+	pr, err := h.Proposals.Create(req.RequestID, scrub(h.Rec, a.Description), a.Files)
 	if err != nil {
 		return nil, coded(err)
 	}
@@ -321,6 +322,7 @@ func (h *Host) show(_ context.Context, req pipe.Request) (any, error) {
 type DecideArgs struct {
 	ID          string `json:"id"`
 	Approve     bool   `json:"approve"`
+	Skip        bool   `json:"skip,omitempty"` // defer: neither approve nor reject; it stays pending
 	ContentHash string `json:"contentHash"`
 	By          string `json:"by"`
 }
@@ -330,6 +332,13 @@ func (h *Host) decide(ctx context.Context, req pipe.Request) (any, error) {
 	var a DecideArgs
 	if err := decode(req, &a); err != nil {
 		return nil, err
+	}
+	if a.Skip {
+		if a.Approve {
+			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "a decision either approves or skips, not both"}
+		}
+		pr, err := h.Proposals.Skip(a.ID, a.By)
+		return pr, coded(err)
 	}
 	pr, err := h.Proposals.Decide(a.ID, a.Approve, a.ContentHash, a.By)
 	if err != nil || !a.Approve {

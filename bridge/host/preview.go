@@ -23,14 +23,15 @@ func (p *Proposals) WithPreviews(list []*Proposal) []*Proposal {
 func (p *Proposals) preview(pr *Proposal) (string, events.Code, string) {
 	var out string
 	for _, f := range pr.Files {
-		cur, _, err := p.current(f.Path) // what the user sees: an editor's unsaved text too
+		cur, _, err := p.current(f) // what the user sees: an editor's unsaved text too
 		if err != nil {
-			return out, events.CodePathRefused, err.Error()
+			e := events.AsErr(err, events.CodePathRefused)
+			return out, e.Code, e.Msg
 		}
-		if hashBytes(cur) != f.BaseHash {
+		if baseHash(f, cur) != f.BaseHash {
 			return out, events.CodeDrift, f.Path + " changed since the proposal was made: approving it now fails with Drift"
 		}
-		next, err := applyEdits(f.Path, cur, f.Edits)
+		next, err := applyChange(f, cur)
 		if err != nil {
 			e := events.AsErr(err, events.CodeAmbiguous)
 			return out, e.Code, e.Msg

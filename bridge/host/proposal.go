@@ -30,8 +30,11 @@ type FileChange struct {
 	Path     string `json:"path"`
 	BaseHash string `json:"baseHash"`
 	// InBuffer: the base is an editor's unsaved buffer, not the file on disk.
-	InBuffer bool   `json:"inBuffer,omitempty"`
-	Edits    []Edit `json:"edits"`
+	InBuffer bool `json:"inBuffer,omitempty"`
+	// Create: the file does not exist; the proposal creates it with its one
+	// edit's replacement (an edit whose original is empty).
+	Create bool   `json:"create,omitempty"`
+	Edits  []Edit `json:"edits"`
 }
 
 // Proposal is a set of file changes applied all together or not at all,
@@ -43,10 +46,15 @@ type Proposal struct {
 	Files     []FileChange `json:"files"`
 	// ContentHash covers the files, base hashes and edits: what an operator
 	// approves.
-	ContentHash string    `json:"contentHash"`
+	ContentHash string `json:"contentHash"`
+	// Description is the AI's account of the change, shown to the operator.
+	Description string    `json:"description,omitempty"`
 	Created     time.Time `json:"created"`
-	Decided     time.Time `json:"decided,omitzero"`
-	DecidedBy   string    `json:"decidedBy,omitempty"`
+	// Deferred is when an operator last skipped deciding; the proposal
+	// stays pending.
+	Deferred  time.Time `json:"deferred,omitzero"`
+	Decided   time.Time `json:"decided,omitzero"`
+	DecidedBy string    `json:"decidedBy,omitempty"`
 	// Outcome of the terminal state: its code and message, and the preview
 	// (unified diff) of what was, or would have been, applied.
 	Code    events.Code `json:"code,omitempty"`
@@ -64,6 +72,9 @@ type Proposal struct {
 // is refused at creation with TooLarge.
 const MaxProposalBytes = 192 << 10
 
+// MaxDescriptionBytes bounds a proposal's description.
+const MaxDescriptionBytes = 4 << 10
+
 // MaxPreviewBytes bounds the diff `proposals.show` carries.
 const MaxPreviewBytes = 512 << 10
 
@@ -73,7 +84,7 @@ func Summary(pr *Proposal) *Proposal {
 	s := *pr
 	s.Files = make([]FileChange, len(pr.Files))
 	for i, f := range pr.Files {
-		s.Files[i] = FileChange{Path: f.Path, BaseHash: f.BaseHash, InBuffer: f.InBuffer, Edits: []Edit{}}
+		s.Files[i] = FileChange{Path: f.Path, BaseHash: f.BaseHash, InBuffer: f.InBuffer, Create: f.Create, Edits: []Edit{}}
 	}
 	s.Preview = ""
 	return &s

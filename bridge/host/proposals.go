@@ -111,13 +111,33 @@ func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs even
 }
 
 // current returns a file's text as the user sees it: an editor's unsaved
-// buffer when one holds the file, else the file on disk.
-func (p *Proposals) current(rel string) ([]byte, *Buffer, error) {
-	if b, ok := p.Editors.Buffer(rel); ok {
+// buffer when one holds the file, else the file on disk (nil when nothing
+// is there and the change creates it).
+func (p *Proposals) current(f FileChange) ([]byte, *Buffer, error) {
+	if b, ok := p.Editors.Buffer(f.Path); ok {
 		return []byte(b.Text), &b, nil
 	}
-	cur, err := p.ws.ReadFile(rel)
+	if f.Create {
+		if p.ws.Absent(f.Path) {
+			return nil, nil, nil
+		}
+		return nil, nil, &events.Err{Code: events.CodeDrift, Msg: f.Path + " exists now; the proposal was to create it"}
+	}
+	cur, err := p.ws.ReadFile(f.Path)
 	return cur, nil, err
+}
+
+// base returns a file's text as the user sees it, and whether the change
+// creates it.
+func (p *Proposals) base(f *FileChange) ([]byte, *Buffer, error) {
+	creates := len(f.Edits) == 1 && f.Edits[0].Original == ""
+	if creates && p.ws.Absent(f.Path) {
+		if _, held := p.Editors.Buffer(f.Path); !held {
+			f.Create = true
+			return nil, nil, nil
+		}
+	}
+	return p.current(*f)
 }
 
 // flush waits until the events of pr's request are durable in the log.
@@ -135,8 +155,12 @@ func (p *Proposals) flush(pr *Proposal) error {
 }
 
 // Create records a pending proposal for files, taking each file's current
-// hash as its base. Nothing is written to the workspace.
-func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, error) {
+// hash as its base (a file that does not exist, with one edit whose original
+// is empty, is created). Nothing is written to the workspace.
+func (p *Proposals) Create(requestID, description string, files []FileChange) (*Proposal, error) {
+	if len(description) > MaxDescriptionBytes {
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("the description is %d bytes; at most %d: say why in a few sentences", len(description), MaxDescriptionBytes)}
+	}
 	if len(files) == 0 {
 		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "a proposal needs at least one file"}
 	}
@@ -163,17 +187,17 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 		if len(files[i].Edits) == 0 {
 			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: rel + " has no edits"}
 		}
-		cur, buf, err := p.current(rel)
+		cur, buf, err := p.base(&files[i])
 		if err != nil {
 			return nil, err
 		}
-		if _, err := applyEdits(rel, cur, files[i].Edits); err != nil {
+		if _, err := applyChange(files[i], cur); err != nil {
 			return nil, err // refuse now what could never apply
 		}
-		files[i].BaseHash, files[i].InBuffer = hashBytes(cur), buf != nil
+		files[i].BaseHash, files[i].InBuffer = baseHash(files[i], cur), buf != nil
 	}
 	pr := &Proposal{ID: p.rec.NewID().String(), RequestID: requestID, State: Pending, Files: files,
-		ContentHash: contentHash(files), Created: p.now().UTC()}
+		ContentHash: contentHash(files), Description: description, Created: p.now().UTC()}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.byID[pr.ID] = pr
@@ -181,7 +205,7 @@ func (p *Proposals) Create(requestID string, files []FileChange) (*Proposal, err
 		delete(p.byID, pr.ID)
 		return nil, err
 	}
-	p.emit(pr, events.KindProposalCreated, "", events.A("files", fmt.Sprint(len(files)), "contentHash", pr.ContentHash))
+	p.emit(pr, events.KindProposalCreated, "", events.A("files", fmt.Sprint(len(files)), "contentHash", pr.ContentHash, "description", description))
 	return clone(pr), nil
 }
 
@@ -207,6 +231,23 @@ func (p *Proposals) Decide(id string, approve bool, contentHash, by string) (*Pr
 		return nil, err
 	}
 	p.emit(pr, kind, "", events.A("by", by))
+	return clone(pr), nil
+}
+
+// Skip defers deciding a pending proposal: it stays pending, and
+// proposal.deferred records who put it off.
+func (p *Proposals) Skip(id, by string) (*Proposal, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr, err := p.inStateLocked(id, Pending, events.CodeNotPending)
+	if err != nil {
+		return nil, err
+	}
+	pr.Deferred = p.now().UTC()
+	if err := p.saveLocked(); err != nil {
+		return nil, err
+	}
+	p.emit(pr, events.KindProposalDeferred, "", events.A("by", by))
 	return clone(pr), nil
 }
 
@@ -243,18 +284,19 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 	var inEditor []bufferEdit
 	var preview strings.Builder
 	for _, f := range pr.Files {
-		cur, buf, err := p.current(f.Path)
+		cur, buf, err := p.current(f)
 		if err != nil {
-			return p.failLocked(pr, events.CodePathRefused, events.AsErr(err, events.CodePathRefused).Msg)
+			e := events.AsErr(err, events.CodePathRefused)
+			return p.failLocked(pr, e.Code, e.Msg)
 		}
-		if hashBytes(cur) != f.BaseHash {
+		if baseHash(f, cur) != f.BaseHash {
 			where := " changed since the proposal was made"
 			if buf != nil {
 				where = " has unsaved changes in the editor that the proposal was not made against: save or undo them, and propose again"
 			}
 			return p.failLocked(pr, events.CodeDrift, f.Path+where)
 		}
-		next, err := applyEdits(f.Path, cur, f.Edits)
+		next, err := applyChange(f, cur)
 		if err != nil {
 			e := events.AsErr(err, events.CodeAmbiguous)
 			return p.failLocked(pr, e.Code, e.Msg)
@@ -312,12 +354,15 @@ func (p *Proposals) finishLocked(j journal) error {
 	written := 0
 	for _, e := range j.Files {
 		cur, err := p.ws.ReadFile(e.Path)
+		if e.BaseHash == "" && p.ws.Absent(e.Path) {
+			cur, err = nil, nil // a file the proposal creates, not yet written
+		}
 		switch {
 		case err != nil:
 			problems = append(problems, e.Path+": "+err.Error())
 		case hashBytes(cur) == e.NewHash:
 			// written before a crash
-		case hashBytes(cur) != e.BaseHash:
+		case e.BaseHash != "" && hashBytes(cur) != e.BaseHash, e.BaseHash == "" && cur != nil:
 			problems = append(problems, e.Path+" was changed by someone else during the apply")
 		default:
 			if err := p.ws.WriteFileVia(e.Path, e.New, e.tempName(), func() { beforeRename(written + 1) }); err != nil {
@@ -466,13 +511,31 @@ func (p *Proposals) Reset(by string) (int, error) {
 	return n, p.saveLocked()
 }
 
+// baseHash is what a change is checked against: the hash of the text, or ""
+// for a file the change creates.
+func baseHash(f FileChange, cur []byte) string {
+	if f.Create {
+		return ""
+	}
+	return hashBytes(cur)
+}
+
+// applyChange returns the file's new content: the one edit's replacement
+// for a file it creates, else cur with each edit applied.
+func applyChange(f FileChange, cur []byte) ([]byte, error) {
+	if f.Create {
+		return []byte(f.Edits[0].Replacement), nil
+	}
+	return applyEdits(f.Path, cur, f.Edits)
+}
+
 // applyEdits returns content with each edit applied, each original text
 // matching exactly once.
 func applyEdits(path string, content []byte, edits []Edit) ([]byte, error) {
 	s := string(content)
 	for i, e := range edits {
 		if e.Original == "" {
-			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("%s: edit %d has no original text", path, i+1)}
+			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("%s: edit %d has no original text (an empty original creates a file that does not exist, as the only edit of its entry)", path, i+1)}
 		}
 		switch n := strings.Count(s, e.Original); n {
 		case 1:

@@ -71,7 +71,7 @@ var twoFiles = func() []FileChange {
 func TestProposalLifecycle(t *testing.T) {
 	r := newPropRig(t)
 	req := events.NewID()
-	pr, err := r.props.Create(req.String(), twoFiles())
+	pr, err := r.props.Create(req.String(), "", twoFiles())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,13 +115,13 @@ func TestProposalLifecycle(t *testing.T) {
 
 func TestDriftAmbiguityAndAllOrNothing(t *testing.T) {
 	r := newPropRig(t)
-	if _, err := r.props.Create("", []FileChange{{Path: "b.go", Edits: []Edit{{Original: `"x"`, Replacement: `"y"`}}}}); codeOf(err) != events.CodeAmbiguous {
+	if _, err := r.props.Create("", "", []FileChange{{Path: "b.go", Edits: []Edit{{Original: `"x"`, Replacement: `"y"`}}}}); codeOf(err) != events.CodeAmbiguous {
 		t.Fatalf("ambiguous edit: %v", err)
 	}
-	if _, err := r.props.Create("", []FileChange{{Path: "../outside/sentinel.txt", Edits: []Edit{{Original: "u", Replacement: "p"}}}}); err == nil {
+	if _, err := r.props.Create("", "", []FileChange{{Path: "../outside/sentinel.txt", Edits: []Edit{{Original: "u", Replacement: "p"}}}}); err == nil {
 		t.Fatal("a proposal outside the root was accepted")
 	}
-	pr, _ := r.props.Create("", twoFiles())
+	pr, _ := r.props.Create("", "", twoFiles())
 	r.props.Decide(pr.ID, true, pr.ContentHash, "op")
 	// b.go changes after approval: neither file may be written.
 	os.WriteFile(filepath.Join(r.tr.root, "b.go"), []byte("package b\n\nvar X = \"x\"\n// edited\n"), 0o644)
@@ -136,7 +136,7 @@ func TestDriftAmbiguityAndAllOrNothing(t *testing.T) {
 
 func TestExactlyOneDecisionWins(t *testing.T) {
 	r := newPropRig(t)
-	pr, _ := r.props.Create("", twoFiles())
+	pr, _ := r.props.Create("", "", twoFiles())
 	var wins atomic.Int32
 	var wg sync.WaitGroup
 	for i := 0; i < 100; i++ {
@@ -169,7 +169,7 @@ func TestInterruptedApplyIsReconciled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newPropRig(t)
-			pr, _ := r.props.Create("", twoFiles())
+			pr, _ := r.props.Create("", "", twoFiles())
 			r.props.Decide(pr.ID, true, pr.ContentHash, "op")
 			// What Apply does up to the crash: journal, then the first file.
 			var j journal
@@ -202,7 +202,7 @@ func TestInterruptedApplyIsReconciled(t *testing.T) {
 
 func TestNothingIsWrittenWithoutDurableIntent(t *testing.T) {
 	r := newPropRig(t)
-	pr, _ := r.props.Create(events.NewID().String(), twoFiles())
+	pr, _ := r.props.Create(events.NewID().String(), "", twoFiles())
 	r.props.Decide(pr.ID, true, pr.ContentHash, "op")
 	r.st.Refuse(&events.Err{Code: events.CodeLogUnavailable, Msg: "disk full"})
 	if _, err := r.props.Apply(context.Background(), pr.ID); codeOf(err) != events.CodeLogUnavailable {
@@ -215,10 +215,10 @@ func TestNothingIsWrittenWithoutDurableIntent(t *testing.T) {
 
 func TestResetClearsPendingKeepsPreviews(t *testing.T) {
 	r := newPropRig(t)
-	done, _ := r.props.Create("", []FileChange{{Path: "a.go", Edits: []Edit{{Original: "return 1", Replacement: "return 3"}}}})
+	done, _ := r.props.Create("", "", []FileChange{{Path: "a.go", Edits: []Edit{{Original: "return 1", Replacement: "return 3"}}}})
 	r.props.Decide(done.ID, true, done.ContentHash, "op")
 	r.props.Apply(context.Background(), done.ID)
-	pend, _ := r.props.Create("", []FileChange{{Path: "b.go", Edits: []Edit{{Original: "var Y", Replacement: "var W"}}}})
+	pend, _ := r.props.Create("", "", []FileChange{{Path: "b.go", Edits: []Edit{{Original: "var Y", Replacement: "var W"}}}})
 	if n, err := r.props.Reset("op"); err != nil || n != 1 {
 		t.Fatalf("reset: %d %v", n, err)
 	}
@@ -227,5 +227,62 @@ func TestResetClearsPendingKeepsPreviews(t *testing.T) {
 	}
 	if p, _ := r.props.Get(done.ID); p.State != Applied || p.Preview == "" {
 		t.Fatal("reset touched a completed proposal")
+	}
+}
+
+// A proposal can create a file that does not exist (one edit, no original);
+// if something appears at that path before it is approved, it fails with
+// Drift and nothing is overwritten.
+func TestAProposalCreatesANewFile(t *testing.T) {
+	r := newPropRig(t)
+	pr, err := r.props.Create(events.NewID().String(), "a new helper", []FileChange{{Path: "c.go", Edits: []Edit{{Replacement: "package c\n"}}}})
+	if err != nil || !pr.Files[0].Create || pr.Files[0].BaseHash != "" || pr.Description != "a new helper" {
+		t.Fatalf("create: %+v %v", pr, err)
+	}
+	if shown := r.props.WithPreviews([]*Proposal{pr})[0]; !strings.Contains(shown.Preview, "+package c") {
+		t.Fatalf("preview: %q", shown.Preview)
+	}
+	r.props.Decide(pr.ID, true, pr.ContentHash, "op")
+	if got, err := r.props.Apply(context.Background(), pr.ID); err != nil || got.State != Applied || r.read("c.go") != "package c\n" {
+		t.Fatalf("apply: %+v %v", got, err)
+	}
+
+	// Something appeared there meanwhile: Drift, and it is kept.
+	pr, _ = r.props.Create("", "", []FileChange{{Path: "d.go", Edits: []Edit{{Replacement: "package d\n"}}}})
+	os.WriteFile(filepath.Join(r.tr.root, "d.go"), []byte("mine\n"), 0o644)
+	r.props.Decide(pr.ID, true, pr.ContentHash, "op")
+	if got, err := r.props.Apply(context.Background(), pr.ID); codeOf(err) != events.CodeDrift || got.State != Failed || r.read("d.go") != "mine\n" {
+		t.Fatalf("create over a new file: %+v %v %q", got, err, r.read("d.go"))
+	}
+	// An empty original in a file that exists, or beside other edits, is refused.
+	if _, err := r.props.Create("", "", []FileChange{{Path: "a.go", Edits: []Edit{{Replacement: "x"}}}}); codeOf(err) != events.CodeInvalidArguments {
+		t.Fatalf("empty original in an existing file: %v", err)
+	}
+	if _, err := r.props.Create("", strings.Repeat("x", MaxDescriptionBytes+1), twoFiles()); codeOf(err) != events.CodeInvalidArguments {
+		t.Fatalf("a long description: %v", err)
+	}
+}
+
+// Skip defers a decision: the proposal stays pending, the deferral is
+// recorded, and it can still be approved.
+func TestSkipDefersADecision(t *testing.T) {
+	r := newPropRig(t)
+	req := events.NewID()
+	pr, _ := r.props.Create(req.String(), "", twoFiles())
+	skipped, err := r.props.Skip(pr.ID, "op")
+	if err != nil || skipped.State != Pending || skipped.Deferred.IsZero() {
+		t.Fatalf("skip: %+v %v", skipped, err)
+	}
+	r.props.Decide(pr.ID, true, pr.ContentHash, "op")
+	if got, err := r.props.Apply(context.Background(), pr.ID); err != nil || got.State != Applied {
+		t.Fatalf("approve after skip: %+v %v", got, err)
+	}
+	if _, err := r.props.Skip(pr.ID, "op"); codeOf(err) != events.CodeNotPending {
+		t.Fatalf("skip an applied proposal: %v", err)
+	}
+	r.em.Flush(context.Background(), req)
+	evs, _ := r.st.ByRequest(req)
+	if ks := strings.Join(storetest.Kinds(evs), " "); !strings.Contains(ks, "proposal.deferred proposal.approved") {
+		t.Fatalf("events: %s", ks)
 	}
 }

@@ -47,7 +47,7 @@ func TestViewReadsTextAndRefusesEscapes(t *testing.T) {
 // proposal is the diff Apply writes, and says Drift once the file changed.
 func TestPendingPreviewIsTheDiffApprovalWouldApply(t *testing.T) {
 	r := newPropRig(t)
-	pr, err := r.props.Create(events.NewID().String(), twoFiles())
+	pr, err := r.props.Create(events.NewID().String(), "", twoFiles())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestPendingPreviewIsTheDiffApprovalWouldApply(t *testing.T) {
 		t.Errorf("applied preview differs from the pending one:\n%s\n---\n%s", done.Preview, shown.Preview)
 	}
 
-	next, err := r.props.Create(events.NewID().String(), []FileChange{{Path: "a.go", BaseHash: hashBytes([]byte(r.read("a.go"))),
+	next, err := r.props.Create(events.NewID().String(), "", []FileChange{{Path: "a.go", BaseHash: hashBytes([]byte(r.read("a.go"))),
 		Edits: []Edit{{Original: "return 2", Replacement: "return 3"}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -121,6 +121,17 @@ func refuse(rel string, err error) error {
 	return err
 }
 
+// Absent reports whether nothing exists at p (not even a symlink): a file a
+// proposal may create.
+func (w *Workspace) Absent(p string) bool {
+	rel, err := Clean(p)
+	if err != nil {
+		return false
+	}
+	_, err = w.root.Lstat(filepath.FromSlash(rel))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // ReadFile reads a regular file of the workspace.
 func (w *Workspace) ReadFile(p string) ([]byte, error) {
 	rel, err := Clean(p)

@@ -95,7 +95,7 @@ func TestGoldenFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := config.Parse("golden", []byte("[approval]\nmode = \"allow\"\n[policy]\ngrant = [\"text.search\", \"trace.read\", \"workspace.read\", \"workspace.write\"]\n"))
+	cfg, _ := config.Parse("golden", []byte("[approval]\nmode = \"allow\"\n[policy]\ngrant = [\"text.search\", \"trace.read\", \"workspace.read\", \"workspace.propose\", \"workspace.write\"]\n"))
 	srv := New(Options{Executor: executor.New(executor.Options{Catalog: cat, Emitter: em, Log: node, Config: cfg, Logger: quiet}),
 		Emitter: em, Logger: quiet, Version: "golden"})
 	sr, cw := io.Pipe()

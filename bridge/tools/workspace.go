@@ -28,8 +28,9 @@ type DiagnosticsArgs struct {
 // ProposeOneArgs are the arguments of propose_text_edit.
 type ProposeOneArgs struct {
 	Path        string `json:"path" jsonschema:"file to edit, relative to the workspace root"`
-	Original    string `json:"original" jsonschema:"the exact text to replace; it must occur exactly once"`
+	Original    string `json:"original" jsonschema:"the exact text to replace; it must occur exactly once (empty: create the file, which must not exist, with replacement as its content)"`
 	Replacement string `json:"replacement" jsonschema:"the new text"`
+	Description string `json:"description,omitempty" jsonschema:"why: what the change does and why, in a sentence or two, shown to the operator who approves it"`
 }
 
 // ProposeManyArgs are the arguments of propose_text_edits.
@@ -37,10 +38,11 @@ type ProposeManyArgs struct {
 	Files []struct {
 		Path  string `json:"path" jsonschema:"file to edit, relative to the workspace root"`
 		Edits []struct {
-			Original    string `json:"original" jsonschema:"the exact text to replace; it must occur exactly once"`
+			Original    string `json:"original" jsonschema:"the exact text to replace; it must occur exactly once (empty, as a file's only edit: create the file, which must not exist)"`
 			Replacement string `json:"replacement" jsonschema:"the new text"`
 		} `json:"edits"`
 	} `json:"files" jsonschema:"the files of an all-or-nothing change"`
+	Description string `json:"description,omitempty" jsonschema:"why: what the change does and why, in a sentence or two, shown to the operator who approves it"`
 }
 
 // ReviewArgs are the arguments of present_review.
@@ -86,6 +88,7 @@ func Workspace(c HostCaller) []*executor.Tool {
 		}
 	}
 	read := []string{config.CapWorkspaceRead}
+	propose := []string{config.CapWorkspacePropose}
 	same := func(a json.RawMessage) (any, error) { return a, nil }
 	return []*executor.Tool{
 		tool("get_active_document", pipe.CmdActiveDocument, "The document the operator has in focus: path, language, content, version; null when nothing has focus.", read, false, executor.SchemaFor[noArgs](), nil),
@@ -93,16 +96,16 @@ func Workspace(c HostCaller) []*executor.Tool {
 		tool("get_diagnostics", pipe.CmdDiagnostics, "Problems (file, line, column, severity, source, code, message; 1-based): what the operator's editor reports when one is attached to the workspace, else the output of the diagnostics command the operator configured on the host (e.g. go vet ./...), with when it ran; a recent result is reused unless refresh is true.",
 			read, false, executor.SchemaFor[DiagnosticsArgs](), same),
 		tool("list_projects", pipe.CmdListProjects, "Project manifests under the workspace root (go.mod, package.json, Cargo.toml, pyproject.toml, *.csproj…), skipping hidden and vendored trees.", read, false, executor.SchemaFor[noArgs](), nil),
-		tool("propose_text_edit", pipe.CmdProposeEdits, "Propose replacing one exact text in one file. Nothing is written until an operator approves; the result gives the proposal id.", read, true, executor.SchemaFor[ProposeOneArgs](),
+		tool("propose_text_edit", pipe.CmdProposeEdits, "Propose replacing one exact text in one file (or creating a file: empty original). Nothing is written until an operator approves; the result gives the proposal id.", propose, true, executor.SchemaFor[ProposeOneArgs](),
 			func(a json.RawMessage) (any, error) {
 				var one ProposeOneArgs
 				if err := json.Unmarshal(a, &one); err != nil {
 					return nil, err
 				}
-				return map[string]any{"files": []any{map[string]any{"path": one.Path,
+				return map[string]any{"description": one.Description, "files": []any{map[string]any{"path": one.Path,
 					"edits": []any{map[string]string{"original": one.Original, "replacement": one.Replacement}}}}}, nil
 			}),
-		tool("propose_text_edits", pipe.CmdProposeEdits, "Propose an all-or-nothing change to several files, each edit an exact text occurring once. Nothing is written until an operator approves.", read, true, executor.SchemaFor[ProposeManyArgs](), same),
+		tool("propose_text_edits", pipe.CmdProposeEdits, "Propose an all-or-nothing change to several files, each edit an exact text occurring once (a new file: one edit with an empty original). Nothing is written until an operator approves.", propose, true, executor.SchemaFor[ProposeManyArgs](), same),
 		tool("present_review", pipe.CmdPresentReview, reviewGuide, read, true, reviewSchema(), defaultMode),
 	}
 }

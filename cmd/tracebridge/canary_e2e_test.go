@@ -40,7 +40,7 @@ func TestSecretCanaryAcrossProcesses(t *testing.T) {
 	up := start(t, tbBin, data, "up", "--root", ws, "--ui", "127.0.0.1:0") // no TB_CANARY: it cannot resolve the secret
 	url := uiURL(t, data)
 	b := startBridge(t, tbBin, data, "2025-06-18",
-		writeConfig(t, "[approval]\nmode = \"allow\"\n[policy]\ngrant = [\"text.search\", \"workspace.read\", \"workspace.write\"]\n[secrets.API]\nenv = \"TB_CANARY\"\n[secrets.MIX]\nenv = \"TB_MIXED\"\n[tools.regex_text_search]\nsecrets = [\"API\"]\n"),
+		writeConfig(t, "[approval]\nmode = \"allow\"\n[policy]\ngrant = [\"text.search\", \"workspace.read\", \"workspace.propose\", \"workspace.write\"]\n[secrets.API]\nenv = \"TB_CANARY\"\n[secrets.MIX]\nenv = \"TB_MIXED\"\n[tools.regex_text_search]\nsecrets = [\"API\"]\n"),
 		"TB_CANARY="+canary, "TB_MIXED="+mixed)
 
 	once, _ := json.Marshal(canary)

@@ -78,7 +78,7 @@ func commands() map[string]command {
 		"host":       verb("run the workspace host for a directory (tools, proposals, reviews)", runHost),
 		"focus":      verb("set the host's active document and selection", runFocus),
 		"up":         verb("run the hub and the workspace host for a directory", runUp),
-		"proposals":  verb("list, show, approve, reject or reset proposed edits", runProposals, "list", "show", "approve", "reject", "reset"),
+		"proposals":  verb("list, show, approve, reject, skip or reset proposed edits", runProposals, "list", "show", "approve", "reject", "skip", "reset"),
 		"replay":     verb("reconstruct one request and name the first boundary that failed", runReplay),
 		"runs":       verb("list recorded runs with their status and verdict", runRuns),
 		"rebuild":    verb("recompute projections from the start of the log", runRebuild),

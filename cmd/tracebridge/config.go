@@ -101,7 +101,7 @@ The file:
   # dir = "/backups/tracebridge"   # the archive (default: archive/ in the data dir)
   # every = "1h"
 
-Capabilities: text.search, trace.read, workspace.read, workspace.write, process.run
+Capabilities: text.search, trace.read, workspace.read, workspace.propose, workspace.write, process.run
 (discovered tools always need process.run), upstream.NAME per configured server.`
 
 func runConfig(ctx context.Context, m *Main, args []string) error {

@@ -93,11 +93,11 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&c.limit, "limit", 0, "list: at most `N`, newest first (0: all)")
 	fs.IntVar(&c.limit, "n", 0, "the same as --limit")
 	fs.BoolVar(&c.yes, "yes", false, "reset: do it without asking")
-	if err := m.parse(fs, "proposals list [--state STATE] [--limit N|-n N] [--json]\n       tracebridge proposals show ID [--json]\n       tracebridge proposals approve ID\n       tracebridge proposals reject ID\n       tracebridge proposals reset [--yes]\n\nEdits an AI client proposes wait here, newest first. show prints the diff\nthat approving would apply now (coloured on a terminal). approve applies the\nedit at once, and only if every file still has the content it was proposed\nagainst (else Drift) and each original text occurs exactly once (else\nAmbiguous); a set of files is applied whole or not at all; it prints what it\napplied. The decision is bound to the content hash shown by show. reset\nrejects everything not yet applied: it asks first (or takes --yes).", args); err != nil {
+	if err := m.parse(fs, "proposals list [--state STATE] [--limit N|-n N] [--json]\n       tracebridge proposals show ID [--json]\n       tracebridge proposals approve ID\n       tracebridge proposals reject ID\n       tracebridge proposals skip ID\n       tracebridge proposals reset [--yes]\n\nEdits an AI client proposes wait here, newest first. show prints the diff\nthat approving would apply now (coloured on a terminal). approve applies the\nedit at once, and only if every file still has the content it was proposed\nagainst (else Drift) and each original text occurs exactly once (else\nAmbiguous); a set of files is applied whole or not at all; it prints what it\napplied. The decision is bound to the content hash shown by show. reset\nrejects everything not yet applied: it asks first (or takes --yes). skip\ndefers a decision (recorded); the proposal stays pending.", args); err != nil {
 		return err
 	}
 	rest := fs.Args()
-	if err := verbOf("proposals", rest, "want list, show ID, approve ID, reject ID or reset"); err != nil {
+	if err := verbOf("proposals", rest, "want list, show ID, approve ID, reject ID, skip ID or reset"); err != nil {
 		return err
 	}
 	hc, done, err := m.hostClient(ctx)
@@ -115,8 +115,8 @@ func runProposals(ctx context.Context, m *Main, args []string) error {
 		return c.print()
 	case rest[0] == "show" && len(rest) == 2:
 		return c.show(ctx, rest[1])
-	case (rest[0] == "approve" || rest[0] == "reject") && len(rest) == 2:
-		return c.decide(ctx, rest[1], rest[0] == "approve")
+	case (rest[0] == "approve" || rest[0] == "reject" || rest[0] == "skip") && len(rest) == 2:
+		return c.decide(ctx, rest[1], rest[0])
 	case rest[0] == "reset" && len(rest) == 1:
 		return c.reset(ctx)
 	}
@@ -201,7 +201,7 @@ func (c *proposalsCmd) show(ctx context.Context, id string) error {
 
 // decide approves (applies) or rejects one proposal, bound to the content
 // hash it was listed with.
-func (c *proposalsCmd) decide(ctx context.Context, id string, approve bool) error {
+func (c *proposalsCmd) decide(ctx context.Context, id, verb string) error {
 	p, err := c.find(id)
 	if err != nil {
 		return err
@@ -210,11 +210,14 @@ func (c *proposalsCmd) decide(ctx context.Context, id string, approve bool) erro
 	if u, err := user.Current(); err == nil {
 		by = "operator:" + u.Username
 	}
-	done, err := c.host.Decide(ctx, host.DecideArgs{ID: p.ID, Approve: approve, ContentHash: p.ContentHash, By: by})
+	done, err := c.host.Decide(ctx, host.DecideArgs{ID: p.ID, Approve: verb == "approve", Skip: verb == "skip", ContentHash: p.ContentHash, By: by})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(c.m.Stdout, "%s: %s", done.ID, done.State)
+	if verb == "skip" {
+		fmt.Fprint(c.m.Stdout, " (decision deferred)")
+	}
 	if done.Code != "" {
 		fmt.Fprintf(c.m.Stdout, " (%s: %s)", done.Code, done.Message)
 	}
@@ -263,6 +266,9 @@ func (m *Main) printProposal(p *host.Proposal) {
 	}
 	fmt.Fprintf(m.Stdout, "proposal %s: %s, %s\nfiles:   %s\ncontent: %s (approving binds to it)\ncreated: %s\n",
 		p.ID, p.State, orDash(string(p.Code)), strings.Join(files, ", "), p.ContentHash, p.Created.Local().Format(time.RFC3339))
+	if p.Description != "" {
+		fmt.Fprintf(m.Stdout, "why:     %s\n", p.Description)
+	}
 	if p.Message != "" {
 		fmt.Fprintf(m.Stdout, "note:    %s\n", p.Message)
 	}

@@ -170,6 +170,7 @@ export function activate(ctx: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('tracebridge.showProposal', (id?: string) => proposals.show(id)),
     vscode.commands.registerCommand('tracebridge.approve', (id?: string) => proposals.decide(true, typeof id === 'string' ? id : undefined)),
     vscode.commands.registerCommand('tracebridge.reject', (id?: string) => proposals.decide(false, typeof id === 'string' ? id : undefined)),
+    vscode.commands.registerCommand('tracebridge.skip', (id?: string) => proposals.decide('skip', typeof id === 'string' ? id : undefined)),
     vscode.commands.registerCommand('tracebridge.reconnect', () => host.reconnect()),
   );
   status.text = '$(debug-disconnect) tracebridge';

@@ -114,7 +114,9 @@ export class Proposals implements vscode.TextDocumentContentProvider {
     return [...this.pending.keys()].sort()[0];
   }
 
-  async decide(approve: boolean, id?: string): Promise<void> {
+  // decide approves (true), rejects (false) or skips ('skip': it stays
+  // pending) a proposal.
+  async decide(approve: boolean | 'skip', id?: string): Promise<void> {
     id = typeof id === 'string' && id ? id : this.idOf();
     if (!id) {
       vscode.window.showInformationMessage('tracebridge: no proposed edit to decide');
@@ -129,7 +131,7 @@ export class Proposals implements vscode.TextDocumentContentProvider {
       }
       shown = r.payload as Proposal;
     }
-    const r = await this.host.call('proposals.decide', { id, approve, contentHash: shown.contentHash, by: 'vscode' });
+    const r = await this.host.call('proposals.decide', { id, approve: approve === true, skip: approve === 'skip', contentHash: shown.contentHash, by: 'vscode' });
     if (!r.ok) {
       vscode.window.showErrorMessage(`tracebridge: deciding ${id}: ${r.code}: ${r.message}`);
       return;
@@ -137,7 +139,7 @@ export class Proposals implements vscode.TextDocumentContentProvider {
     const p = r.payload as Proposal;
     this.closeDiffs(id);
     if (p.state === 'failed') vscode.window.showErrorMessage(`tracebridge: proposal ${id} failed: ${p.code}: ${p.message}`);
-    else vscode.window.showInformationMessage(`tracebridge: proposal ${id} ${p.state}`);
+    else vscode.window.showInformationMessage(`tracebridge: proposal ${id} ${p.state}${approve === 'skip' ? ' (decision deferred)' : ''}`);
   }
 
   private closeDiffs(id: string): void {

@@ -352,18 +352,20 @@ function M.show_proposal(id)
     if p.code and p.code ~= '' then
       table.insert(head, '# approving it now fails: ' .. p.code .. ': ' .. (p.message or ''))
     end
-    table.insert(head, '# ga: approve   gr: reject')
+    table.insert(head, '# ga: approve   gr: reject   gs: skip (decide later)')
     set_text(b, table.concat(head, '\n') .. '\n' .. (p.preview or ''))
     vim.b[b].tracebridge_proposal = p.id
     vim.b[b].tracebridge_hash = p.contentHash
     vim.api.nvim_buf_set_keymap(b, 'n', 'ga', '<cmd>TracebridgeApprove<cr>', { noremap = true, silent = true })
     vim.api.nvim_buf_set_keymap(b, 'n', 'gr', '<cmd>TracebridgeReject<cr>', { noremap = true, silent = true })
+    vim.api.nvim_buf_set_keymap(b, 'n', 'gs', '<cmd>TracebridgeSkip<cr>', { noremap = true, silent = true })
     vim.api.nvim_set_current_buf(b)
   end)
 end
 
--- decide approves or rejects proposal id (default: the one in the current
--- buffer, else the oldest pending), bound to the content shown.
+-- decide approves (true), rejects (false) or skips ('skip': decide later)
+-- proposal id (default: the one in the current buffer, else the oldest
+-- pending), bound to the content shown.
 function M.decide(approve, id)
   id = (id ~= nil and id ~= '') and id or vim.b.tracebridge_proposal or oldest_pending()
   if not id then
@@ -371,13 +373,13 @@ function M.decide(approve, id)
     return
   end
   local function send(hash)
-    request('proposals.decide', { id = id, approve = approve, contentHash = hash, by = 'nvim' }, function(r)
+    request('proposals.decide', { id = id, approve = approve == true, skip = approve == 'skip', contentHash = hash, by = 'nvim' }, function(r)
       if not r.ok then
         log('decide ' .. id .. ': ' .. (r.code or '') .. ' ' .. (r.message or ''), vim.log.levels.ERROR)
         return
       end
       local p = r.payload
-      local msg = 'proposal ' .. id .. ' ' .. p.state
+      local msg = 'proposal ' .. id .. ' ' .. p.state .. (approve == 'skip' and ' (decision deferred)' or '')
       if p.state == 'failed' then
         msg = msg .. ' (' .. (p.code or '') .. ': ' .. (p.message or '') .. ')'
       end
