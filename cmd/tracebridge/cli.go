@@ -79,6 +79,7 @@ func commands() map[string]command {
 		"focus":      verb("set the host's active document and selection", runFocus),
 		"up":         verb("run the hub and the workspace host for a directory", runUp),
 		"proposals":  verb("list, show, approve, reject, skip or reset proposed edits", runProposals, "list", "show", "approve", "reject", "skip", "reset"),
+		"reviews":    verb("list the AI's reviews of the workspace, or print one", runReviews, "list", "show"),
 		"replay":     verb("reconstruct one request and name the first boundary that failed", runReplay),
 		"runs":       verb("list recorded runs with their status and verdict", runRuns),
 		"rebuild":    verb("recompute projections from the start of the log", runRebuild),

@@ -114,6 +114,20 @@ func TestBridgeAndHostEndToEnd(t *testing.T) {
 	if _, _, code := b.call(t, "present_review", map[string]any{"content": "x", "mode": "update-section"}); code != events.CodeInvalidArguments {
 		t.Fatalf("update-section without a section: %s", code)
 	}
+	if res, _, code := b.call(t, "present_review", map[string]any{"content": "x", "mode": "sideways"}); code != events.CodeInvalidArguments ||
+		!strings.Contains(textOf(res), "Mode must be 'replace', 'update-section', or 'append'") {
+		t.Fatalf("a bad mode: %s %s", code, textOf(res))
+	}
+	// The operator reads them: summaries, then one version whole.
+	if out, err := cli("reviews", "list"); err != nil || !regexpLine(out, `^3 +\S+ \S+ +update-section +Summary +\d+ +0 +0$`) || !strings.Contains(out, "VERSION") {
+		t.Fatalf("reviews list: %v\n%s", err, out)
+	}
+	if out, err := cli("reviews", "show", "1"); err != nil || out != "# Review\n\n## Summary\nsee [svc/a.go:3][]\n" {
+		t.Fatalf("reviews show 1: %v %q", err, out)
+	}
+	if out, err := cli("reviews", "show", "9"); err == nil || !strings.Contains(out, "no review version 9") {
+		t.Fatalf("reviews show 9: %v %q", err, out)
+	}
 
 	// The host goes away: the next workspace call says what to start, at once.
 	h.cmd.Process.Signal(syscall.SIGTERM)
