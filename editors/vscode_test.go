@@ -266,11 +266,11 @@ func TestVSCode(t *testing.T) {
 
 	// A review in the panel; the broken references are marked; a click on a
 	// good one lands on its line.
-	r.call(t, "present_review", map[string]any{"content": "# Review\n\nChanged [a.go:3][] and [`go.mod:1`][]; see [A](function:NoSuchFunction) and [gone.go:1][].\n"})
+	r.call(t, "present_review", map[string]any{"content": "# Review\n\nChanged [a.go:3][] and [`go.mod:1`][] ([the module](go.mod:1)); see [A](function:NoSuchFunction) and [gone.go:1][].\n"})
 	var counts string
-	do(t, ctx, "the review panel", waitJS(webviewJS(`return doc.querySelectorAll('a.ref').length === 4 && doc.body.textContent.includes('Review');`)),
+	do(t, ctx, "the review panel", waitJS(webviewJS(`return doc.querySelectorAll('a.ref').length === 5 && doc.body.textContent.includes('Review');`)),
 		chromedp.Evaluate(webviewJS(`return [...doc.querySelectorAll('a.ref')].map(a => a.textContent + (a.classList.contains('broken') ? ':broken' : ':ok')).join(',');`), &counts))
-	if counts != "a.go:3:ok,go.mod:1:ok,A:broken,gone.go:1:broken" {
+	if counts != "a.go:3:ok,go.mod:1:ok,the module:ok,A:broken,gone.go:1:broken" {
 		t.Fatalf("the review's references: %s", counts)
 	}
 	shot(t, ctx, "vscode-review")

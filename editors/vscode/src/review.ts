@@ -129,7 +129,7 @@ document.addEventListener('click', (e) => {
       const loc = /^([^:]+):(\d+)(?::(\d+))?$/.exec(target);
       if (sym) {
         t = await this.symbol(sym[1], decodeURIComponent(sym[2]));
-      } else if (loc && !/^[a-z][a-z0-9+.-]*$/i.test(loc[1])) {
+      } else if (loc && !/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) {
         t = await this.location(path.resolve(root, loc[1]), Number(loc[2]), Number(loc[3] || 1));
       }
       if (!t) continue;
