@@ -342,3 +342,49 @@ func TestAReviewPresentedIsAnnouncedAndShownOneVersionAtATime(t *testing.T) {
 		t.Fatalf("a version that does not exist: %v", a)
 	}
 }
+
+// What an editor sends is decoded strictly and kept only inside the root:
+// no payload panics the host, puts a buffer or a diagnostic outside the
+// workspace, or keeps a dirty document without its text.
+func FuzzEditorPayloads(f *testing.F) {
+	f.Add([]byte(`{"path":"a.go","version":3,"dirty":true,"text":"x","selection":{"startLine":1,"startCol":1,"endLine":1,"endCol":2,"text":"x"}}`))
+	f.Add([]byte(`{"path":"../outside/sentinel.txt","dirty":true,"text":"x"}`))
+	f.Add([]byte(`{"diagnostics":[{"file":"/etc/passwd","line":1,"severity":"error","message":"m"},{"file":"a.go","line":0,"message":"m"}]}`))
+	f.Add([]byte(`{"path":"a.go","closed":true}`))
+	tr := newTree(f)
+	e := NewEditors(tr.ws, nil)
+	c := &editorConn{name: "fuzz"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := pipe.Request{Payload: data}
+		var doc DocumentArgs
+		if decode(req, &doc) == nil {
+			if e.setFocus(c, doc) == nil && doc.Path != "" {
+				if f, buf, ok := e.Focus(); !ok || !isInside(f.Path) || (buf != nil && !isInside(buf.Path)) {
+					t.Fatalf("focus %+v outside the root", f)
+				}
+			}
+			e.document(c, doc)
+		}
+		var diags DiagnosticsArgs
+		if decode(req, &diags) == nil {
+			e.setDiagnostics(c, diags.Diagnostics)
+			got, _, _ := e.Diagnostics()
+			for _, d := range got {
+				if !isInside(d.File) || d.Line < 1 {
+					t.Fatalf("diagnostic kept: %+v", d)
+				}
+			}
+		}
+		for p, b := range e.buffers {
+			if !isInside(p) || b.Path != p {
+				t.Fatalf("buffer kept at %q", p)
+			}
+		}
+	})
+}
+
+// isInside reports whether rel is a clean workspace-relative path.
+func isInside(rel string) bool {
+	c, err := Clean(rel)
+	return err == nil && c == rel
+}

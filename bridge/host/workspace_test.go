@@ -21,7 +21,7 @@ type tree struct {
 	sentinel string
 }
 
-func newTree(t *testing.T) *tree {
+func newTree(t testing.TB) *tree {
 	t.Helper()
 	base := t.TempDir()
 	tr := &tree{root: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside")}
