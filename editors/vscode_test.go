@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/browsertest"
 )
 
 // vsix builds the extension as `make vsix` does (npm run package in
@@ -116,38 +117,6 @@ func codeServer(t *testing.T, r *rig, extension string) string {
 	return "http://" + addr + "/?folder=" + r.ws
 }
 
-// browser is a headless Chromium driving one page.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	chromium := os.Getenv("TB_CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("the VS Code test needs Chromium at %s (make test installs Debian's chromium, or set TB_CHROMIUM)", chromium)
-	}
-	profile, err := os.MkdirTemp("", "tb-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.UserDataDir(profile), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(1400, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-		for i := 0; i < 40 && os.RemoveAll(profile) != nil; i++ {
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
-	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("start Chromium: %v", err)
-	}
-	return ctx
-}
-
 // do runs browser actions with a deadline; on failure it saves a
 // screenshot to out/screenshots.
 func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
@@ -228,7 +197,7 @@ func TestVSCode(t *testing.T) {
 	r := newRig(t, map[string]string{"a.go": goFile, "bad.json": "{\n  \"a\": 1,,\n}\n", "go.mod": "module a\n"})
 	r.client(t)
 	url := codeServer(t, r, vsix(t))
-	ctx := browser(t)
+	ctx := browsertest.New(t, 1400, 900)
 	start := time.Now()
 	do(t, ctx, "load the workbench", chromedp.Navigate(url), waitJS(`document.querySelector('.monaco-workbench .part.editor')`))
 	eventually(t, 90*time.Second, "the extension attached to the host", func() bool {

@@ -36,13 +36,20 @@ func (h *Host) editorAttach(ctx context.Context, req pipe.Request) (any, error) 
 	return out, nil
 }
 
-func (h *Host) editorFocus(ctx context.Context, req pipe.Request) (any, error) {
+// fromEditor returns the attached editor a request came from, with its
+// payload decoded into a.
+func (h *Host) fromEditor(ctx context.Context, req pipe.Request, a any) (*editorConn, error) {
 	c, err := h.Editors().attached(ctx)
 	if err != nil {
 		return nil, err
 	}
+	return c, decode(req, a)
+}
+
+func (h *Host) editorFocus(ctx context.Context, req pipe.Request) (any, error) {
 	var a DocumentArgs
-	if err := decode(req, &a); err != nil {
+	c, err := h.fromEditor(ctx, req, &a)
+	if err != nil {
 		return nil, err
 	}
 	if err := h.Editors().setFocus(c, a); err != nil {
@@ -55,12 +62,9 @@ func (h *Host) editorFocus(ctx context.Context, req pipe.Request) (any, error) {
 }
 
 func (h *Host) editorDocument(ctx context.Context, req pipe.Request) (any, error) {
-	c, err := h.Editors().attached(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var a DocumentArgs
-	if err := decode(req, &a); err != nil {
+	c, err := h.fromEditor(ctx, req, &a)
+	if err != nil {
 		return nil, err
 	}
 	if a.Selection != nil {
@@ -81,12 +85,9 @@ type DiagnosticsArgs struct {
 }
 
 func (h *Host) editorDiagnostics(ctx context.Context, req pipe.Request) (any, error) {
-	c, err := h.Editors().attached(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var a DiagnosticsArgs
-	if err := decode(req, &a); err != nil {
+	c, err := h.fromEditor(ctx, req, &a)
+	if err != nil {
 		return nil, err
 	}
 	return map[string]int{"kept": h.Editors().setDiagnostics(c, a.Diagnostics)}, nil

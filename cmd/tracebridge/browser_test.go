@@ -16,54 +16,14 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/browsertest"
 )
 
-// chromiumPath is Debian's Chromium, which .ci/run installs; TB_CHROMIUM
-// names another. The browser tests fail (never skip) without it.
-func chromiumPath(t testing.TB) string {
-	p := os.Getenv("TB_CHROMIUM")
-	if p == "" {
-		p = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the browser tests need Chromium at %s (apt-get install chromium, as .ci/run does, or set TB_CHROMIUM): %v", p, err)
-	}
-	return p
-}
-
-// newBrowser starts a headless Chromium with an empty profile and returns
-// a tab context.
+// newBrowser starts a headless Chromium (browsertest.New) and returns a
+// tab context.
 func newBrowser(t testing.TB) context.Context {
 	t.Helper()
-	// Not t.TempDir: Chromium's helper processes may still write to the
-	// profile for a moment after the browser is gone, and TempDir's cleanup
-	// fails the test on a directory that is not empty.
-	profile, err := os.MkdirTemp("", "tb-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(profile),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(1400, 1000),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-		for i := 0; i < 40 && os.RemoveAll(profile) != nil; i++ {
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
-	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("start Chromium: %v", err)
-	}
-	return ctx
+	return browsertest.New(t, 1400, 1000)
 }
 
 // run runs browser actions with a deadline, failing the test with what

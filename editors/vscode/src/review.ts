@@ -83,7 +83,7 @@ export class ReviewPanel {
 
   private page(body: string, version: number): string {
     const nonce = crypto.randomBytes(16).toString('hex');
-    const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}';`;
+    const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; form-action 'none'; base-uri 'none';`;
     return `<!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${csp}">
 <style>
 body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 0 1em; }
