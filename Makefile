@@ -64,6 +64,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./bridge/tools
 	$(GO) test -run '^$$' -fuzz '^FuzzTagResult$$' -fuzztime $(FUZZTIME) ./bridge/mcp
 	$(GO) test -run '^$$' -fuzz '^FuzzEditorPayloads$$' -fuzztime $(FUZZTIME) ./bridge/host
+	$(GO) test -run '^$$' -fuzz '^FuzzReadMessage$$' -fuzztime $(FUZZTIME) ./bridge/host/lsp
 	$(GO) test -run '^$$' -fuzz '^FuzzLineGuard$$' -fuzztime $(FUZZTIME) ./bridge/mcp
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./bridge/pipe
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeResponse$$' -fuzztime $(FUZZTIME) ./bridge/pipe

@@ -34,12 +34,23 @@ type Config struct {
 	OTLP      OTLP                  `toml:"otlp"`
 	Retention Retention             `toml:"retention"`
 	Cluster   Cluster               `toml:"cluster"`
+	// LSP names the language servers the workspace host drives, by
+	// language ([lsp.go], [lsp.typescript], …); a language left out keeps
+	// its default when the binary is on PATH.
+	LSP map[string]LanguageServer `toml:"lsp"`
 
 	// Path is the file read, "" for defaults.
 	Path string `toml:"-"`
 	// lines maps each key of the file to its line, for problems found
 	// after Parse (Unknown).
 	lines map[string]int
+}
+
+// LanguageServer is one language's server ([lsp.NAME]).
+type LanguageServer struct {
+	Command    []string `toml:"command"`    // e.g. ["gopls"], no shell
+	Extensions []string `toml:"extensions"` // e.g. [".go"]; default: the language's usual ones
+	Timeout    string   `toml:"timeout"`    // one request; default 10s
 }
 
 // Approval says how calls of tools that require approval are answered.
@@ -267,6 +278,20 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	if c.Pipe.Timeout != "" {
 		if positive(c.Pipe.Timeout) == 0 {
 			bad("pipe.timeout", "%q is not a positive duration such as \"5s\"", c.Pipe.Timeout)
+		}
+	}
+	for _, name := range sortedKeys(c.LSP) {
+		l := c.LSP[name]
+		if len(l.Command) == 0 || l.Command[0] == "" {
+			bad("lsp."+name, "command is required: the language server and its arguments, e.g. [\"gopls\"]")
+		}
+		for _, e := range l.Extensions {
+			if !strings.HasPrefix(e, ".") || strings.ContainsAny(e, "/ \t") {
+				bad("lsp."+name+".extensions", "%q is not a file extension such as \".go\"", e)
+			}
+		}
+		if l.Timeout != "" && positive(l.Timeout) == 0 {
+			bad("lsp."+name+".timeout", "%q is not a positive duration such as \"10s\"", l.Timeout)
 		}
 	}
 	for _, g := range c.Policy.Grant {

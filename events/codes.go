@@ -21,19 +21,23 @@ const (
 	CodeExportIdle      Code = "ExportIdle"      // a process configured to export (OTLP) cannot: another process holds the hub, or its exporter cannot be built
 
 	// Bridge and host (used from the bridge issue on).
-	CodeUnknownTool       Code = "UnknownTool"
-	CodePolicyDenied      Code = "PolicyDenied"
-	CodePolicyRuleFailed  Code = "PolicyRuleFailed"
-	CodeApprovalDenied    Code = "ApprovalDenied"
-	CodeApprovalTimeout   Code = "ApprovalTimeout"
-	CodeSecretUnresolved  Code = "SecretUnresolved"
-	CodePipeUnavailable   Code = "PipeUnavailable"
-	CodePipeTimeout       Code = "PipeTimeout"
-	CodeUnknownCommand    Code = "UnknownCommand"
-	CodeMalformedEnvelope Code = "MalformedEnvelope"
-	CodeDrift             Code = "Drift"
-	CodeApplyInterrupted  Code = "ApplyInterrupted"
-	CodeAmbiguous         Code = "Ambiguous"
+	CodeUnknownTool      Code = "UnknownTool"
+	CodePolicyDenied     Code = "PolicyDenied"
+	CodePolicyRuleFailed Code = "PolicyRuleFailed"
+	CodeApprovalDenied   Code = "ApprovalDenied"
+	CodeApprovalTimeout  Code = "ApprovalTimeout"
+	CodeSecretUnresolved Code = "SecretUnresolved"
+	CodePipeUnavailable  Code = "PipeUnavailable"
+	CodePipeTimeout      Code = "PipeTimeout"
+
+	CodeLanguageServerUnavailable Code = "LanguageServerUnavailable" // none configured or installed for the language, or restarting after failures
+	CodeLanguageServerFailed      Code = "LanguageServerFailed"      // it crashed, wrote garbage or refused the request
+	CodeLanguageServerTimeout     Code = "LanguageServerTimeout"
+	CodeUnknownCommand            Code = "UnknownCommand"
+	CodeMalformedEnvelope         Code = "MalformedEnvelope"
+	CodeDrift                     Code = "Drift"
+	CodeApplyInterrupted          Code = "ApplyInterrupted"
+	CodeAmbiguous                 Code = "Ambiguous"
 
 	// Executor.
 	CodeInvalidArguments Code = "InvalidArguments" // arguments fail the tool's input schema
@@ -106,19 +110,22 @@ var codeTable = map[Code]codeInfo{
 	CodeMalformedQuery:  {outcome: Error, action: "a process asked the hub a query it could not decode (or a part past a payload's end): check that every process of the data dir runs the same tracebridge version"},
 	CodePayloadMissing:  {outcome: Error, action: "an event refers to a payload the log does not hold: run `tracebridge verify`; a process that appends must store a payload before the event that refers to it"},
 
-	CodeUnknownTool:       {outcome: Error, action: "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)", hint: "call tools/list for the tools this server offers"},
-	CodePolicyDenied:      {outcome: Denied, action: "the [policy] table of tracebridge.toml refuses this call (the message says whether the tool is listed in deny, needs a capability that grant lacks, or a [policy.rules] rule denies it): change [policy] if the call should run (`tracebridge policy explain REQUEST` shows the rules)", hint: "this server's policy does not allow this call; do not retry it: tell the user, who decides the policy", severity: "warning", risk: "medium"},
-	CodePolicyRuleFailed:  {outcome: Denied, action: "a [policy.rules] rule could not be evaluated for this call (the message names it and why: a field the arguments lack, which has(args.x) guards, or its cost limit), so it denied the call: fix the rule (`tracebridge policy explain REQUEST`)", hint: "this server's policy could not decide this call and refused it; do not retry it: tell the user", severity: "warning", risk: "medium"},
-	CodeApprovalDenied:    {outcome: Denied, action: "an operator or [approval] mode denied the call: re-run it and approve it with `tracebridge approvals` if it was intended", hint: "the call was declined by the person who approves calls and did not run; do not retry it unless the user asks you to", severity: "warning", risk: "medium"},
-	CodeApprovalTimeout:   {outcome: Timeout, action: "nobody decided in time: answer with `tracebridge approvals list` / `approve` while the call waits, or raise [approval] timeout", hint: "nobody approved the call in time and it did not run; tell the user it needs approval, and retry only when they say so", severity: "warning", risk: "medium"},
-	CodeSecretUnresolved:  {outcome: Error, action: "set the environment variable or file that the tool's [secrets] reference names, then retry", hint: "the tool's credentials are not set up; tell the user: retrying will not help", severity: "warning", risk: "high"},
-	CodePipeUnavailable:   {outcome: Unavailable, action: "start the workspace host: `tracebridge up --root <workspace>` (or `tracebridge host --root <workspace>`); set TRACEBRIDGE_HOST if it listens elsewhere", hint: "the user's workspace host is not running, so workspace tools cannot answer; tell the user: retrying now fails the same way"},
-	CodePipeTimeout:       {outcome: Timeout, action: "the workspace host did not answer in time: check it is responsive, or raise [pipe] timeout in tracebridge.toml", hint: "the workspace host did not answer in time; you may retry once"},
-	CodeUnknownCommand:    {outcome: Error, action: "the host does not serve that command: check that the bridge and the host run the same tracebridge version", hint: "the workspace host and this server are different versions; tell the user"},
-	CodeMalformedEnvelope: {outcome: Error, action: "a pipe frame was not a valid envelope: check that the bridge and the host run the same tracebridge version", hint: "the workspace host and this server are different versions; tell the user"},
-	CodeDrift:             {outcome: Error, action: "the file changed since the proposal was made: ask for a new proposal against the current file", hint: "the file changed since the edit was proposed; read it again and propose against its current content", status: http.StatusConflict},
-	CodeApplyInterrupted:  {outcome: Error, action: "the host stopped (a crash or power loss) while applying, before any file was written; nothing changed: ask for the proposal again", hint: "nothing was changed; propose the edit again", status: http.StatusConflict},
-	CodeAmbiguous:         {outcome: Error, action: "the original text occurs more than once (or not at all): propose again with more surrounding context", hint: "the original text occurs more than once or not at all; quote more surrounding text and propose again", status: http.StatusConflict},
+	CodeUnknownTool:               {outcome: Error, action: "the client called a tool this bridge does not serve: check tools/list (and [discovery] for discovered tools)", hint: "call tools/list for the tools this server offers"},
+	CodePolicyDenied:              {outcome: Denied, action: "the [policy] table of tracebridge.toml refuses this call (the message says whether the tool is listed in deny, needs a capability that grant lacks, or a [policy.rules] rule denies it): change [policy] if the call should run (`tracebridge policy explain REQUEST` shows the rules)", hint: "this server's policy does not allow this call; do not retry it: tell the user, who decides the policy", severity: "warning", risk: "medium"},
+	CodePolicyRuleFailed:          {outcome: Denied, action: "a [policy.rules] rule could not be evaluated for this call (the message names it and why: a field the arguments lack, which has(args.x) guards, or its cost limit), so it denied the call: fix the rule (`tracebridge policy explain REQUEST`)", hint: "this server's policy could not decide this call and refused it; do not retry it: tell the user", severity: "warning", risk: "medium"},
+	CodeApprovalDenied:            {outcome: Denied, action: "an operator or [approval] mode denied the call: re-run it and approve it with `tracebridge approvals` if it was intended", hint: "the call was declined by the person who approves calls and did not run; do not retry it unless the user asks you to", severity: "warning", risk: "medium"},
+	CodeApprovalTimeout:           {outcome: Timeout, action: "nobody decided in time: answer with `tracebridge approvals list` / `approve` while the call waits, or raise [approval] timeout", hint: "nobody approved the call in time and it did not run; tell the user it needs approval, and retry only when they say so", severity: "warning", risk: "medium"},
+	CodeSecretUnresolved:          {outcome: Error, action: "set the environment variable or file that the tool's [secrets] reference names, then retry", hint: "the tool's credentials are not set up; tell the user: retrying will not help", severity: "warning", risk: "high"},
+	CodePipeUnavailable:           {outcome: Unavailable, action: "start the workspace host: `tracebridge up --root <workspace>` (or `tracebridge host --root <workspace>`); set TRACEBRIDGE_HOST if it listens elsewhere", hint: "the user's workspace host is not running, so workspace tools cannot answer; tell the user: retrying now fails the same way"},
+	CodePipeTimeout:               {outcome: Timeout, action: "the workspace host did not answer in time: check it is responsive, or raise [pipe] timeout in tracebridge.toml", hint: "the workspace host did not answer in time; you may retry once"},
+	CodeLanguageServerUnavailable: {outcome: Unavailable, action: "install the language server the message names, or configure one under [lsp.<language>] command in tracebridge.toml", hint: "no language server answers for this language now; fall back to text search, and tell the user if it matters"},
+	CodeLanguageServerFailed:      {outcome: Error, action: "the language server crashed, wrote something that is not the protocol, or refused the request (the message quotes it): check its version and its stderr in the event", hint: "the language server failed on this request; you may retry once, else fall back to text search"},
+	CodeLanguageServerTimeout:     {outcome: Timeout, action: "the language server did not answer in time (it was stopped and restarts on the next request): check its load, or raise [lsp.<language>] timeout", hint: "the language server did not answer in time; retry once, or fall back to text search"},
+	CodeUnknownCommand:            {outcome: Error, action: "the host does not serve that command: check that the bridge and the host run the same tracebridge version", hint: "the workspace host and this server are different versions; tell the user"},
+	CodeMalformedEnvelope:         {outcome: Error, action: "a pipe frame was not a valid envelope: check that the bridge and the host run the same tracebridge version", hint: "the workspace host and this server are different versions; tell the user"},
+	CodeDrift:                     {outcome: Error, action: "the file changed since the proposal was made: ask for a new proposal against the current file", hint: "the file changed since the edit was proposed; read it again and propose against its current content", status: http.StatusConflict},
+	CodeApplyInterrupted:          {outcome: Error, action: "the host stopped (a crash or power loss) while applying, before any file was written; nothing changed: ask for the proposal again", hint: "nothing was changed; propose the edit again", status: http.StatusConflict},
+	CodeAmbiguous:                 {outcome: Error, action: "the original text occurs more than once (or not at all): propose again with more surrounding context", hint: "the original text occurs more than once or not at all; quote more surrounding text and propose again", status: http.StatusConflict},
 
 	CodeInvalidArguments: {outcome: Error, action: "the arguments do not fit the tool's input schema or limits (the message says which): fix them and call again", hint: "fix the arguments as the message says and call again", status: http.StatusBadRequest},
 	CodeConfigInvalid:    {outcome: Denied, action: "tracebridge.toml is broken, so every tool is denied: run `tracebridge config check --config <file>` and fix what it names", hint: "this server's configuration is broken and every tool is refused; tell the user", severity: "warning", risk: "medium"},

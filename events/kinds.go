@@ -15,6 +15,7 @@ const (
 	BoundaryPipe     Boundary = "pipe"
 	BoundaryHost     Boundary = "host"
 	BoundaryEditor   Boundary = "editor"
+	BoundaryLSP      Boundary = "lsp"
 	BoundaryProposal Boundary = "proposal"
 	BoundaryReview   Boundary = "review"
 	BoundaryOperator Boundary = "operator"
@@ -36,13 +37,14 @@ const (
 	Pipe     = "Pipe"
 	Host     = "Host"
 	Editor   = "Editor" // an editor attached to the host (docs/pipe-protocol.md, "Editors")
+	LSP      = "LSP"    // a language server the host drives
 	Operator = "Operator"
 	Hub      = "Hub"
 	UI       = "UI"
 )
 
 // Participants lists the diagram participants in canonical order.
-var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Upstream, Pipe, Host, Editor, Operator, UI, Hub}
+var Participants = []string{Client, Bridge, Executor, Policy, Secrets, Approval, Tool, Upstream, Pipe, Host, Editor, LSP, Operator, UI, Hub}
 
 // KindInfo describes one kind of event. Diagrams, verdicts and projections
 // read it instead of matching kind strings.
@@ -108,6 +110,17 @@ const (
 	KindHostReceived         = "host.request.received"
 	KindHostDispatched       = "host.dispatched"
 	KindHostResponseSent     = "host.response.sent"
+)
+
+// Kinds of the language-server boundary: the host starts a language server
+// per language and root on demand (bridge/host/lsp); every request to it and
+// its answer is recorded under the tool call's request id.
+const (
+	KindLSPStarted  = "lsp.started"
+	KindLSPExited   = "lsp.exited" // with LanguageServerFailed when it was not asked to stop
+	KindLSPRequest  = "lsp.request.sent"
+	KindLSPResponse = "lsp.response.received" // its result, or why there was none
+	KindLSPNotified = "lsp.notification.sent" // a document opened or changed
 )
 
 // Kinds of the editor boundary: an editor attached to a workspace host
@@ -211,6 +224,11 @@ func init() {
 	kind(KindHostReceived, BoundaryHost, Pipe, Host, false)
 	kind(KindHostDispatched, BoundaryHost, Host, Host, false)
 	kind(KindHostResponseSent, BoundaryHost, Host, Pipe, true)
+	kind(KindLSPStarted, BoundaryLSP, Host, LSP, false)
+	kind(KindLSPExited, BoundaryLSP, LSP, Host, false)
+	kind(KindLSPRequest, BoundaryLSP, Host, LSP, false)
+	kind(KindLSPResponse, BoundaryLSP, LSP, Host, true)
+	kind(KindLSPNotified, BoundaryLSP, Host, LSP, false)
 	kind(KindEditorAttached, BoundaryEditor, Editor, Host, false)
 	kind(KindEditorDetached, BoundaryEditor, Editor, Host, false)
 	kind(KindEditorRequestSent, BoundaryEditor, Host, Editor, false)
@@ -278,6 +296,7 @@ func init() {
 	opens(KindPipeRequestSent, KindPipeResponseReceived, KindPipeTimeout, KindPipeUnavailable)
 	opens(KindHostReceived, KindHostResponseSent)
 	opens(KindEditorRequestSent, KindEditorResponseReceived)
+	opens(KindLSPRequest, KindLSPResponse)
 	opens(KindUpstreamRequestSent, KindUpstreamResponse, KindUpstreamTimeout, KindUpstreamCancelled, KindUpstreamUnavailable)
 	opens(KindProposalApplying, KindProposalApplied, KindProposalFailed)
 }

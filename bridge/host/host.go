@@ -39,9 +39,24 @@ type Host struct {
 	focus   *Focus
 	version int
 
+	// LanguageServers are the language servers the host may drive; nil:
+	// DefaultLanguages (those installed).
+	LanguageServers []Language
+
 	edOnce sync.Once
 	ed     *Editors
+	lsOnce sync.Once
+	ls     *Languages
 }
+
+// Languages returns the host's language servers, created on first use.
+func (h *Host) Languages() *Languages {
+	h.lsOnce.Do(func() { h.ls = NewLanguages(h.WS, h.Rec, h.LanguageServers) })
+	return h.ls
+}
+
+// Close stops the language servers the host started.
+func (h *Host) Close() { h.Languages().Close() }
 
 // Editors returns the editors attached to h (docs/pipe-protocol.md,
 // "Editors"), wired to its proposals and reviews on first use.
@@ -74,6 +89,11 @@ func (h *Host) Handlers() map[string]pipe.Handler {
 		pipe.CmdEditorDocument:    h.editorDocument,
 		pipe.CmdEditorDiagnostics: h.editorDiagnostics,
 		pipe.CmdReviewsShow:       h.reviewShow,
+		pipe.CmdFindDefinition:    h.positionCall("textDocument/definition", nil),
+		pipe.CmdFindReferences:    h.positionCall("textDocument/references", map[string]any{"context": map[string]bool{"includeDeclaration": true}}),
+		pipe.CmdHover:             h.hover,
+		pipe.CmdDocumentSymbols:   h.documentSymbols,
+		pipe.CmdFindSymbol:        h.findSymbol,
 		pipe.CmdActiveDocument:    h.activeDocument,
 		pipe.CmdSelection:         h.selection,
 		pipe.CmdSetFocus:          h.setFocus,

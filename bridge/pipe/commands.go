@@ -21,6 +21,13 @@ const (
 	CmdWorkspaceFile   = "workspace.file"
 	CmdReviewsShow     = "reviews.show"
 
+	// Language intelligence: the host's language servers.
+	CmdFindDefinition  = "lsp.definition"
+	CmdFindReferences  = "lsp.references"
+	CmdHover           = "lsp.hover"
+	CmdDocumentSymbols = "lsp.document_symbols"
+	CmdFindSymbol      = "lsp.symbols"
+
 	// An editor's (docs/pipe-protocol.md, "Editors").
 	CmdEditorAttach      = "editor.attach"
 	CmdEditorFocus       = "editor.focus"

@@ -45,6 +45,25 @@ type ProposeManyArgs struct {
 	Description string `json:"description,omitempty" jsonschema:"why: what the change does and why, in a sentence or two, shown to the operator who approves it"`
 }
 
+// PositionArgs name a place in a workspace file (language tools).
+type PositionArgs struct {
+	Path   string `json:"path" jsonschema:"a file, relative to the workspace root"`
+	Line   int    `json:"line" jsonschema:"1-based line"`
+	Column int    `json:"column,omitempty" jsonschema:"1-based column in bytes (default 1); put it on the identifier"`
+}
+
+// DocumentArgs name a workspace file.
+type DocumentArgs struct {
+	Path string `json:"path" jsonschema:"a file, relative to the workspace root"`
+}
+
+// SymbolArgs are the arguments of find_symbol.
+type SymbolArgs struct {
+	Query    string `json:"query" jsonschema:"a symbol's name, or part of it"`
+	Language string `json:"language,omitempty" jsonschema:"go, typescript, python or c (default: the languages of the workspace root)"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many (default 100)"`
+}
+
 // ReviewArgs are the arguments of present_review.
 type ReviewArgs struct {
 	// Content is required; it is optional in the schema so that its
@@ -107,6 +126,11 @@ func Workspace(c HostCaller) []*executor.Tool {
 			}),
 		tool("propose_text_edits", pipe.CmdProposeEdits, "Propose an all-or-nothing change to several files, each edit an exact text occurring once (a new file: one edit with an empty original). Nothing is written until an operator approves.", propose, true, executor.SchemaFor[ProposeManyArgs](), same),
 		tool("present_review", pipe.CmdPresentReview, reviewGuide, read, true, reviewSchema(), defaultMode),
+		tool("find_symbol", pipe.CmdFindSymbol, "Where symbols named like query are declared in the workspace, from its language server (workspace/symbol): name, kind, container, path, 1-based line and column, and a [path:line][] reference.", read, false, executor.SchemaFor[SymbolArgs](), same),
+		tool("find_definition", pipe.CmdFindDefinition, "Where the identifier at path:line:column is defined, from the workspace's language server: 1-based locations with [path:line][] references.", read, false, executor.SchemaFor[PositionArgs](), same),
+		tool("find_references", pipe.CmdFindReferences, "Every place the identifier at path:line:column is used (its declaration included), from the workspace's language server: 1-based locations with the line's text and [path:line][] references.", read, false, executor.SchemaFor[PositionArgs](), same),
+		tool("hover", pipe.CmdHover, "What the workspace's language server says of the identifier at path:line:column: its type, signature and documentation.", read, false, executor.SchemaFor[PositionArgs](), same),
+		tool("document_symbols", pipe.CmdDocumentSymbols, "The symbols a file declares (functions, types, methods, fields…), from the workspace's language server, with 1-based lines.", read, false, executor.SchemaFor[DocumentArgs](), same),
 	}
 }
 

@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
 )
@@ -31,7 +34,7 @@ func runHost(ctx context.Context, m *Main, args []string) error {
 	root := fs.String("root", "", "the workspace `DIR` every file operation is confined to (required)")
 	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root, split on spaces, no shell (e.g. \"go vet ./...\")")
 	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
-	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` whose [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
+	cfgPath := fs.String("config", "", "tracebridge.toml `FILE`: its [lsp] language servers, and the [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
 	if err := m.parse(fs, "host --root DIR [--diagnostics COMMAND] [--diagnostics-refresh AGE] [--config FILE] [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir, or run/host-<hash>.sock\nwhen another root's host has that), confines every path to --root, and applies\na proposed edit only after an operator approves it (`tracebridge proposals`).\nSeveral roots can have a host each on one data dir: a bridge goes to the one\nholding its client's roots (or its working directory, or $TRACEBRIDGE_HOST);\noperator commands to the one holding the working directory. Runs until\ninterrupted.", args); err != nil {
 		return err
 	}
@@ -54,7 +57,7 @@ func runUp(ctx context.Context, m *Main, args []string) error {
 	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root (e.g. \"go vet ./...\")")
 	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
 	ui := uiFlag(fs)
-	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` whose [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
+	cfgPath := fs.String("config", "", "tracebridge.toml `FILE`: its [lsp] language servers, and the [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
 	if err := m.parse(fs, "up --root DIR [--diagnostics COMMAND] [--diagnostics-refresh AGE] [--ui ADDR|off] [--config FILE] [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs), the workspace host for DIR and the operator UI (its URL with\nthe launch token is printed to stderr; `tracebridge ui` prints it again), in\none process, until interrupted. AI clients then launch `tracebridge mcp` on\nthe same data dir.", args); err != nil {
 		return err
 	}
@@ -94,7 +97,9 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 	if err != nil {
 		return err
 	}
-	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Diagnostics: diag, Rec: em}
+	cfg := m.dutyConfig(cfgPath, log)
+	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Diagnostics: diag, Rec: em, LanguageServers: languagesOf(cfg)}
+	defer h.Close() // its language servers, once the pipe stopped serving
 	l, hostPath, unlist, err := m.listenHost(dir, ws.Dir())
 	if err != nil {
 		return err
@@ -124,7 +129,7 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 		g.addContext(ctx, "ready", func(ctx context.Context) error { ready(url); <-ctx.Done(); return nil })
 	}
 	if name != "demo" { // the demo's data dir is a scratch one: nothing of it is exported or archived
-		m.addHubDuties(ctx, &g, m.dutyConfig(cfgPath, log), dir, node, em, log)
+		m.addHubDuties(ctx, &g, cfg, dir, node, em, log)
 	}
 	fmt.Fprintf(m.Stderr, "tracebridge %s: workspace %s, pipe %s, %s. Ctrl-C stops it.\n", name, ws.Dir(), hostPath, role)
 	return g.run()
@@ -156,4 +161,27 @@ func (m *Main) hostClient(ctx context.Context) (c host.Client, done func(), err 
 	}
 	pc := pipe.NewClient(pipe.ClientOptions{Path: path, Recorder: em, Logger: m.logger()})
 	return host.Client{Host: pc, NewID: em.NewID}, func() { pc.Close(); em.Close(context.Background()); node.Close() }, nil
+}
+
+// languagesOf is the host's language servers: the defaults, each [lsp.NAME]
+// of cfg replacing its language's or adding one.
+func languagesOf(cfg *config.Config) []host.Language {
+	langs := slices.Clone(host.DefaultLanguages)
+	if cfg == nil {
+		return langs
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.LSP)) {
+		l := cfg.LSP[name]
+		timeout, _ := config.ParseDuration(l.Timeout)
+		i := slices.IndexFunc(langs, func(d host.Language) bool { return d.Name == name })
+		if i < 0 {
+			langs = append(langs, host.Language{Name: name, LanguageID: name})
+			i = len(langs) - 1
+		}
+		langs[i].Command, langs[i].Timeout = l.Command, timeout
+		if len(l.Extensions) > 0 {
+			langs[i].Extensions = l.Extensions
+		}
+	}
+	return langs
 }

@@ -42,8 +42,8 @@ func TestMCPWorksInEveryProtocolMode(t *testing.T) {
 			for _, tl := range tools.Tools {
 				names = append(names, tl.Name)
 			}
-			if !slices.Equal(names, []string{"bm25_text_search", "get_active_document", "get_diagnostics", "get_selection", "list_projects",
-				"present_review", "propose_text_edit", "propose_text_edits", "regex_text_search", "trace_diagram", "trace_replay", "trace_runs"}) {
+			if !slices.Equal(names, []string{"bm25_text_search", "document_symbols", "find_definition", "find_references", "find_symbol",
+				"get_active_document", "get_diagnostics", "get_selection", "hover", "list_projects", "present_review", "propose_text_edit", "propose_text_edits", "regex_text_search", "trace_diagram", "trace_replay", "trace_runs"}) {
 				t.Fatalf("tools %v: the production binary serves exactly the built-in tools", names)
 			}
 			res, err := b.session.CallTool(ctx, &sdk.CallToolParams{Name: "regex_text_search",

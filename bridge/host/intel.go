@@ -1,0 +1,394 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/bridge/host/lsp"
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// The host's language intelligence (bridge/host/lsp): definitions,
+// references, hover, symbols, answered by the workspace's language servers.
+// Lines and columns are 1-based everywhere, columns in bytes as compilers
+// print them; the LSP's 0-based, UTF-16 positions never leave the host.
+
+// PositionArgs names a place in a workspace file.
+type PositionArgs struct {
+	Path   string `json:"path"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+}
+
+// Location is a place a language server answered with.
+type Location struct {
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	Column    int    `json:"column"`
+	EndLine   int    `json:"endLine"`
+	EndColumn int    `json:"endColumn"`
+	Ref       string `json:"ref"` // [path:line][], for a review
+	Text      string `json:"text,omitempty"`
+}
+
+// Symbol is a named thing a language server knows.
+type Symbol struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	Container string `json:"container,omitempty"`
+	Location
+}
+
+type lspPosition struct {
+	Line      int `json:"line"`
+	Character int `json:"character"`
+}
+
+type lspRange struct {
+	Start lspPosition `json:"start"`
+	End   lspPosition `json:"end"`
+}
+
+type lspLocation struct {
+	URI   string   `json:"uri"`
+	Range lspRange `json:"range"`
+	// LocationLink's fields (definition may answer with links).
+	TargetURI   string   `json:"targetUri"`
+	TargetRange lspRange `json:"targetSelectionRange"`
+}
+
+// docAt opens path in its language's server (as the user sees it: an
+// editor's unsaved text wins) and returns the server, the document's text
+// and the LSP position of line:column.
+func (h *Host) docAt(ctx context.Context, req events.ID, a PositionArgs) (*lsp.Server, map[string]any, error) {
+	rel, err := h.WS.Relative(a.Path)
+	if err != nil {
+		return nil, nil, coded(err)
+	}
+	srv, langID, err := h.Languages().forPath(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	text, err := h.text(rel)
+	if err != nil {
+		return nil, nil, coded(err)
+	}
+	abs := filepath.Join(h.WS.Dir(), filepath.FromSlash(rel))
+	if err := srv.Open(ctx, req, abs, langID, text); err != nil {
+		return nil, nil, err
+	}
+	params := map[string]any{"textDocument": map[string]string{"uri": lspURI(abs)}}
+	if a.Line > 0 {
+		ch, err := toLSP(text, a.Line, max(a.Column, 1), srv.UTF8())
+		if err != nil {
+			return nil, nil, &events.Err{Code: events.CodeInvalidArguments, Msg: rel + ": " + err.Error()}
+		}
+		params["position"] = lspPosition{Line: a.Line - 1, Character: ch}
+	}
+	return srv, params, nil
+}
+
+// text is a workspace file as the user sees it.
+func (h *Host) text(rel string) (string, error) {
+	if b, ok := h.Editors().Buffer(rel); ok {
+		return b.Text, nil
+	}
+	b, err := h.WS.ReadFile(rel)
+	return string(b), err
+}
+
+func lspURI(abs string) string { return "file://" + filepath.ToSlash(abs) }
+
+// toLSP is the LSP character offset of 1-based byte column col on 1-based
+// line of text.
+func toLSP(text string, line, col int, utf8Positions bool) (int, error) {
+	lines := strings.Split(text, "\n")
+	if line < 1 || line > len(lines) {
+		return 0, fmt.Errorf("line %d is outside the file (%d lines)", line, len(lines))
+	}
+	l := strings.TrimSuffix(lines[line-1], "\r")
+	if col > len(l)+1 {
+		return 0, fmt.Errorf("column %d is past the end of line %d (%d bytes)", col, line, len(l))
+	}
+	if utf8Positions {
+		return col - 1, nil
+	}
+	n := 0
+	for _, r := range l[:col-1] {
+		n += utf16Len(r)
+	}
+	return n, nil
+}
+
+func utf16Len(r rune) int {
+	if r >= 0x10000 {
+		return 2
+	}
+	return 1
+}
+
+// fromLSP is the 1-based byte column of an LSP character offset on line
+// (0-based) of text.
+func fromLSP(text string, line, ch int, utf8Positions bool) int {
+	lines := strings.Split(text, "\n")
+	if line < 0 || line >= len(lines) {
+		return ch + 1
+	}
+	l := lines[line]
+	if utf8Positions {
+		return min(ch, len(l)) + 1
+	}
+	n := 0
+	for i, r := range l {
+		if n >= ch {
+			return i + 1
+		}
+		n += utf16Len(r)
+	}
+	return len(l) + 1
+}
+
+// locations turns LSP locations into workspace-relative, 1-based ones;
+// locations outside the root (the standard library, module caches) keep
+// their absolute path.
+func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
+	out := make([]Location, 0, len(raw))
+	texts := map[string]string{}
+	for _, l := range raw {
+		u, r := l.URI, l.Range
+		if u == "" {
+			u, r = l.TargetURI, l.TargetRange
+		}
+		abs := lsp.PathOf(u)
+		if abs == "" {
+			continue
+		}
+		p := abs
+		if rel, err := h.WS.Relative(abs); err == nil {
+			p = rel
+		}
+		text, seen := texts[p]
+		if !seen {
+			text, _ = h.text(p)
+			texts[p] = text
+		}
+		loc := Location{Path: p, Line: r.Start.Line + 1, Column: fromLSP(text, r.Start.Line, r.Start.Character, srv.UTF8()),
+			EndLine: r.End.Line + 1, EndColumn: fromLSP(text, r.End.Line, r.End.Character, srv.UTF8())}
+		loc.Ref = fmt.Sprintf("[%s:%d][]", loc.Path, loc.Line)
+		if lines := strings.Split(text, "\n"); r.Start.Line < len(lines) {
+			loc.Text = strings.TrimSpace(lines[r.Start.Line])
+			if len(loc.Text) > 200 {
+				loc.Text = loc.Text[:200] + "…"
+			}
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+func (h *Host) positionCall(method string, extra map[string]any) pipe.Handler {
+	return func(ctx context.Context, req pipe.Request) (any, error) {
+		var a PositionArgs
+		if err := decode(req, &a); err != nil {
+			return nil, err
+		}
+		if a.Line < 1 {
+			return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "line is 1-based and required"}
+		}
+		rid, _ := events.ParseID(req.RequestID)
+		srv, params, err := h.docAt(ctx, rid, a)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range extra {
+			params[k] = v
+		}
+		var raw json.RawMessage
+		if err := srv.Call(ctx, rid, method, params, &raw); err != nil {
+			return nil, err
+		}
+		var many []lspLocation
+		if len(raw) > 0 && raw[0] == '{' {
+			var one lspLocation
+			json.Unmarshal(raw, &one)
+			many = []lspLocation{one}
+		} else {
+			json.Unmarshal(raw, &many)
+		}
+		locs := h.locations(srv, many)
+		return map[string]any{"language": srv.Language(), "locations": locs, "count": len(locs)}, nil
+	}
+}
+
+func (h *Host) hover(ctx context.Context, req pipe.Request) (any, error) {
+	var a PositionArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	rid, _ := events.ParseID(req.RequestID)
+	srv, params, err := h.docAt(ctx, rid, a)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Contents json.RawMessage `json:"contents"`
+	}
+	if err := srv.Call(ctx, rid, "textDocument/hover", params, &res); err != nil {
+		return nil, err
+	}
+	return map[string]any{"language": srv.Language(), "text": hoverText(res.Contents)}, nil
+}
+
+// hoverText flattens the three shapes of hover contents.
+func hoverText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var mc struct {
+		Value string `json:"value"`
+	}
+	if json.Unmarshal(raw, &mc) == nil && mc.Value != "" {
+		return mc.Value
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		var parts []string
+		for _, p := range list {
+			parts = append(parts, hoverText(p))
+		}
+		return strings.Join(parts, "\n\n")
+	}
+	return ""
+}
+
+var symbolKinds = []string{"", "file", "module", "namespace", "package", "class", "method", "property", "field", "constructor", "enum",
+	"interface", "function", "variable", "constant", "string", "number", "boolean", "array", "object", "key", "null", "enum member",
+	"struct", "event", "operator", "type parameter"}
+
+func kindName(k int) string {
+	if k > 0 && k < len(symbolKinds) {
+		return symbolKinds[k]
+	}
+	return "symbol"
+}
+
+type lspSymbol struct {
+	Name           string      `json:"name"`
+	Kind           int         `json:"kind"`
+	ContainerName  string      `json:"containerName"`
+	Location       lspLocation `json:"location"`       // SymbolInformation
+	SelectionRange lspRange    `json:"selectionRange"` // DocumentSymbol
+	Range          lspRange    `json:"range"`
+	Children       []lspSymbol `json:"children"`
+}
+
+func (h *Host) documentSymbols(ctx context.Context, req pipe.Request) (any, error) {
+	var a PositionArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	a.Line = 0
+	rid, _ := events.ParseID(req.RequestID)
+	srv, params, err := h.docAt(ctx, rid, a)
+	if err != nil {
+		return nil, err
+	}
+	var raw []lspSymbol
+	if err := srv.Call(ctx, rid, "textDocument/documentSymbol", params, &raw); err != nil {
+		return nil, err
+	}
+	rel, _ := h.WS.Relative(a.Path)
+	uri := lspURI(filepath.Join(h.WS.Dir(), filepath.FromSlash(rel)))
+	var out []Symbol
+	var walk func([]lspSymbol, string)
+	walk = func(list []lspSymbol, container string) {
+		for _, s := range list {
+			loc := s.Location
+			if loc.URI == "" { // a DocumentSymbol: its own file, its name's range
+				loc = lspLocation{URI: uri, Range: s.SelectionRange}
+			}
+			if s.ContainerName != "" {
+				container = s.ContainerName
+			}
+			if l := h.locations(srv, []lspLocation{loc}); len(l) == 1 {
+				out = append(out, Symbol{Name: s.Name, Kind: kindName(s.Kind), Container: container, Location: l[0]})
+			}
+			walk(s.Children, s.Name)
+		}
+	}
+	walk(raw, "")
+	return map[string]any{"language": srv.Language(), "path": rel, "symbols": orEmpty(out)}, nil
+}
+
+// SymbolArgs is the payload of lsp.symbols.
+type SymbolArgs struct {
+	Query    string `json:"query"`
+	Language string `json:"language,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
+}
+
+func (h *Host) findSymbol(ctx context.Context, req pipe.Request) (any, error) {
+	var a SymbolArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(a.Query) == "" {
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "query is required: a symbol's name or part of it"}
+	}
+	if a.Limit <= 0 {
+		a.Limit = 100
+	}
+	servers := h.Languages().present()
+	if a.Language != "" {
+		srv, err := h.Languages().byName(a.Language)
+		if err != nil {
+			return nil, err
+		}
+		servers = []*lsp.Server{srv}
+	}
+	if len(servers) == 0 {
+		return nil, &events.Err{Code: events.CodeLanguageServerUnavailable, Msg: "the workspace's language is not known (no go.mod, package.json, pyproject.toml… at its root): name one with language"}
+	}
+	rid, _ := events.ParseID(req.RequestID)
+	var out []Symbol
+	var firstErr error
+	for _, srv := range servers {
+		var raw []lspSymbol
+		if err := srv.Call(ctx, rid, "workspace/symbol", map[string]string{"query": a.Query}, &raw); err != nil {
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		for _, s := range raw {
+			if l := h.locations(srv, []lspLocation{s.Location}); len(l) == 1 {
+				out = append(out, Symbol{Name: s.Name, Kind: kindName(s.Kind), Container: s.ContainerName, Location: l[0]})
+			}
+		}
+	}
+	if out == nil && firstErr != nil {
+		return nil, firstErr
+	}
+	total := len(out)
+	if len(out) > a.Limit {
+		out = out[:a.Limit]
+	}
+	return map[string]any{"symbols": orEmpty(out), "count": total, "truncated": total > len(out)}, nil
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,253 @@
+package host
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/store/storetest"
+)
+
+// gopls is the gopls the language tests drive: $TB_GOPLS, else gopls in
+// GOPATH/bin (where `make test` installs v0.23.0, .ci/deps), else on PATH.
+func gopls(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives a real language server (make test runs it)")
+	}
+	candidates := []string{os.Getenv("TB_GOPLS")}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		candidates = append(candidates, filepath.Join(strings.TrimSpace(string(out)), "bin", "gopls"))
+	}
+	if p, err := exec.LookPath("gopls"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if out, err := exec.Command(c, "version").Output(); err == nil && strings.Contains(string(out), "v0.23") {
+			return c
+		}
+	}
+	t.Fatal("gopls v0.23 is not installed: make test installs it (.ci/deps: go install golang.org/x/tools/gopls@v0.23.0), or set TB_GOPLS")
+	return ""
+}
+
+const (
+	goA = "package m\n\n// ValidateToken reports whether the token is good.\nfunc ValidateToken(t string) bool { return t != \"\" }\n"
+	goB = "package m\n\nfunc Use() bool {\n\treturn ValidateToken(\"x\") && ValidateToken(\"y\")\n}\n"
+)
+
+// langHost is a host over a small Go module with a real gopls, and the log
+// it records to.
+func langHost(t *testing.T, langs []Language) (*Host, *storetest.Log) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range map[string]string{"go.mod": "module example.com/m\n\ngo 1.26\n", "a.go": goA, "b.go": goB, "notes.rs": "fn main() {}\n"} {
+		os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)
+	}
+	ws, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := storetest.Open(t)
+	h := &Host{WS: ws, Rec: log.Emitter, LanguageServers: langs}
+	t.Cleanup(func() { h.Close(); ws.Close() })
+	return h, log
+}
+
+func TestGoplsAnswersTheLanguageTools(t *testing.T) {
+	bin := gopls(t)
+	h, log := langHost(t, []Language{{Name: "go", Command: []string{bin}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: time.Minute}})
+
+	type result struct {
+		Symbols   []Symbol   `json:"symbols"`
+		Locations []Location `json:"locations"`
+		Text      string     `json:"text"`
+	}
+	ask := func(cmd string, payload any) result {
+		t.Helper()
+		out, err := call(t, h, cmd, payload)
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		var r result
+		json.Unmarshal(out, &r)
+		return r
+	}
+	where := func(locs []Location) string {
+		var s []string
+		for _, l := range locs {
+			s = append(s, fmt.Sprintf("%s:%d:%d", l.Path, l.Line, l.Column))
+		}
+		return strings.Join(s, " ")
+	}
+
+	syms := ask("lsp.symbols", SymbolArgs{Query: "ValidateToken"})
+	if len(syms.Symbols) == 0 || syms.Symbols[0].Name != "ValidateToken" || syms.Symbols[0].Kind != "function" || where([]Location{syms.Symbols[0].Location}) != "a.go:4:6" || syms.Symbols[0].Ref != "[a.go:4][]" {
+		t.Fatalf("find_symbol: %+v", syms.Symbols)
+	}
+	// b.go line 4: "\treturn ValidateToken(..." — the call starts at byte 9.
+	if def := ask("lsp.definition", PositionArgs{Path: "b.go", Line: 4, Column: 9}); where(def.Locations) != "a.go:4:6" {
+		t.Fatalf("find_definition: %s", where(def.Locations))
+	}
+	refs := ask("lsp.references", PositionArgs{Path: "a.go", Line: 4, Column: 6})
+	if got := where(refs.Locations); got != "a.go:4:6 b.go:4:9 b.go:4:31" {
+		t.Fatalf("find_references: %s", got)
+	}
+	if refs.Locations[1].Text != `return ValidateToken("x") && ValidateToken("y")` {
+		t.Fatalf("a reference's line: %q", refs.Locations[1].Text)
+	}
+	if hov := ask("lsp.hover", PositionArgs{Path: "b.go", Line: 4, Column: 9}); !strings.Contains(hov.Text, "func ValidateToken(t string) bool") || !strings.Contains(hov.Text, "reports whether the token is good") {
+		t.Fatalf("hover: %q", hov.Text)
+	}
+	if ds := ask("lsp.document_symbols", DocumentArgs{Path: "b.go"}); len(ds.Symbols) != 1 || ds.Symbols[0].Name != "Use" || ds.Symbols[0].Line != 3 {
+		t.Fatalf("document_symbols: %+v", ds.Symbols)
+	}
+
+	// No server for .rs: refused at once, not after a timeout.
+	t0 := time.Now()
+	if _, err := call(t, h, "lsp.document_symbols", DocumentArgs{Path: "notes.rs"}); events.AsErr(err, "").Code != events.CodeLanguageServerUnavailable || time.Since(t0) > time.Second {
+		t.Fatalf("a language with no server: %v in %v", err, time.Since(t0))
+	}
+	// A position outside the file is the caller's mistake, said so.
+	if _, err := call(t, h, "lsp.definition", PositionArgs{Path: "a.go", Line: 99, Column: 1}); events.AsErr(err, "").Code != events.CodeInvalidArguments {
+		t.Fatalf("a line outside the file: %v", err)
+	}
+
+	// Every request and answer is on record, with the tool call's request.
+	log.Emitter.FlushAll(t.Context())
+	all, _ := log.Store.Range(1, 100000)
+	var sent, answered int
+	for _, e := range all {
+		switch e.Kind {
+		case events.KindLSPRequest:
+			sent++
+			if e.RequestID.IsZero() || e.Attrs.Get("language") != "go" {
+				t.Fatalf("lsp.request.sent without its request or language: %+v", e)
+			}
+		case events.KindLSPResponse:
+			answered++
+		}
+	}
+	if sent < 5 || answered < sent {
+		t.Fatalf("%d requests, %d answers recorded", sent, answered)
+	}
+}
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("TB_FAKE_LSP"); mode != "" {
+		fakeLanguageServer(mode)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// fakeLanguageServer is a broken language server, re-executed from this
+// test binary: it initializes, then on the first other request crashes,
+// hangs, or writes something that is not the protocol.
+func fakeLanguageServer(mode string) {
+	r := bufio.NewReader(os.Stdin)
+	for {
+		body, err := readLSP(r)
+		if err != nil {
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &m)
+		switch {
+		case len(m.ID) == 0: // a notification
+		case m.Method == "initialize":
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"capabilities": map[string]any{}}})
+			fmt.Fprintf(os.Stdout, "Content-Length: %d\r\n\r\n%s", len(b), b)
+		case mode == "crash":
+			fmt.Fprintln(os.Stderr, "fake: panic: the sky fell")
+			os.Exit(2)
+		case mode == "hang":
+			select {}
+		case mode == "garbage":
+			os.Stdout.WriteString("HTTP/1.1 200 OK\r\n\r\n<html>")
+			select {}
+		}
+	}
+}
+
+func readLSP(r *bufio.Reader) ([]byte, error) {
+	n := 0
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			break
+		}
+		fmt.Sscanf(line, "Content-Length: %d", &n)
+	}
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+// A language server that crashes, hangs or writes garbage gives a coded
+// error for that request, the host keeps serving, and the server is
+// started again (after a backoff) on a later request.
+func TestABrokenLanguageServerGivesACodedError(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode string
+		code events.Code
+	}{{"crash", events.CodeLanguageServerFailed}, {"hang", events.CodeLanguageServerTimeout}, {"garbage", events.CodeLanguageServerFailed}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Setenv("TB_FAKE_LSP", tc.mode)
+			h, log := langHost(t, []Language{{Name: "go", Command: []string{self}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: 500 * time.Millisecond}})
+			_, err := call(t, h, "lsp.hover", PositionArgs{Path: "a.go", Line: 4, Column: 6})
+			if e := events.AsErr(err, ""); e.Code != tc.code {
+				t.Fatalf("hover: %v", err)
+			}
+			if tc.mode == "crash" && !strings.Contains(err.Error(), "the sky fell") {
+				t.Fatalf("the crash's stderr is not in the message: %v", err)
+			}
+			// The host still serves, and the server is started again later.
+			if _, err := call(t, h, "get_selection", nil); err != nil {
+				t.Fatalf("the host after a %s: %v", tc.mode, err)
+			}
+			var again error
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				if _, again = call(t, h, "lsp.hover", PositionArgs{Path: "a.go", Line: 4, Column: 6}); events.AsErr(again, "").Code != events.CodeLanguageServerUnavailable {
+					break
+				}
+			}
+			if e := events.AsErr(again, ""); e.Code != tc.code {
+				t.Fatalf("the second attempt: %v", again)
+			}
+			log.Emitter.FlushAll(t.Context())
+			all, _ := log.Store.Range(1, 100000)
+			started := 0
+			for _, e := range all {
+				if e.Kind == events.KindLSPStarted {
+					started++
+				}
+			}
+			if started < 2 {
+				t.Fatalf("the server was started %d times", started)
+			}
+		})
+	}
+}
