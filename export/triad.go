@@ -17,9 +17,10 @@ import (
 )
 
 // ScopeExclusions are the boundaries a recorded-session replay does not
-// re-drive (the host's own state machines and operators answer from the
-// recording), so neither its drift check nor its triads judge them.
-var ScopeExclusions = []events.Boundary{events.BoundaryProposal, events.BoundaryReview, events.BoundaryOperator, events.BoundaryLog}
+// re-drive (the host's own state machines, its language servers and
+// editors, and operators answer from the recording), so neither its drift
+// check nor its triads judge them.
+var ScopeExclusions = []events.Boundary{events.BoundaryProposal, events.BoundaryReview, events.BoundaryOperator, events.BoundaryLog, events.BoundaryLSP, events.BoundaryEditor}
 
 // Metadata is the triad's metadata.json.
 type Metadata struct {
