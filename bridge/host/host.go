@@ -94,6 +94,7 @@ func (h *Host) Handlers() map[string]pipe.Handler {
 		pipe.CmdHover:             h.hover,
 		pipe.CmdDocumentSymbols:   h.documentSymbols,
 		pipe.CmdFindSymbol:        h.findSymbol,
+		pipe.CmdIDEQuery:          h.query,
 		pipe.CmdActiveDocument:    h.activeDocument,
 		pipe.CmdSelection:         h.selection,
 		pipe.CmdSetFocus:          h.setFocus,

@@ -251,3 +251,46 @@ func TestABrokenLanguageServerGivesACodedError(t *testing.T) {
 		})
 	}
 }
+
+// ide_query's three outcomes against gopls: an answer with references, an
+// ambiguity with runnable refinements, and "unavailable" at once for a
+// workspace whose language has no server.
+func TestIDEQueryOutcomes(t *testing.T) {
+	bin := gopls(t)
+	h, _ := langHost(t, []Language{{Name: "go", Command: []string{bin}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: time.Minute}})
+	os.WriteFile(filepath.Join(h.WS.Dir(), "c.go"), []byte("package m\n\ntype A struct{}\n\nfunc (A) Run() {}\n\ntype B struct{}\n\nfunc (B) Run() {}\n"), 0o644)
+	ask := func(q string) QueryResult {
+		t.Helper()
+		out, err := call(t, h, "lsp.query", QueryArgs{Query: q})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var r QueryResult
+		json.Unmarshal(out, &r)
+		return r
+	}
+	if r := ask("where is `ValidateToken` called?"); r.Outcome != "success" || strings.Join(r.References, " ") != "[b.go:4][] [b.go:4][]" {
+		t.Fatalf("called: %+v", r)
+	}
+	if r := ask("where is ValidateToken defined"); r.Outcome != "success" || strings.Join(r.References, " ") != "[a.go:4][]" {
+		t.Fatalf("defined: %+v", r)
+	}
+	if r := ask("what does `ValidateToken` do?"); r.Outcome != "success" || !strings.Contains(r.Message, "reports whether the token is good") {
+		t.Fatalf("what does: %+v", r)
+	}
+	r := ask("who calls `Run`?")
+	if r.Outcome != "ambiguous" || len(r.Refinements) != 2 || r.Refinements[0].Tool != "find_references" || r.Refinements[0].Arguments["path"] != "c.go" {
+		t.Fatalf("ambiguous: %+v", r)
+	}
+	if r := ask("where is `Nope` defined?"); r.Outcome != "success" || !strings.Contains(r.Message, "no symbol named Nope") {
+		t.Fatalf("no such symbol: %+v", r)
+	}
+	// A workspace with no known language: unavailable, at once.
+	none, _ := langHost(t, []Language{})
+	os.Remove(filepath.Join(none.WS.Dir(), "go.mod"))
+	t0 := time.Now()
+	out, err := call(t, none, "lsp.query", QueryArgs{Query: "where is `X`?"})
+	if err != nil || !strings.Contains(string(out), `"outcome":"unavailable"`) || time.Since(t0) > time.Second {
+		t.Fatalf("unavailable: %s %v in %v", out, err, time.Since(t0))
+	}
+}

@@ -27,6 +27,7 @@ const (
 	CmdHover           = "lsp.hover"
 	CmdDocumentSymbols = "lsp.document_symbols"
 	CmdFindSymbol      = "lsp.symbols"
+	CmdIDEQuery        = "lsp.query"
 
 	// An editor's (docs/pipe-protocol.md, "Editors").
 	CmdEditorAttach      = "editor.attach"

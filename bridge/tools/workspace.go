@@ -64,6 +64,11 @@ type SymbolArgs struct {
 	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many (default 100)"`
 }
 
+// QueryArgs are the arguments of ide_query.
+type QueryArgs struct {
+	Query string `json:"query" jsonschema:"a question about the code naming the symbol (in backticks when it is also an English word): where is ValidateToken called? what does Parse do? where is Config defined?"`
+}
+
 // ReviewArgs are the arguments of present_review.
 type ReviewArgs struct {
 	// Content is required; it is optional in the schema so that its
@@ -126,6 +131,7 @@ func Workspace(c HostCaller) []*executor.Tool {
 			}),
 		tool("propose_text_edits", pipe.CmdProposeEdits, "Propose an all-or-nothing change to several files, each edit an exact text occurring once (a new file: one edit with an empty original). Nothing is written until an operator approves.", propose, true, executor.SchemaFor[ProposeManyArgs](), same),
 		tool("present_review", pipe.CmdPresentReview, reviewGuide, read, true, reviewSchema(), defaultMode),
+		tool("ide_query", pipe.CmdIDEQuery, "Ask the workspace's language servers a question in words (where is X called / defined, what does X do). The outcome is success (an answer with [file:line][] references), ambiguous (several symbols match: each refinement is the tool call that answers for one), or unavailable (no language server: why, and what to configure).", read, false, executor.SchemaFor[QueryArgs](), same),
 		tool("find_symbol", pipe.CmdFindSymbol, "Where symbols named like query are declared in the workspace, from its language server (workspace/symbol): name, kind, container, path, 1-based line and column, and a [path:line][] reference.", read, false, executor.SchemaFor[SymbolArgs](), same),
 		tool("find_definition", pipe.CmdFindDefinition, "Where the identifier at path:line:column is defined, from the workspace's language server: 1-based locations with [path:line][] references.", read, false, executor.SchemaFor[PositionArgs](), same),
 		tool("find_references", pipe.CmdFindReferences, "Every place the identifier at path:line:column is used (its declaration included), from the workspace's language server: 1-based locations with the line's text and [path:line][] references.", read, false, executor.SchemaFor[PositionArgs](), same),

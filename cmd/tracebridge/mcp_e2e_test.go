@@ -43,7 +43,7 @@ func TestMCPWorksInEveryProtocolMode(t *testing.T) {
 				names = append(names, tl.Name)
 			}
 			if !slices.Equal(names, []string{"bm25_text_search", "document_symbols", "find_definition", "find_references", "find_symbol",
-				"get_active_document", "get_diagnostics", "get_selection", "hover", "list_projects", "present_review", "propose_text_edit", "propose_text_edits", "regex_text_search", "trace_diagram", "trace_replay", "trace_runs"}) {
+				"get_active_document", "get_diagnostics", "get_selection", "hover", "ide_query", "list_projects", "present_review", "propose_text_edit", "propose_text_edits", "regex_text_search", "trace_diagram", "trace_replay", "trace_runs"}) {
 				t.Fatalf("tools %v: the production binary serves exactly the built-in tools", names)
 			}
 			res, err := b.session.CallTool(ctx, &sdk.CallToolParams{Name: "regex_text_search",

@@ -1,0 +1,148 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// ide_query answers a question in words (Dialectic's ideCapability RFC)
+// with one of three outcomes: success (the answer and [file:line][]
+// references), ambiguous (the candidates, each with the call that would
+// answer for it), or unavailable (why, and what to configure).
+
+// QueryArgs is the payload of lsp.query.
+type QueryArgs struct {
+	Query string `json:"query"`
+}
+
+// QueryResult is lsp.query's answer.
+type QueryResult struct {
+	Outcome     string       `json:"outcome"` // success | ambiguous | unavailable
+	Message     string       `json:"message"`
+	References  []string     `json:"references,omitempty"`
+	Locations   []Location   `json:"locations,omitempty"`
+	Refinements []Refinement `json:"refinements,omitempty"`
+}
+
+// Refinement is a more precise question an ambiguous one splits into: a
+// tool call that answers it.
+type Refinement struct {
+	Label     string         `json:"label"`
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+var (
+	backticked = regexp.MustCompile("`([A-Za-z_][A-Za-z0-9_.]*)`")
+	identRE    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?`)
+	// Words of a question that never name the symbol asked about.
+	stopWords = map[string]bool{"where": true, "is": true, "are": true, "the": true, "a": true, "an": true, "called": true, "used": true,
+		"defined": true, "declared": true, "what": true, "does": true, "do": true, "who": true, "calls": true, "call": true, "uses": true,
+		"find": true, "show": true, "me": true, "references": true, "to": true, "of": true, "definition": true, "type": true, "signature": true,
+		"function": true, "method": true, "class": true, "struct": true, "how": true, "in": true, "from": true, "return": true, "returns": true,
+		"mean": true, "means": true, "all": true, "callers": true, "usages": true, "usage": true, "symbol": true, "look": true, "up": true, "for": true}
+)
+
+// intent reads what the question asks: references, hover or definition.
+func intent(q string) string {
+	l := strings.ToLower(q)
+	switch {
+	case strings.Contains(l, "called") || strings.Contains(l, "caller") || strings.Contains(l, "used") || strings.Contains(l, "usage") ||
+		strings.Contains(l, "reference") || strings.Contains(l, "who calls") || strings.Contains(l, "uses"):
+		return "references"
+	case strings.Contains(l, "what does") || strings.Contains(l, "what is") || strings.Contains(l, "type of") || strings.Contains(l, "signature") ||
+		strings.Contains(l, "document"):
+		return "hover"
+	}
+	return "definition"
+}
+
+// subject is the symbol a question names: a `quoted` one, else the last
+// word that is not a question word.
+func subject(q string) string {
+	if m := backticked.FindStringSubmatch(q); m != nil {
+		return m[1]
+	}
+	var last string
+	for _, w := range identRE.FindAllString(q, -1) {
+		if !stopWords[strings.ToLower(w)] {
+			last = w
+		}
+	}
+	return last
+}
+
+func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
+	var a QueryArgs
+	if err := decode(req, &a); err != nil {
+		return nil, err
+	}
+	name := subject(a.Query)
+	if name == "" {
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "the question names no symbol: write it as code, e.g. where is `ValidateToken` called?"}
+	}
+	short := name[strings.LastIndex(name, ".")+1:] // pkg.Name: the server knows Name
+	what := intent(a.Query)
+	found, err := h.findSymbol(ctx, pipe.Request{RequestID: req.RequestID, Payload: mustJSON(SymbolArgs{Query: short, Limit: 200})})
+	if err != nil {
+		if e := events.AsErr(err, ""); e.Code == events.CodeLanguageServerUnavailable {
+			return QueryResult{Outcome: "unavailable", Message: e.Msg}, nil
+		}
+		return nil, err
+	}
+	var exact []Symbol
+	for _, s := range found.(map[string]any)["symbols"].([]Symbol) {
+		// gopls names a method Type.Method.
+		if s.Name == short || s.Name == name || strings.HasSuffix(s.Name, "."+short) || s.Container+"."+s.Name == name {
+			exact = append(exact, s)
+		}
+	}
+	switch len(exact) {
+	case 0:
+		return QueryResult{Outcome: "success", Message: fmt.Sprintf("no symbol named %s in the workspace (the language server knows none)", name)}, nil
+	case 1:
+	default:
+		out := QueryResult{Outcome: "ambiguous", Message: fmt.Sprintf("%d symbols are named %s; ask about one of them", len(exact), name)}
+		for _, s := range exact {
+			out.Refinements = append(out.Refinements, Refinement{Label: fmt.Sprintf("%s %s in %s:%d", s.Kind, s.Name, s.Path, s.Line),
+				Tool:      map[string]string{"references": "find_references", "hover": "hover", "definition": "find_definition"}[what],
+				Arguments: map[string]any{"path": s.Path, "line": s.Line, "column": s.Column}})
+		}
+		return out, nil
+	}
+	s := exact[0]
+	at := PositionArgs{Path: s.Path, Line: s.Line, Column: s.Column}
+	sub := pipe.Request{RequestID: req.RequestID, Payload: mustJSON(at)}
+	switch what {
+	case "hover":
+		res, err := h.hover(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		text := res.(map[string]any)["text"].(string)
+		return QueryResult{Outcome: "success", Message: text, References: []string{s.Ref}, Locations: []Location{s.Location}}, nil
+	case "references":
+		res, err := h.positionCall("textDocument/references", map[string]any{"context": map[string]bool{"includeDeclaration": false}})(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		locs := res.(map[string]any)["locations"].([]Location)
+		out := QueryResult{Outcome: "success", Message: fmt.Sprintf("%s %s (%s) is used in %d place(s)", s.Kind, s.Name, s.Ref, len(locs)), Locations: locs}
+		for _, l := range locs {
+			out.References = append(out.References, l.Ref)
+		}
+		return out, nil
+	}
+	return QueryResult{Outcome: "success", Message: fmt.Sprintf("%s %s is defined at %s", s.Kind, s.Name, s.Ref), References: []string{s.Ref}, Locations: []Location{s.Location}}, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
