@@ -28,26 +28,45 @@ type DiagnosticsRunner struct {
 type DiagnosticsResult struct {
 	Diagnostics []Diagnostic `json:"diagnostics"`
 	Command     string       `json:"command,omitempty"`
-	Editor      string       `json:"editor,omitempty"` // the attached editor that reported them
-	RanAt       time.Time    `json:"ranAt"`
-	ExitCode    int          `json:"exitCode"`
-	FromCache   bool         `json:"fromCache"`
+	Editor      string       `json:"editor,omitempty"`  // the attached editor that reported them
+	Servers     []string     `json:"servers,omitempty"` // the language servers that did
+	// Unanswered lists the files a language server did not publish for in
+	// time; Note says what else to know.
+	Unanswered []string  `json:"unanswered,omitempty"`
+	Note       string    `json:"note,omitempty"`
+	RanAt      time.Time `json:"ranAt"`
+	ExitCode   int       `json:"exitCode"`
+	FromCache  bool      `json:"fromCache"`
 }
 
 func (h *Host) diagnostics(ctx context.Context, req pipe.Request) (any, error) {
-	// An attached editor's own language services win over the command.
-	if diags, editor, ok := h.Editors().Diagnostics(); ok {
-		return DiagnosticsResult{Diagnostics: diags, Editor: editor, RanAt: time.Now().UTC()}, nil
-	}
-	d := h.Diagnostics
-	if d == nil || len(d.Command) == 0 {
-		return nil, &events.Err{Code: events.CodeToolError, Msg: "no diagnostics: attach an editor to this workspace (editors/vscode, editors/nvim) or start the host with --diagnostics \"go vet ./...\" (or your linter)"}
-	}
 	var a struct {
-		Refresh bool `json:"refresh"`
+		Refresh bool   `json:"refresh"`
+		Path    string `json:"path"`
 	}
 	if err := decode(req, &a); err != nil {
 		return nil, err
+	}
+	rel := ""
+	if a.Path != "" {
+		var err error
+		if rel, err = h.WS.Relative(a.Path); err != nil {
+			return nil, coded(err)
+		}
+	}
+	// An attached editor's own language services win; then the command the
+	// operator chose; then the workspace's language servers.
+	if diags, editor, ok := h.Editors().Diagnostics(); ok {
+		return DiagnosticsResult{Diagnostics: onlyFile(diags, rel), Editor: editor, RanAt: time.Now().UTC()}, nil
+	}
+	d := h.Diagnostics
+	if d == nil || len(d.Command) == 0 {
+		rid, _ := events.ParseID(req.RequestID)
+		res, err := h.languageDiagnostics(ctx, rid, rel)
+		if err != nil && events.AsErr(err, "").Code == events.CodeLanguageServerUnavailable {
+			return nil, &events.Err{Code: events.CodeToolError, Msg: "no diagnostics: " + events.AsErr(err, "").Msg + "; attach an editor to this workspace (editors/vscode, editors/nvim), install its language server, or start the host with --diagnostics \"go vet ./...\" (or your linter)"}
+		}
+		return res, err
 	}
 	refresh, timeout := d.Refresh, d.Timeout
 	if refresh <= 0 {
@@ -95,4 +114,18 @@ func (l *limitedOut) Write(p []byte) (int, error) {
 		l.Buffer.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// onlyFile keeps the diagnostics of rel ("": all).
+func onlyFile(diags []Diagnostic, rel string) []Diagnostic {
+	if rel == "" {
+		return diags
+	}
+	out := []Diagnostic{}
+	for _, d := range diags {
+		if d.File == rel {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -352,7 +352,7 @@ func (h *Host) findSymbol(ctx context.Context, req pipe.Request) (any, error) {
 		servers = []*lsp.Server{srv}
 	}
 	if len(servers) == 0 {
-		return nil, &events.Err{Code: events.CodeLanguageServerUnavailable, Msg: "the workspace's language is not known (no go.mod, package.json, pyproject.toml… at its root): name one with language"}
+		return nil, &events.Err{Code: events.CodeLanguageServerUnavailable, Msg: h.Languages().unknown() + ": name a language"}
 	}
 	rid, _ := events.ParseID(req.RequestID)
 	var out []Symbol

@@ -294,3 +294,33 @@ func TestIDEQueryOutcomes(t *testing.T) {
 		t.Fatalf("unavailable: %s %v in %v", out, err, time.Since(t0))
 	}
 }
+
+// get_diagnostics from gopls when no editor is attached and no command is
+// configured: a type error, 1-based, for one file or the workspace.
+func TestDiagnosticsFromTheLanguageServer(t *testing.T) {
+	bin := gopls(t)
+	h, _ := langHost(t, []Language{{Name: "go", Command: []string{bin}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: time.Minute}})
+	os.WriteFile(filepath.Join(h.WS.Dir(), "bad.go"), []byte("package m\n\nfunc Bad() int {\n\treturn \"no\"\n}\n"), 0o644)
+	for _, args := range []map[string]string{{"path": "bad.go"}, {}} {
+		out, err := call(t, h, "get_diagnostics", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res DiagnosticsResult
+		json.Unmarshal(out, &res)
+		var bad []Diagnostic
+		for _, d := range res.Diagnostics {
+			if d.File == "bad.go" {
+				bad = append(bad, d)
+			}
+		}
+		if len(bad) != 1 || bad[0].Line != 4 || bad[0].Column != 9 || bad[0].Severity != "error" || !strings.Contains(bad[0].Message, "cannot use") || strings.Join(res.Servers, ",") != "go" {
+			t.Fatalf("get_diagnostics %v: %s", args, out)
+		}
+		for _, d := range res.Diagnostics {
+			if d.File != "bad.go" {
+				t.Fatalf("a diagnostic of a good file: %+v", d)
+			}
+		}
+	}
+}

@@ -115,6 +115,14 @@ func (l *Languages) present() []*lsp.Server {
 	return out
 }
 
+// unknown says why no language server answers for the whole workspace.
+func (l *Languages) unknown() string {
+	if len(l.langs) == 0 {
+		return "no language servers are configured"
+	}
+	return "the workspace's language is not known (no go.mod, package.json, pyproject.toml… at its root)"
+}
+
 func (l *Languages) server(lang Language) *lsp.Server {
 	l.mu.Lock()
 	defer l.mu.Unlock()

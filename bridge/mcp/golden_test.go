@@ -78,7 +78,8 @@ func TestGoldenFrames(t *testing.T) {
 	fixed := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	props, _ := host.OpenProposals(ws, em, filepath.Join(base, "state", "proposals"), fixed)
 	reviews, _ := host.OpenReviews(ws, filepath.Join(base, "state", "reviews"), fixed)
-	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Rec: em}
+	// No language servers: the frames must not depend on a gopls on PATH.
+	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Rec: em, LanguageServers: []host.Language{}}
 	sock := filepath.Join(base, "run", "host.sock")
 	os.MkdirAll(filepath.Dir(sock), 0o700)
 	l, err := pipe.Listen(sock)

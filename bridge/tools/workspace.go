@@ -22,7 +22,8 @@ type noArgs struct{}
 
 // DiagnosticsArgs are the arguments of get_diagnostics.
 type DiagnosticsArgs struct {
-	Refresh bool `json:"refresh,omitempty" jsonschema:"run the command now instead of reusing a recent result"`
+	Refresh bool   `json:"refresh,omitempty" jsonschema:"run the command now instead of reusing a recent result"`
+	Path    string `json:"path,omitempty" jsonschema:"only this file (default: the whole workspace)"`
 }
 
 // ProposeOneArgs are the arguments of propose_text_edit.
@@ -117,7 +118,7 @@ func Workspace(c HostCaller) []*executor.Tool {
 	return []*executor.Tool{
 		tool("get_active_document", pipe.CmdActiveDocument, "The document the operator has in focus: path, language, content, version; null when nothing has focus.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("get_selection", pipe.CmdSelection, "The text the operator selected: path, range, text; null when nothing is selected.", read, false, executor.SchemaFor[noArgs](), nil),
-		tool("get_diagnostics", pipe.CmdDiagnostics, "Problems (file, line, column, severity, source, code, message; 1-based): what the operator's editor reports when one is attached to the workspace, else the output of the diagnostics command the operator configured on the host (e.g. go vet ./...), with when it ran; a recent result is reused unless refresh is true.",
+		tool("get_diagnostics", pipe.CmdDiagnostics, "Problems (file, line, column, severity, source, code, message; 1-based): what the operator's editor reports when one is attached to the workspace, else the output of the diagnostics command the operator configured on the host (e.g. go vet ./...; a recent result is reused unless refresh is true), else what the workspace's language servers find (path: one file).",
 			read, false, executor.SchemaFor[DiagnosticsArgs](), same),
 		tool("list_projects", pipe.CmdListProjects, "Project manifests under the workspace root (go.mod, package.json, Cargo.toml, pyproject.toml, *.csproj…), skipping hidden and vendored trees.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("propose_text_edit", pipe.CmdProposeEdits, "Propose replacing one exact text in one file (or creating a file: empty original). Nothing is written until an operator approves; the result gives the proposal id.", propose, true, executor.SchemaFor[ProposeOneArgs](),

@@ -294,6 +294,7 @@ func (s *Server) Open(ctx context.Context, req events.ID, path, languageID, text
 	s.mu.Lock()
 	v, open := s.opened[u]
 	s.opened[u] = v + 1
+	delete(s.diags, u) // Diagnostics waits for the server's word on this text
 	s.mu.Unlock()
 	method := "textDocument/didOpen"
 	params := map[string]any{"textDocument": map[string]any{"uri": u, "languageId": languageID, "version": v + 1, "text": text}}
