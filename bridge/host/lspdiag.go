@@ -18,8 +18,12 @@ import (
 const MaxDiagnosedFiles = 200
 
 // diagnosticsWait bounds how long get_diagnostics waits for the servers to
-// publish for the files it opened.
-const diagnosticsWait = 5 * time.Second
+// publish for the files it opened; diagnosticsQuiet is how long a server
+// must publish nothing more before its last word is taken.
+const (
+	diagnosticsWait  = 5 * time.Second
+	diagnosticsQuiet = 500 * time.Millisecond
+)
 
 var severities = []string{"", "error", "warning", "info", "hint"}
 
@@ -81,11 +85,19 @@ func (h *Host) languageDiagnostics(ctx context.Context, req events.ID, rel strin
 	}
 	res := &DiagnosticsResult{Diagnostics: []Diagnostic{}, RanAt: time.Now().UTC()}
 	deadline := time.Now().Add(diagnosticsWait)
+	// Every file's first publication, then a quiet moment per server: the
+	// last word on each file is taken, not the first of a burst.
+	for _, o := range open {
+		o.srv.Diagnostics(filepath.Join(h.WS.Dir(), filepath.FromSlash(o.rel)), time.Until(deadline))
+	}
 	for _, o := range open {
 		if !slices.Contains(res.Servers, o.srv.Language()) {
 			res.Servers = append(res.Servers, o.srv.Language())
+			o.srv.Settle(diagnosticsQuiet, deadline)
 		}
-		raw, ok := o.srv.Diagnostics(filepath.Join(h.WS.Dir(), filepath.FromSlash(o.rel)), time.Until(deadline))
+	}
+	for _, o := range open {
+		raw, ok := o.srv.Diagnostics(filepath.Join(h.WS.Dir(), filepath.FromSlash(o.rel)), 0)
 		if !ok {
 			res.Unanswered = append(res.Unanswered, o.rel)
 			continue

@@ -306,6 +306,26 @@ func (s *Server) Open(ctx context.Context, req events.ID, path, languageID, text
 	return c.notify(method, params)
 }
 
+// Settle waits until the server has published no diagnostics for quiet
+// (servers publish in bursts: tsserver its syntactic findings, then its
+// semantic ones), or until deadline.
+func (s *Server) Settle(quiet time.Duration, deadline time.Time) {
+	for {
+		s.mu.Lock()
+		seen := s.diagSeen
+		s.mu.Unlock()
+		wait := min(quiet, time.Until(deadline))
+		if wait <= 0 {
+			return
+		}
+		select {
+		case <-seen: // another publication: wait for quiet again
+		case <-time.After(wait):
+			return
+		}
+	}
+}
+
 // Diagnostics returns the last diagnostics the server published for path,
 // waiting up to wait for a first (or a newer) publication.
 func (s *Server) Diagnostics(path string, wait time.Duration) (json.RawMessage, bool) {
