@@ -14,13 +14,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 var tbBin string
@@ -59,21 +59,9 @@ func long(t *testing.T) {
 type rig struct {
 	ws, data string
 	host     *exec.Cmd
-	hostLog  *syncBuffer
+	hostLog  *testenv.Buffer
 	session  *sdk.ClientSession
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // newRig writes files into a fresh workspace and starts its host.
 func newRig(t *testing.T, files map[string]string) *rig {
@@ -83,7 +71,7 @@ func newRig(t *testing.T, files map[string]string) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	r := &rig{ws: filepath.Join(base, "ws"), data: filepath.Join(base, "data"), hostLog: &syncBuffer{}}
+	r := &rig{ws: filepath.Join(base, "ws"), data: filepath.Join(base, "data"), hostLog: &testenv.Buffer{}}
 	for name, text := range files {
 		p := filepath.Join(r.ws, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -116,7 +104,7 @@ func (r *rig) client(t *testing.T) {
 	cmd := exec.Command(tbBin, "--data", r.data, "mcp")
 	cmd.Dir = r.ws
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-	stderr := &syncBuffer{}
+	stderr := &testenv.Buffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

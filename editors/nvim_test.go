@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // nvim is a headless Neovim with the plugin, driven over its RPC socket
@@ -16,7 +17,7 @@ import (
 type nvim struct {
 	sock string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testenv.Buffer
 }
 
 func startNvim(t *testing.T, r *rig, file string) *nvim {
@@ -29,7 +30,7 @@ func startNvim(t *testing.T, r *rig, file string) *nvim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &nvim{sock: filepath.Join(filepath.Dir(r.ws), "nvim.sock"), log: &syncBuffer{}}
+	n := &nvim{sock: filepath.Join(filepath.Dir(r.ws), "nvim.sock"), log: &testenv.Buffer{}}
 	n.cmd = exec.Command(bin, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--listen", n.sock,
 		"--cmd", "set rtp^="+plugin, "--cmd", "runtime plugin/tracebridge.lua",
 		"-c", "lua require('tracebridge').setup({data_dir = [["+r.data+"]], debounce_ms = 20})", file)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/internal/browsertest"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // vsix builds the extension as `make vsix` does (npm run package in
@@ -79,7 +80,7 @@ func codeServer(t *testing.T, r *rig, extension string) string {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	cs := exec.Command(bin, "--auth", "none", "--bind-addr", addr, "--user-data-dir", userData, "--extensions-dir", exts,
 		"--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", "--ignore-last-opened", r.ws)
 	cs.Env, cs.Stdout, cs.Stderr = env, logs, logs

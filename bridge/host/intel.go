@@ -81,7 +81,7 @@ func (h *Host) docAt(ctx context.Context, req events.ID, a PositionArgs) (*lsp.S
 	if err := srv.Open(ctx, req, abs, langID, text); err != nil {
 		return nil, nil, err
 	}
-	params := map[string]any{"textDocument": map[string]string{"uri": lspURI(abs)}}
+	params := map[string]any{"textDocument": map[string]string{"uri": lsp.URI(abs)}}
 	if a.Line > 0 {
 		ch, err := toLSP(text, a.Line, max(a.Column, 1), srv.UTF8())
 		if err != nil {
@@ -100,8 +100,6 @@ func (h *Host) text(rel string) (string, error) {
 	b, err := h.WS.ReadFile(rel)
 	return string(b), err
 }
-
-func lspURI(abs string) string { return "file://" + filepath.ToSlash(abs) }
 
 // toLSP is the LSP character offset of 1-based byte column col on 1-based
 // line of text.
@@ -132,9 +130,8 @@ func utf16Len(r rune) int {
 }
 
 // fromLSP is the 1-based byte column of an LSP character offset on line
-// (0-based) of text.
-func fromLSP(text string, line, ch int, utf8Positions bool) int {
-	lines := strings.Split(text, "\n")
+// (0-based) of a text's lines.
+func fromLSP(lines []string, line, ch int, utf8Positions bool) int {
 	if line < 0 || line >= len(lines) {
 		return ch + 1
 	}
@@ -157,7 +154,7 @@ func fromLSP(text string, line, ch int, utf8Positions bool) int {
 // their absolute path.
 func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
 	out := make([]Location, 0, len(raw))
-	texts := map[string]string{}
+	texts := map[string][]string{} // each file's lines, split once per answer
 	for _, l := range raw {
 		u, r := l.URI, l.Range
 		if u == "" {
@@ -171,15 +168,16 @@ func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
 		if rel, err := h.WS.Relative(abs); err == nil {
 			p = rel
 		}
-		text, seen := texts[p]
+		lines, seen := texts[p]
 		if !seen {
-			text, _ = h.text(p)
-			texts[p] = text
+			text, _ := h.text(p)
+			lines = strings.Split(text, "\n")
+			texts[p] = lines
 		}
-		loc := Location{Path: p, Line: r.Start.Line + 1, Column: fromLSP(text, r.Start.Line, r.Start.Character, srv.UTF8()),
-			EndLine: r.End.Line + 1, EndColumn: fromLSP(text, r.End.Line, r.End.Character, srv.UTF8())}
+		loc := Location{Path: p, Line: r.Start.Line + 1, Column: fromLSP(lines, r.Start.Line, r.Start.Character, srv.UTF8()),
+			EndLine: r.End.Line + 1, EndColumn: fromLSP(lines, r.End.Line, r.End.Character, srv.UTF8())}
 		loc.Ref = fmt.Sprintf("[%s:%d][]", loc.Path, loc.Line)
-		if lines := strings.Split(text, "\n"); r.Start.Line < len(lines) {
+		if r.Start.Line < len(lines) {
 			loc.Text = strings.TrimSpace(lines[r.Start.Line])
 			if len(loc.Text) > 200 {
 				loc.Text = loc.Text[:200] + "…"
@@ -303,7 +301,7 @@ func (h *Host) documentSymbols(ctx context.Context, req pipe.Request) (any, erro
 		return nil, err
 	}
 	rel, _ := h.WS.Relative(a.Path)
-	uri := lspURI(filepath.Join(h.WS.Dir(), filepath.FromSlash(rel)))
+	uri := lsp.URI(filepath.Join(h.WS.Dir(), filepath.FromSlash(rel)))
 	var out []Symbol
 	var walk func([]lspSymbol, string)
 	walk = func(list []lspSymbol, container string) {

@@ -6,40 +6,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 	"github.com/tracebridge/tracebridge/store/storetest"
 )
 
-// gopls is the gopls the language tests drive: $TB_GOPLS, else gopls in
-// GOPATH/bin (where `make test` installs v0.23.0, .ci/deps), else on PATH.
+// gopls is testenv.Gopls outside make unit (-short).
 func gopls(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("drives a real language server (make test runs it)")
 	}
-	candidates := []string{os.Getenv("TB_GOPLS")}
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		candidates = append(candidates, filepath.Join(strings.TrimSpace(string(out)), "bin", "gopls"))
-	}
-	if p, err := exec.LookPath("gopls"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		if c == "" {
-			continue
-		}
-		if out, err := exec.Command(c, "version").Output(); err == nil && strings.Contains(string(out), "v0.23") {
-			return c
-		}
-	}
-	t.Fatal("gopls v0.23 is not installed: make test installs it (.ci/deps: go install golang.org/x/tools/gopls@v0.23.0), or set TB_GOPLS")
-	return ""
+	return testenv.Gopls(t)
 }
 
 const (

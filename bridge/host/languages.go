@@ -41,8 +41,9 @@ type Languages struct {
 	rec   events.Recorder
 	langs []Language
 
-	mu      sync.Mutex
-	servers map[string]*lsp.Server
+	mu        sync.Mutex
+	servers   map[string]*lsp.Server
+	installed map[string]bool // command → found on PATH, looked up once
 }
 
 // NewLanguages returns the servers for ws; langs nil: DefaultLanguages.
@@ -50,7 +51,7 @@ func NewLanguages(ws *Workspace, rec events.Recorder, langs []Language) *Languag
 	if langs == nil {
 		langs = DefaultLanguages
 	}
-	return &Languages{ws: ws, rec: rec, langs: langs, servers: map[string]*lsp.Server{}}
+	return &Languages{ws: ws, rec: rec, langs: langs, servers: map[string]*lsp.Server{}, installed: map[string]bool{}}
 }
 
 // languageIDs maps extensions to LSP language ids where they differ from
@@ -100,19 +101,29 @@ func (l *Languages) present() []*lsp.Server {
 			}
 		}
 	}
-	installed := func(lang Language) bool {
-		if len(lang.Command) == 0 {
-			return false
-		}
-		_, err := exec.LookPath(lang.Command[0])
-		return err == nil
-	}
-	sort.SliceStable(found, func(i, j int) bool { return installed(found[i]) && !installed(found[j]) })
+	sort.SliceStable(found, func(i, j int) bool { return l.isInstalled(found[i]) && !l.isInstalled(found[j]) })
 	out := make([]*lsp.Server, len(found))
 	for i, lang := range found {
 		out[i] = l.server(lang)
 	}
 	return out
+}
+
+// isInstalled says whether lang's command is on PATH (asked once: PATH does
+// not change under a running host).
+func (l *Languages) isInstalled(lang Language) bool {
+	if len(lang.Command) == 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok, seen := l.installed[lang.Command[0]]
+	if !seen {
+		_, err := exec.LookPath(lang.Command[0])
+		ok = err == nil
+		l.installed[lang.Command[0]] = ok
+	}
+	return ok
 }
 
 // unknown says why no language server answers for the whole workspace.

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/host/lsp"
@@ -124,6 +125,7 @@ func lspDiagnostics(srv *lsp.Server, rel, text string, raw json.RawMessage) []Di
 		} `json:"diagnostics"`
 	}
 	json.Unmarshal(raw, &p)
+	lines := strings.Split(text, "\n")
 	var out []Diagnostic
 	for _, d := range p.Diagnostics {
 		sev := "error"
@@ -138,8 +140,8 @@ func lspDiagnostics(srv *lsp.Server, rel, text string, raw json.RawMessage) []Di
 			}
 			code = s
 		}
-		out = append(out, Diagnostic{File: path.Clean(rel), Line: d.Range.Start.Line + 1, Column: fromLSP(text, d.Range.Start.Line, d.Range.Start.Character, srv.UTF8()),
-			EndLine: d.Range.End.Line + 1, EndColumn: fromLSP(text, d.Range.End.Line, d.Range.End.Character, srv.UTF8()),
+		out = append(out, Diagnostic{File: path.Clean(rel), Line: d.Range.Start.Line + 1, Column: fromLSP(lines, d.Range.Start.Line, d.Range.Start.Character, srv.UTF8()),
+			EndLine: d.Range.End.Line + 1, EndColumn: fromLSP(lines, d.Range.End.Line, d.Range.End.Character, srv.UTF8()),
 			Severity: sev, Source: d.Source, Code: code, Message: d.Message})
 	}
 	return out

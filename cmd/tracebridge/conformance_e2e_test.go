@@ -26,6 +26,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // conformanceDir holds the MCP conformance suite, the Node 24 that runs
@@ -52,7 +53,7 @@ func startReferenceServer(t *testing.T, dir, node string) string {
 	cmd := exec.Command(node, "everything-server.ts")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

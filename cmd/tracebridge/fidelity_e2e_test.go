@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // A server without resources/templates/list (an optional method) still has
@@ -67,7 +68,7 @@ func startLinePeer(t *testing.T, data string, env ...string) *linePeer {
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = &lockedBuffer{}
+	cmd.Stderr = &testenv.Buffer{}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // npmServer is the path of a third-party MCP server's entry point, installed
@@ -273,7 +274,7 @@ func canaryHits(t *testing.T, dir, canary string) []string {
 // handlers).
 func startBridgeWith(t *testing.T, bin, data, proto string, copts *sdk.ClientOptions, env ...string) *mcpChild {
 	t.Helper()
-	b := &mcpChild{stderr: &lockedBuffer{}, data: data}
+	b := &mcpChild{stderr: &testenv.Buffer{}, data: data}
 	cmd := exec.Command(bin, "--data", data, "mcp")
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
 	cmd.Stderr = b.stderr
@@ -570,7 +571,7 @@ func TestGatewayStreamableHTTPUpstream(t *testing.T) {
 	port := freePort(t)
 	srv := exec.Command("node", everything, "streamableHttp")
 	srv.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	var srvErr lockedBuffer
+	var srvErr testenv.Buffer
 	srv.Stderr = &srvErr
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

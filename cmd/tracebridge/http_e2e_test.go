@@ -17,19 +17,20 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // startHTTPBridge runs `tracebridge mcp --http` on a free port with env
 // and returns its URL, the bearer token, its stderr and the process (killed
 // at cleanup), once it listens.
-func startHTTPBridge(t testing.TB, data string, env ...string) (url, token string, stderr *lockedBuffer, cmd *exec.Cmd) {
+func startHTTPBridge(t testing.TB, data string, env ...string) (url, token string, stderr *testenv.Buffer, cmd *exec.Cmd) {
 	t.Helper()
 	tok, err := exec.Command(tbBin, "--data", data, "token").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	stderr = &lockedBuffer{}
+	stderr = &testenv.Buffer{}
 	cmd = exec.Command(tbBin, "--data", data, "--log-level", "warn", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
 	cmd.Stderr = stderr
@@ -93,7 +94,7 @@ func TestMCPOverHTTP(t *testing.T) {
 			if !slices.Contains(names, "regex_text_search") || !slices.Contains(names, "everything__echo") {
 				t.Fatalf("tools over HTTP: %v", names)
 			}
-			b := &mcpChild{session: s, stderr: &lockedBuffer{}, data: data}
+			b := &mcpChild{session: s, stderr: &testenv.Buffer{}, data: data}
 			if _, _, code := b.call(t, "regex_text_search", map[string]any{"query": "x", "text": "x"}); code != "" {
 				t.Fatal(code)
 			}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // inspector runs the MCP Inspector's CLI (testdata/conformance pins
@@ -15,7 +17,7 @@ func inspector(t *testing.T, args ...string) string {
 	dir, node := conformanceDir(t)
 	cmd := exec.Command(node, append([]string{filepath.Join(dir, "node_modules", ".bin", "inspector"), "--cli"}, args...)...)
 	cmd.Env = append(os.Environ(), "MCP_CATALOG_PATH="+filepath.Join(t.TempDir(), "catalog.json"))
-	var stderr lockedBuffer
+	var stderr testenv.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -12,31 +12,15 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
-
-// goplsBin is gopls v0.23 (make test installs it in GOPATH/bin; TB_GOPLS
-// names another). The language tests fail, never skip, without it.
-func goplsBin(t *testing.T) string {
-	t.Helper()
-	candidates := []string{os.Getenv("TB_GOPLS")}
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		candidates = append(candidates, filepath.Join(strings.TrimSpace(string(out)), "bin", "gopls"))
-	}
-	for _, c := range candidates {
-		if out, err := exec.Command(c, "version").Output(); c != "" && err == nil && strings.Contains(string(out), "v0.23") {
-			return c
-		}
-	}
-	t.Fatal("gopls v0.23 is not installed: make test installs it (.ci/deps), or set TB_GOPLS")
-	return ""
-}
 
 // Through equals direct: find_references through the bridge and the host
 // answers what gopls answers directly (its own CLI, same workspace, same
 // run); the session re-drives offline with no gopls anywhere.
 func TestLanguageToolsThroughTheBridge(t *testing.T) {
 	long(t)
-	gopls := goplsBin(t)
+	gopls := testenv.Gopls(t)
 	base := t.TempDir()
 	data, ws := filepath.Join(base, "data"), filepath.Join(base, "ws")
 	os.MkdirAll(filepath.Join(ws, "auth"), 0o755)

@@ -20,6 +20,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -160,7 +161,7 @@ func rawSession(t *testing.T, data string, lines ...string) ([]string, int, stri
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
-	var stderr lockedBuffer
+	var stderr testenv.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,31 +12,15 @@ import (
 
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 	"github.com/tracebridge/tracebridge/store/storetest"
 )
 
 // mcpChild is a real `tracebridge mcp` child driven by the SDK client.
 type mcpChild struct {
 	session *sdk.ClientSession
-	stderr  *lockedBuffer
+	stderr  *testenv.Buffer
 	data    string
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startBridge launches bin as an MCP server on data with extra environment

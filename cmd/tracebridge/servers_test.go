@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // Each client's format imports into [servers.*] sections that config
@@ -136,7 +137,7 @@ func TestServersImportThenUse(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	cmd := exec.Command(tbBin, append([]string{"--data", data}, entry.Args...)...)
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
-	b := &mcpChild{stderr: &lockedBuffer{}, data: data}
+	b := &mcpChild{stderr: &testenv.Buffer{}, data: data}
 	cmd.Stderr = b.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

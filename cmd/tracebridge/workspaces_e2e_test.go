@@ -16,6 +16,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // startBridgeRoots is a bridge whose client declares roots (file:// URIs of
@@ -28,7 +29,7 @@ func startBridgeRoots(t *testing.T, data string, dirs []string, env ...string) *
 // directory cwd ("" for the test's).
 func startBridgeRootsIn(t *testing.T, cwd, data string, dirs []string, env ...string) *mcpChild {
 	t.Helper()
-	b := &mcpChild{stderr: &lockedBuffer{}, data: data}
+	b := &mcpChild{stderr: &testenv.Buffer{}, data: data}
 	cmd := exec.Command(tbBin, "--data", data, "mcp")
 	cmd.Dir = cwd
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)

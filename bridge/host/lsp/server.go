@@ -143,7 +143,7 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 
 	ictx, cancel := context.WithTimeout(ctx, max(time.Minute, s.cfg.Timeout))
 	defer cancel()
-	root := uri(s.cfg.Root)
+	root := URI(s.cfg.Root)
 	init, err := c.call(ictx, "initialize", map[string]any{
 		"processId": os.Getpid(), "rootUri": root, "rootPath": s.cfg.Root,
 		"workspaceFolders": []any{map[string]string{"uri": root, "name": filepath.Base(s.cfg.Root)}},
@@ -290,7 +290,7 @@ func (s *Server) Open(ctx context.Context, req events.ID, path, languageID, text
 	if err != nil {
 		return err
 	}
-	u := uri(path)
+	u := URI(path)
 	s.mu.Lock()
 	v, open := s.opened[u]
 	s.opened[u] = v + 1
@@ -329,7 +329,7 @@ func (s *Server) Settle(quiet time.Duration, deadline time.Time) {
 // Diagnostics returns the last diagnostics the server published for path,
 // waiting up to wait for a first (or a newer) publication.
 func (s *Server) Diagnostics(path string, wait time.Duration) (json.RawMessage, bool) {
-	u := uri(path)
+	u := URI(path)
 	deadline := time.After(wait)
 	for {
 		s.mu.Lock()
@@ -368,8 +368,8 @@ func (s *Server) Close() {
 	proc.KillGroup(cmd.Process.Pid)
 }
 
-// uri is a file URI for an absolute path.
-func uri(path string) string {
+// URI is the file URI of an absolute path, escaped as servers expect.
+func URI(path string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
 }
 
