@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -22,11 +23,28 @@ import (
 var md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough), goldmark.WithParserOptions(localLinkPolicy))
 
 // renderReview renders a review document. Its [file:line][] references
-// become links to the workspace view at that line.
-func renderReview(src string) template.HTML {
+// become links to the workspace view at that line; its symbol references
+// ([text](function:Name)) too, where the host resolved them (refs), else
+// struck through, or plain text where it did not look them up.
+func renderReview(src string, refs []host.Ref) template.HTML {
 	var defs strings.Builder
 	seen := map[string]bool{}
+	for _, ref := range refs {
+		if ref.Symbol == "" {
+			continue
+		}
+		label := ref.Text[1:strings.LastIndex(ref.Text, "](")]
+		to := "~~" + label + "~~"
+		if ref.OK && !filepath.IsAbs(ref.Path) {
+			to = fmt.Sprintf("[%s](/workspace?file=%s#L%d)", label, url.QueryEscape(ref.Path), ref.Line)
+		}
+		src = strings.ReplaceAll(src, ref.Text, to)
+	}
 	for _, ref := range host.ParseRefs(src) {
+		if ref.Symbol != "" { // one the host did not resolve: its text
+			src = strings.ReplaceAll(src, ref.Text, ref.Text[1:strings.LastIndex(ref.Text, "](")])
+			continue
+		}
 		label := strings.TrimSuffix(strings.TrimPrefix(ref.Text, "["), "][]")
 		if seen[strings.ToLower(label)] {
 			continue

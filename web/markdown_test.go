@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/bridge/host"
 )
 
 var hostile = []string{
@@ -40,17 +42,17 @@ func unsafeHTML(out string) string {
 
 func TestReviewHTMLIsSanitized(t *testing.T) {
 	for _, src := range hostile {
-		if bad := unsafeHTML(string(renderReview(src))); bad != "" {
-			t.Errorf("%q rendered with %s:\n%s", src, bad, renderReview(src))
+		if bad := unsafeHTML(string(renderReview(src, nil))); bad != "" {
+			t.Errorf("%q rendered with %s:\n%s", src, bad, renderReview(src, nil))
 		}
 	}
-	if out := string(renderReview("`<script>` stays code")); !strings.Contains(out, "<code>&lt;script&gt;</code>") {
+	if out := string(renderReview("`<script>` stays code", nil)); !strings.Contains(out, "<code>&lt;script&gt;</code>") {
 		t.Errorf("inline code: %s", out)
 	}
 }
 
 func TestReviewReferencesLinkToTheLine(t *testing.T) {
-	out := string(renderReview("# R\n\nSee [svc/a b.go:12][] and [svc/c.go:3:7][], twice [svc/a b.go:12][]; not [x.go:y][]."))
+	out := string(renderReview("# R\n\nSee [svc/a b.go:12][] and [svc/c.go:3:7][], twice [svc/a b.go:12][]; not [x.go:y][].", nil))
 	for _, want := range []string{
 		`<a href="/workspace?file=svc%2Fa+b.go#L12">svc/a b.go:12</a>`,
 		`<a href="/workspace?file=svc%2Fc.go#L3">svc/c.go:3:7</a>`,
@@ -81,7 +83,7 @@ func FuzzRenderReview(f *testing.F) {
 	}
 	f.Add("# T\n\n[a.go:1][] [b.go:2:3][]\n\n| a | b |\n|---|---|\n| <b>x</b> | y |\n")
 	f.Fuzz(func(t *testing.T, src string) {
-		out := string(renderReview(src))
+		out := string(renderReview(src, nil))
 		if bad := unsafeHTML(out); bad != "" {
 			t.Fatalf("%q rendered with %s:\n%s", src, bad, out)
 		}
@@ -98,7 +100,7 @@ func TestReviewLinksToLocalServicesAreInert(t *testing.T) {
 		"//127.0.0.1:9999/log", "https://127.9.9.9/",
 	} {
 		for _, src := range []string{"see [the log](" + dest + ") now", "<" + dest + ">", "![img](" + dest + ")", "[r][]\n\n[r]: " + dest} {
-			out := string(renderReview(src))
+			out := string(renderReview(src, nil))
 			if strings.Contains(out, "href=") || strings.Contains(out, "src=") {
 				t.Errorf("%q rendered a live link:\n%s", src, out)
 			}
@@ -109,7 +111,7 @@ func TestReviewLinksToLocalServicesAreInert(t *testing.T) {
 	}
 	// Other links and the workspace references stay links.
 	for _, src := range []string{"[docs](https://go.dev/doc/)", "[a.go:1][]", "[rel](/runs)"} {
-		if out := string(renderReview(src)); !strings.Contains(out, "<a href=") {
+		if out := string(renderReview(src, nil)); !strings.Contains(out, "<a href=") {
 			t.Errorf("%q lost its link:\n%s", src, out)
 		}
 	}
@@ -117,10 +119,31 @@ func TestReviewLinksToLocalServicesAreInert(t *testing.T) {
 
 // A Dialectic reference written as code is a link to its line too.
 func TestBacktickReferencesLink(t *testing.T) {
-	out := string(renderReview("See [`svc/a.go:12`][] and [svc/b.go:3-5][]."))
+	out := string(renderReview("See [`svc/a.go:12`][] and [svc/b.go:3-5][].", nil))
 	for _, want := range []string{`<a href="/workspace?file=svc%2Fa.go#L12"><code>svc/a.go:12</code></a>`, `<a href="/workspace?file=svc%2Fb.go#L3">svc/b.go:3-5</a>`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %s in\n%s", want, out)
 		}
+	}
+}
+
+// A symbol reference the host resolved links to its line; one it could not
+// (or one resolved outside the workspace) is struck through; one it did not
+// look up is its text.
+func TestSymbolReferencesLinkWhereResolved(t *testing.T) {
+	src := "[check](function:ValidateToken), [which](function:Valid), [fmt](function:Println) and [raw](class:Nope)"
+	refs := []host.Ref{
+		{Text: "[check](function:ValidateToken)", Symbol: "function:ValidateToken", Path: "auth/a.go", Line: 4, OK: true},
+		{Text: "[which](function:Valid)", Symbol: "function:Valid", Problem: "2 symbols"},
+		{Text: "[fmt](function:Println)", Symbol: "function:Println", Path: "/usr/lib/go/src/fmt/print.go", Line: 313, OK: true},
+	}
+	out := string(renderReview(src, refs))
+	for _, want := range []string{`<a href="/workspace?file=auth%2Fa.go#L4">check</a>`, `<del>which</del>`, `<del>fmt</del>`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "function:") || strings.Contains(out, "class:") || strings.Count(out, "<a ") != 1 || !strings.Contains(out, " and raw") {
+		t.Errorf("rendered:\n%s", out)
 	}
 }

@@ -524,7 +524,7 @@ func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) {
 			d.HostError = err.Error()
 		} else {
 			d.Shown = &shown
-			d.HTML = renderReview(shown.Content)
+			d.HTML = renderReview(shown.Content, shown.Refs)
 			d.Commit = commitMessage(shown.Content)
 		}
 	}

@@ -391,20 +391,21 @@ type Presented struct {
 	Refs    []Ref  `json:"refs"`
 }
 
-func (h *Host) present(_ context.Context, req pipe.Request) (any, error) {
+func (h *Host) present(ctx context.Context, req pipe.Request) (any, error) {
 	var a PresentArgs
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
+	rid, _ := events.ParseID(req.RequestID)
+	find := func(name string) ([]Symbol, error) { return h.symbols(ctx, rid, name, "") }
 	// Kept and shown redacted: the review is evidence, on disk and in the UI.
-	v, err := h.Reviews.Present(scrub(h.Rec, a.Content), a.BaseURI, a.Mode, a.Section)
+	v, err := h.Reviews.Present(scrub(h.Rec, a.Content), a.BaseURI, a.Mode, a.Section, find)
 	if err != nil {
 		return nil, coded(err)
 	}
 	sum := v.Summary()
 	if h.Rec != nil {
-		req, _ := events.ParseID(req.RequestID)
-		h.Rec.Emit(events.Event{Kind: events.KindReviewPresented, RequestID: req, Outcome: events.OK, Attrs: events.A("workspace", h.WS.Dir(), "version", strconv.Itoa(v.Version), "mode", v.Mode, "section", v.Section, "content", v.Content, "bytes", strconv.Itoa(sum.Bytes), "refs", strconv.Itoa(sum.Refs), "brokenRefs", strconv.Itoa(sum.BrokenRefs))})
+		h.Rec.Emit(events.Event{Kind: events.KindReviewPresented, RequestID: rid, Outcome: events.OK, Attrs: events.A("workspace", h.WS.Dir(), "version", strconv.Itoa(v.Version), "mode", v.Mode, "section", v.Section, "content", v.Content, "bytes", strconv.Itoa(sum.Bytes), "refs", strconv.Itoa(sum.Refs), "brokenRefs", strconv.Itoa(sum.BrokenRefs))})
 	}
 	h.Editors().Broadcast(pipe.NotifyReviewPresented, sum)
 	msg := fmt.Sprintf("Review version %d presented to the operator (%d bytes, %d references", v.Version, sum.Bytes, sum.Refs)

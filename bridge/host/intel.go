@@ -341,9 +341,24 @@ func (h *Host) findSymbol(ctx context.Context, req pipe.Request) (any, error) {
 	if a.Limit <= 0 {
 		a.Limit = 100
 	}
+	rid, _ := events.ParseID(req.RequestID)
+	out, err := h.symbols(ctx, rid, a.Query, a.Language)
+	if err != nil {
+		return nil, err
+	}
+	total := len(out)
+	if len(out) > a.Limit {
+		out = out[:a.Limit]
+	}
+	return map[string]any{"symbols": orEmpty(out), "count": total, "truncated": total > len(out)}, nil
+}
+
+// symbols asks the language servers of the workspace (or of language)
+// for the symbols matching query.
+func (h *Host) symbols(ctx context.Context, rid events.ID, query, language string) ([]Symbol, error) {
 	servers := h.Languages().present()
-	if a.Language != "" {
-		srv, err := h.Languages().byName(a.Language)
+	if language != "" {
+		srv, err := h.Languages().byName(language)
 		if err != nil {
 			return nil, err
 		}
@@ -352,12 +367,11 @@ func (h *Host) findSymbol(ctx context.Context, req pipe.Request) (any, error) {
 	if len(servers) == 0 {
 		return nil, &events.Err{Code: events.CodeLanguageServerUnavailable, Msg: h.Languages().unknown() + ": name a language"}
 	}
-	rid, _ := events.ParseID(req.RequestID)
 	var out []Symbol
 	var firstErr error
 	for _, srv := range servers {
 		var raw []lspSymbol
-		if err := srv.Call(ctx, rid, "workspace/symbol", map[string]string{"query": a.Query}, &raw); err != nil {
+		if err := srv.Call(ctx, rid, "workspace/symbol", map[string]string{"query": query}, &raw); err != nil {
 			firstErr = cmpErr(firstErr, err)
 			continue
 		}
@@ -370,11 +384,7 @@ func (h *Host) findSymbol(ctx context.Context, req pipe.Request) (any, error) {
 	if out == nil && firstErr != nil {
 		return nil, firstErr
 	}
-	total := len(out)
-	if len(out) > a.Limit {
-		out = out[:a.Limit]
-	}
-	return map[string]any{"symbols": orEmpty(out), "count": total, "truncated": total > len(out)}, nil
+	return out, nil
 }
 
 func cmpErr(first, err error) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/internal/testenv"
 	"github.com/tracebridge/tracebridge/store/storetest"
@@ -394,5 +395,63 @@ func TestTypeScriptLanguageServerAnswers(t *testing.T) {
 	}
 	if syms := string(ask("lsp.document_symbols", DocumentArgs{Path: "src/auth.ts"})["symbols"]); !strings.Contains(syms, `"name":"validateToken","kind":"function"`) {
 		t.Fatalf("document symbols: %s", syms)
+	}
+}
+
+// A review's [text](function:Name) references are resolved by the language
+// server when presented, each name asked once, under the call's request.
+func TestReviewSymbolsResolvedByTheLanguageServer(t *testing.T) {
+	bin := gopls(t)
+	h, log := langHost(t, []Language{{Name: "go", Command: []string{bin}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: time.Minute}})
+	os.WriteFile(filepath.Join(h.WS.Dir(), "c.go"), []byte("package m\n\n// Token is a credential.\ntype Token struct{}\n\ntype Key struct{}\n\nfunc (Token) Valid() bool { return true }\n\nfunc (Key) Valid() bool { return false }\n"), 0o644)
+	var err error
+	if h.Reviews, err = OpenReviews(h.WS, t.TempDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	review := "# R\n\n[check](function:ValidateToken), [again](function:m.ValidateToken), [the type](class:Token), " +
+		"[its method](function:Token.Valid), [which one](function:Valid), [not a class](class:ValidateToken), [b.go:4][]\n"
+	out, err := call(t, h, pipe.CmdPresentReview, PresentArgs{Content: review, Mode: ModeReplace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Presented
+	json.Unmarshal(out, &p)
+	var got []string
+	for _, r := range p.Refs {
+		if r.OK {
+			got = append(got, fmt.Sprintf("%s=%s:%d", r.Symbol, r.Path, r.Line))
+		} else {
+			got = append(got, fmt.Sprintf("%s broken: %s", r.Symbol, r.Problem))
+		}
+	}
+	want := []string{"function:ValidateToken=a.go:4", "function:m.ValidateToken=a.go:4", "class:Token=c.go:4", "function:Token.Valid=c.go:8",
+		"function:Valid broken: 2 symbols are functions named Valid (c.go:8, c.go:10): write the one meant as [file:line][]",
+		"class:ValidateToken broken: the language server knows no class named ValidateToken", "=b.go:4"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("refs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(p.Message, "7 references, 2 broken") {
+		t.Fatalf("message: %s", p.Message)
+	}
+
+	log.Emitter.FlushAll(t.Context())
+	all, _ := log.Store.Range(1, 100000)
+	queries := map[string]int{}
+	for _, e := range all {
+		if e.Kind == events.KindLSPRequest && e.Attrs.Get("method") == "workspace/symbol" {
+			if e.RequestID.IsZero() {
+				t.Fatalf("a lookup without the review's request: %+v", e)
+			}
+			queries[e.RequestID.String()]++
+		}
+	}
+	// ValidateToken, Token, Valid: asked once each, all under one request.
+	if len(queries) != 1 {
+		t.Fatalf("workspace/symbol requests by request id: %v", queries)
+	}
+	for _, n := range queries {
+		if n != 3 {
+			t.Fatalf("%d workspace/symbol requests, want 3 (one per name)", n)
+		}
 	}
 }

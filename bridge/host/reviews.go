@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +40,10 @@ type Ref struct {
 	Line    int    `json:"line"`
 	EndLine int    `json:"endLine,omitempty"` // [file:12-20][]: a range of lines
 	Column  int    `json:"column,omitempty"`
+	// Symbol is what a [text](function:Name) reference names
+	// ("function:Name", "class:Name", "symbol:Name"); the language
+	// server's answer fills Path and Line.
+	Symbol  string `json:"symbol,omitempty"`
 	OK      bool   `json:"ok"`
 	Problem string `json:"problem,omitempty"`
 }
@@ -109,10 +115,15 @@ func OpenReviews(ws *Workspace, dir string, now func() time.Time) (*Reviews, err
 	return r, nil
 }
 
+// SymbolFinder looks names up in the workspace's language servers (nil:
+// none answers).
+type SymbolFinder func(name string) ([]Symbol, error)
+
 // Present applies content to the document in mode and keeps the result as a
 // new version. update-section replaces the body of the heading named
-// section, up to the next heading of the same or a higher level.
-func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion, error) {
+// section, up to the next heading of the same or a higher level. Symbol
+// references are resolved with find.
+func (r *Reviews) Present(content, baseURI, mode, section string, find SymbolFinder) (ReviewVersion, error) {
 	switch {
 	case strings.TrimSpace(content) == "":
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Content parameter is required: the review's markdown"}
@@ -152,7 +163,7 @@ func (r *Reviews) Present(content, baseURI, mode, section string) (ReviewVersion
 		return ReviewVersion{}, &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("the review would grow to %d bytes with this %s; a review holds at most %d: present a shorter one with mode replace", len(doc), mode, MaxReviewBytes)}
 	}
 	v := ReviewVersion{Version: len(r.versions) + 1, Content: doc, BaseURI: baseURI, Mode: mode, Section: section,
-		Refs: r.check(ParseRefs(doc), baseDir(r.ws, baseURI)), Time: r.now().UTC(), Note: note}
+		Refs: r.check(ParseRefs(doc), baseDir(r.ws, baseURI), find), Time: r.now().UTC(), Note: note}
 	r.versions = append(r.versions, v)
 	b, err := json.MarshalIndent(r.versions, "", "  ")
 	if err == nil {
@@ -214,6 +225,63 @@ func (r *Reviews) Version(n int) (ReviewVersion, error) {
 	return r.versions[n-1], nil
 }
 
+// MaxReviewSymbols caps the distinct symbols one presentation asks the
+// language servers about.
+const MaxReviewSymbols = 32
+
+// symbolKindsOf are the language server kinds each reference kind accepts.
+var symbolKindsOf = map[string][]string{
+	"function": {"function", "method", "constructor"},
+	"class":    {"class", "struct", "interface", "enum"},
+}
+
+// resolveSymbol finds what kind:Name names: exactly one symbol of that kind
+// and name (gopls names a method Type.Method).
+func resolveSymbol(sym string, find SymbolFinder, asked int) Ref {
+	kind, name, _ := strings.Cut(sym, ":")
+	switch {
+	case find == nil:
+		return Ref{Problem: "no language server answers for this workspace: write it as [file:line][]"}
+	case asked >= MaxReviewSymbols:
+		return Ref{Problem: fmt.Sprintf("not looked up: a review resolves at most %d distinct symbols", MaxReviewSymbols)}
+	}
+	qual, short := "", name
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		qual, short = name[:i], name[i+1:]
+	}
+	found, err := find(short)
+	if err != nil {
+		return Ref{Problem: events.AsErr(err, events.CodeLanguageServerFailed).Msg}
+	}
+	var exact []Symbol
+	for _, s := range found {
+		named := s.Name == name // gopls names a method Type.Method
+		if qual == "" {
+			named = named || strings.HasSuffix(s.Name, "."+short)
+		} else if s.Name == short {
+			// Type.Method or pkg.Func: the container says which
+			named = s.Container == qual || strings.HasSuffix(s.Container, "/"+qual) || strings.HasSuffix(s.Container, "."+qual)
+		}
+		if named && (kind == "symbol" || slices.Contains(symbolKindsOf[kind], s.Kind)) {
+			exact = append(exact, s)
+		}
+	}
+	switch len(exact) {
+	case 0:
+		return Ref{Problem: fmt.Sprintf("the language server knows no %s named %s", kind, name)}
+	case 1:
+		return Ref{Path: exact[0].Path, Line: exact[0].Line, Column: exact[0].Column, OK: true}
+	}
+	sort.Slice(exact, func(i, j int) bool {
+		return exact[i].Path < exact[j].Path || exact[i].Path == exact[j].Path && exact[i].Line < exact[j].Line
+	})
+	var where []string
+	for _, s := range exact[:min(len(exact), 3)] {
+		where = append(where, fmt.Sprintf("%s:%d", s.Path, s.Line))
+	}
+	return Ref{Problem: fmt.Sprintf("%d symbols are %ss named %s (%s): write the one meant as [file:line][]", len(exact), kind, name, strings.Join(where, ", "))}
+}
+
 var headingRE = regexp.MustCompile(`^(#{1,6})[ \t]+(.*?)[ \t#]*$`)
 
 // replaceSection replaces the body under the heading titled section.
@@ -255,35 +323,87 @@ func replaceSection(doc, section, body string) (string, []string) {
 // writes them: [`src/auth.ts:23`][].
 var refRE = regexp.MustCompile("\\[(`?)([^\\[\\]\\n:`]+):(\\d{1,9})(?:-(\\d{1,9})|:(\\d{1,9}))?(`?)\\]\\[\\]")
 
+// symbolRefRE matches the references Dialectic resolves through the IDE:
+// [text](function:Name), [text](class:Name), [text](symbol:Name).
+var symbolRefRE = regexp.MustCompile(`\[([^\[\]\n]*)\]\((function|class|symbol):([A-Za-z_$][A-Za-z0-9_$.]{0,200})\)`)
+
 // ParseRefs finds the references of a markdown text, in order.
 func ParseRefs(md string) []Ref {
+	type at struct {
+		pos int
+		ref Ref
+	}
+	var found []at
+	for _, m := range symbolRefRE.FindAllStringSubmatchIndex(md, -1) {
+		found = append(found, at{m[0], Ref{Text: md[m[0]:m[1]], Symbol: md[m[4]:m[5]] + ":" + md[m[6]:m[7]]}})
+	}
+	for _, m := range refRE.FindAllStringSubmatchIndex(md, -1) {
+		if ref, ok := fileRef(md, m); ok {
+			found = append(found, at{m[0], ref})
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].pos < found[j].pos })
 	var out []Ref
-	for _, m := range refRE.FindAllStringSubmatch(md, -1) {
-		if m[1] != m[6] {
-			continue // a backtick on one side only: not a reference
-		}
-		line, _ := strconv.Atoi(m[3])
-		end, col := 0, 0
-		if m[4] != "" {
-			end, _ = strconv.Atoi(m[4])
-		}
-		if m[5] != "" {
-			col, _ = strconv.Atoi(m[5])
-		}
-		path := strings.TrimSpace(m[2])
-		if path == "" {
-			continue // "[ :3][]" names no file
-		}
-		out = append(out, Ref{Text: m[0], Path: path, Line: line, EndLine: end, Column: col})
+	for _, f := range found {
+		out = append(out, f.ref)
 	}
 	return out
 }
 
+// fileRef is the [file:line][] reference refRE matched at m.
+func fileRef(md string, m []int) (Ref, bool) {
+	group := func(i int) string {
+		if m[2*i] < 0 {
+			return ""
+		}
+		return md[m[2*i]:m[2*i+1]]
+	}
+	{
+		if group(1) != group(6) {
+			return Ref{}, false // a backtick on one side only: not a reference
+		}
+		line, _ := strconv.Atoi(group(3))
+		end, col := 0, 0
+		if g := group(4); g != "" {
+			end, _ = strconv.Atoi(g)
+		}
+		if g := group(5); g != "" {
+			col, _ = strconv.Atoi(g)
+		}
+		path := strings.TrimSpace(group(2))
+		if path == "" {
+			return Ref{}, false // "[ :3][]" names no file
+		}
+		return Ref{Text: group(0), Path: path, Line: line, EndLine: end, Column: col}, true
+	}
+}
+
 // check resolves each reference in the workspace: the file must exist and
-// have the line.
-func (r *Reviews) check(refs []Ref, base string) []Ref {
+// have the line; a symbol must be known to a language server, once.
+func (r *Reviews) check(refs []Ref, base string, find SymbolFinder) []Ref {
+	symbols := map[string]Ref{} // symbol → its resolution
+	if find != nil {
+		asked := map[string][]Symbol{} // function:X and class:X ask once
+		errs := map[string]error{}
+		inner := find
+		find = func(name string) ([]Symbol, error) {
+			if _, ok := asked[name]; !ok && errs[name] == nil {
+				asked[name], errs[name] = inner(name)
+			}
+			return asked[name], errs[name]
+		}
+	}
 	for i := range refs {
 		ref := &refs[i]
+		if ref.Symbol != "" {
+			res, ok := symbols[ref.Symbol]
+			if !ok {
+				res = resolveSymbol(ref.Symbol, find, len(symbols))
+				symbols[ref.Symbol] = res
+			}
+			ref.Path, ref.Line, ref.Column, ref.OK, ref.Problem = res.Path, res.Line, res.Column, res.OK, res.Problem
+			continue
+		}
 		if base != "" {
 			ref.Path = path.Join(base, ref.Path)
 		}

@@ -26,11 +26,11 @@ func newReviews(t *testing.T) (*Reviews, *tree, string) {
 
 func TestReviewModesAndVersions(t *testing.T) {
 	r, tr, dir := newReviews(t)
-	v1, err := r.Present("# Review\n\n## Summary\nfirst\n\n## Risks\nnone\n", "file:///ws", ModeReplace, "")
+	v1, err := r.Present("# Review\n\n## Summary\nfirst\n\n## Risks\nnone\n", "file:///ws", ModeReplace, "", nil)
 	if err != nil || v1.Version != 1 {
 		t.Fatal(v1, err)
 	}
-	v2, _ := r.Present("## Next\nship [a.go:3][] and [a.go:99][] and [gone.go:1][] and [../outside/sentinel.txt:1][]", "", ModeAppend, "")
+	v2, _ := r.Present("## Next\nship [a.go:3][] and [a.go:99][] and [gone.go:1][] and [../outside/sentinel.txt:1][]", "", ModeAppend, "", nil)
 	if !strings.HasPrefix(v2.Content, v1.Content[:len(v1.Content)-1]) || !strings.Contains(v2.Content, "## Next") {
 		t.Fatalf("append:\n%s", v2.Content)
 	}
@@ -41,7 +41,7 @@ func TestReviewModesAndVersions(t *testing.T) {
 	if !ok["[a.go:3][]"] || ok["[a.go:99][]"] || ok["[gone.go:1][]"] || ok["[../outside/sentinel.txt:1][]"] || len(v2.Refs) != 4 {
 		t.Fatalf("refs %+v", v2.Refs)
 	}
-	v3, err := r.Present("changed\n", "", ModeUpdateSection, "summary")
+	v3, err := r.Present("changed\n", "", ModeUpdateSection, "summary", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestReviewModesAndVersions(t *testing.T) {
 	}
 	// A missing section is added at the end, and the result says so and
 	// names the headings the review had (as Dialectic's MVP does).
-	v4, err := r.Present("x", "", ModeUpdateSection, "Nope")
+	v4, err := r.Present("x", "", ModeUpdateSection, "Nope", nil)
 	if err != nil || !strings.Contains(v4.Note, "Summary, Risks") || !strings.HasSuffix(v4.Content, "## Nope\n\nx\n") {
 		t.Fatalf("missing section: %v %+v", err, v4)
 	}
@@ -114,7 +114,7 @@ func TestReviewValidationMessages(t *testing.T) {
 		{"x", ModeAppend, "S", "section is only used with mode update-section"},
 		{strings.Repeat("x", MaxReviewBytes+1), ModeReplace, "", "the limit is"},
 	} {
-		_, err := r.Present(tc.content, "", tc.mode, tc.section)
+		_, err := r.Present(tc.content, "", tc.mode, tc.section, nil)
 		var re *events.Err
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Present(%q, %q): %v, want %q", tc.mode, tc.section, err, tc.want)
@@ -128,9 +128,10 @@ func TestReviewValidationMessages(t *testing.T) {
 func FuzzParseRefs(f *testing.F) {
 	f.Add("see [src/a.go:12][] and [b.go:3:7][]")
 	f.Add("[x:][] [:1][] [a:1]")
+	f.Add("[v](function:ValidateToken) [t](class:a.B) [](symbol:x) [y](function:)")
 	f.Fuzz(func(t *testing.T, md string) {
 		for _, ref := range ParseRefs(md) {
-			if !strings.Contains(md, ref.Text) || ref.Path == "" || ref.Line < 0 || ref.Column < 0 || !utf8.ValidString(ref.Path) && utf8.ValidString(md) {
+			if !strings.Contains(md, ref.Text) || (ref.Path == "") == (ref.Symbol == "") || ref.Line < 0 || ref.Column < 0 || !utf8.ValidString(ref.Path) && utf8.ValidString(md) {
 				t.Fatalf("ref %+v from %q", ref, md)
 			}
 		}
@@ -139,9 +140,10 @@ func FuzzParseRefs(f *testing.F) {
 
 // Dialectic writes references as code, and as ranges: both are references.
 func TestRefsInDialecticsForms(t *testing.T) {
-	refs := ParseRefs("See [`src/auth.ts:23`][], [src/a.go:3-7][], [`b.go:2:5`][] and [src/a.go:9][]; not [`x.go:1][] nor [a.go:x][].")
+	refs := ParseRefs("See [`src/auth.ts:23`][], [it](function:auth.Check), [src/a.go:3-7][], [`b.go:2:5`][] and [src/a.go:9][]; not [`x.go:1][] nor [a.go:x][] nor [z](method:Z).")
 	want := []Ref{
 		{Text: "[`src/auth.ts:23`][]", Path: "src/auth.ts", Line: 23},
+		{Text: "[it](function:auth.Check)", Symbol: "function:auth.Check"},
 		{Text: "[src/a.go:3-7][]", Path: "src/a.go", Line: 3, EndLine: 7},
 		{Text: "[`b.go:2:5`][]", Path: "b.go", Line: 2, Column: 5},
 		{Text: "[src/a.go:9][]", Path: "src/a.go", Line: 9},
@@ -163,15 +165,15 @@ func TestReviewMissingSectionAndBaseURI(t *testing.T) {
 	os.MkdirAll(filepath.Join(tr.root, "sub"), 0o755)
 	os.WriteFile(filepath.Join(tr.root, "sub", "b.go"), []byte("package sub\n"), 0o644)
 	for _, base := range []string{"file://" + filepath.Join(tr.root, "sub"), filepath.Join(tr.root, "sub") + "/", "sub"} {
-		v, err := r.Present("see [b.go:1][]", base, ModeReplace, "")
+		v, err := r.Present("see [b.go:1][]", base, ModeReplace, "", nil)
 		if err != nil || len(v.Refs) != 1 || !v.Refs[0].OK || v.Refs[0].Path != "sub/b.go" {
 			t.Fatalf("baseUri %s: %v %+v", base, err, v.Refs)
 		}
 	}
-	if _, err := r.Present("# Review\n\n## Pricing\n\nold", "", ModeReplace, ""); err != nil {
+	if _, err := r.Present("# Review\n\n## Pricing\n\nold", "", ModeReplace, "", nil); err != nil {
 		t.Fatal(err)
 	}
-	v, err := r.Present("new risks", "", ModeUpdateSection, "Risks")
+	v, err := r.Present("new risks", "", ModeUpdateSection, "Risks", nil)
 	if err != nil || !strings.HasSuffix(v.Content, "## Risks\n\nnew risks\n") || !strings.Contains(v.Note, "appended as a new one") {
 		t.Fatalf("missing section: %v %q %q", err, v.Content, v.Note)
 	}

@@ -5,8 +5,9 @@
 //   [file:line][] and [`file:line`][] (also file:line-line, file:line:col):
 //     checked by the host against the workspace;
 //   [text](file:line): checked here (the file exists and has the line);
-//   [text](function:Name), class:Name, symbol:Name: resolved through the
-//     editor's workspace symbols.
+//   [text](function:Name), class:Name, symbol:Name: resolved by the host's
+//     language server; where it could not, through the editor's workspace
+//     symbols.
 // A reference that does not resolve is shown struck through, with why.
 import * as crypto from 'crypto';
 import * as path from 'path';
@@ -18,6 +19,7 @@ export interface HostRef {
   line: number;
   endLine?: number;
   column?: number;
+  symbol?: string; // function:Name: the host's language server resolved it
   ok: boolean;
   problem?: string;
 }
@@ -114,9 +116,11 @@ document.addEventListener('click', (e) => {
     for (const r of v.refs ?? []) {
       if (seen.has(r.text)) continue;
       seen.add(r.text);
-      const label = r.text.slice(1, r.text.length - 3); // [x][] → x
+      if (r.symbol && !r.ok) continue; // the editor's symbols may know it (below)
+      // [x][] → x; [x](function:Name) → x
+      const label = r.symbol ? r.text.slice(1, r.text.lastIndexOf('](')) : r.text.slice(1, r.text.length - 3);
       const n = targets.length;
-      targets.push({ uri: vscode.Uri.file(path.join(root, r.path)), line: r.line, column: r.column || 1, problem: r.ok ? undefined : r.problem });
+      targets.push({ uri: vscode.Uri.file(path.resolve(root, r.path)), line: r.line, column: r.column || 1, problem: r.ok ? undefined : r.problem });
       md = md.split(r.text).join(`[${label}](tbref:${n})`);
     }
     // [text](target) links this extension resolves.

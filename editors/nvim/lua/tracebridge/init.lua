@@ -312,7 +312,11 @@ function M.show_review(n, open)
         broken = broken + 1
         text = text .. '  [broken: ' .. (ref.problem or '?') .. ']'
       end
-      table.insert(items, { filename = state.root .. '/' .. ref.path, lnum = ref.line, col = ref.column or 1, text = text, type = ref.ok and '' or 'E' })
+      local file = ref.path or ''
+      if file ~= '' and file:sub(1, 1) ~= '/' then
+        file = state.root .. '/' .. file
+      end
+      table.insert(items, { filename = file ~= '' and file or nil, lnum = ref.line, col = ref.column or 1, text = text, type = ref.ok and '' or 'E' })
     end
     vim.fn.setqflist({}, 'r', { title = 'tracebridge review v' .. v.version, items = items })
     if open ~= false then
