@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,8 +41,8 @@ type Server struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	c        *conn
-	utf8     bool           // positions count bytes (negotiated), else UTF-16 units
-	opened   map[string]int // document URI → version sent
+	utf8     bool                // positions count bytes (negotiated), else UTF-16 units
+	opened   map[string]document // by URI: what the server was told
 	diags    map[string]json.RawMessage
 	diagSeen chan struct{} // closed and replaced on every publishDiagnostics
 	failures int
@@ -55,7 +56,7 @@ func NewServer(cfg Config, rec events.Recorder) *Server {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &Server{cfg: cfg, rec: rec, opened: map[string]int{}, diags: map[string]json.RawMessage{}, diagSeen: make(chan struct{})}
+	return &Server{cfg: cfg, rec: rec, opened: map[string]document{}, diags: map[string]json.RawMessage{}, diagSeen: make(chan struct{})}
 }
 
 // Language returns the language the server serves.
@@ -138,7 +139,7 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 		<-c.done
 		s.exited(cmd, err)
 	}()
-	s.cmd, s.c, s.opened = cmd, c, map[string]int{}
+	s.cmd, s.c, s.opened = cmd, c, map[string]document{}
 	s.emit(events.KindLSPStarted, req, events.ID{}, "", time.Time{}, "command", strings.Join(s.cfg.Command, " "), "root", s.cfg.Root)
 
 	ictx, cancel := context.WithTimeout(ctx, max(time.Minute, s.cfg.Timeout))
@@ -283,24 +284,37 @@ func (s *Server) Call(ctx context.Context, req events.ID, method string, params,
 	}
 }
 
-// Open tells the server the document's text (didOpen, or didChange with
-// the whole text when it changed since).
+// document is an open document as the server knows it.
+type document struct {
+	version int
+	sum     [sha256.Size]byte
+}
+
+// Open tells the server the document's text: didOpen, or didChange with the
+// whole text when it changed since; nothing when it did not (a change,
+// even to the same text, makes a server check the package again).
 func (s *Server) Open(ctx context.Context, req events.ID, path, languageID, text string) error {
 	c, err := s.ensure(ctx, req)
 	if err != nil {
 		return err
 	}
 	u := URI(path)
+	sum := sha256.Sum256([]byte(text))
 	s.mu.Lock()
-	v, open := s.opened[u]
-	s.opened[u] = v + 1
+	doc, open := s.opened[u]
+	if open && doc.sum == sum {
+		s.mu.Unlock()
+		return nil
+	}
+	v := doc.version + 1
+	s.opened[u] = document{version: v, sum: sum}
 	delete(s.diags, u) // Diagnostics waits for the server's word on this text
 	s.mu.Unlock()
 	method := "textDocument/didOpen"
-	params := map[string]any{"textDocument": map[string]any{"uri": u, "languageId": languageID, "version": v + 1, "text": text}}
+	params := map[string]any{"textDocument": map[string]any{"uri": u, "languageId": languageID, "version": v, "text": text}}
 	if open {
 		method = "textDocument/didChange"
-		params = map[string]any{"textDocument": map[string]any{"uri": u, "version": v + 1}, "contentChanges": []any{map[string]string{"text": text}}}
+		params = map[string]any{"textDocument": map[string]any{"uri": u, "version": v}, "contentChanges": []any{map[string]string{"text": text}}}
 	}
 	s.emit(events.KindLSPNotified, req, events.ID{}, "", time.Time{}, "method", method, "uri", u)
 	return c.notify(method, params)
