@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 var record = flag.Bool("record", false, "write the recorded sessions into artifacts/sessions")
@@ -89,6 +90,11 @@ const stockConfig = "[approval]\nmode = \"prompt\"\ntimeout = \"30s\"\n" +
 	"[servers.memory]\ncommand = \"node\"\nargs = [\"testdata/upstreams/node_modules/@modelcontextprotocol/server-memory/dist/index.js\"]\nenv = { MEMORY_FILE_PATH = \"$WS/memory.jsonl\" }\n" +
 	"[servers.everything]\ncommand = \"node\"\nargs = [\"testdata/upstreams/node_modules/@modelcontextprotocol/server-everything/dist/index.js\", \"stdio\"]\n" +
 	"[servers.idle]\ncommand = \"node\"\nargs = [\"$FSJS\", \"$WS\"]\n"
+
+// goplsConfig puts gopls's own MCP server (gopls ≥ 0.23: `gopls mcp`)
+// behind the gateway, in the recording's workspace (the README's recipe,
+// with its commented deny).
+const goplsConfig = "[servers.gopls]\ncommand = \"$GOPLS\"\nargs = [\"mcp\"]\ncwd = \"$WS\"\nread_only = [\"go_*\"]\ndeny = [\"go_rename_symbol\"]\n"
 
 const approvalPrompt = "[approval]\nmode = \"prompt\"\ntimeout = \"30s\"\n[tools.regex_text_search]\napproval = \"always\"\n"
 
@@ -232,6 +238,23 @@ func sessionScenarios() []sessionScenario {
 				t.Fatalf("read_graph: %s, %d bytes", code, len(textOf(res)))
 			}
 		}},
+		{name: "upstream-gopls", config: goplsConfig, drive: func(t *testing.T, r *recording) {
+			// gopls answers about the workspace it runs in; a re-drive
+			// needs no gopls.
+			os.WriteFile(filepath.Join(r.ws, "svc", "total.go"), []byte("package svc\n\n// Total is two of them.\nfunc Total() int { return 2 * Price() }\n"), 0o644)
+			if res, _, code := r.b.call(t, "gopls__go_workspace", map[string]any{}); code != "" || !strings.Contains(textOf(res), "example.com/demo") {
+				t.Fatalf("go_workspace: %s %s", code, textOf(res))
+			}
+			if res, _, code := r.b.call(t, "gopls__go_search", map[string]any{"query": "Price"}); code != "" || !strings.Contains(textOf(res), "Price") {
+				t.Fatalf("go_search: %s %s", code, textOf(res))
+			}
+			if _, _, code := r.b.call(t, "gopls__go_rename_symbol", map[string]any{"file": filepath.Join(r.ws, "svc", "price.go"), "symbol": "Price", "new_name": "Cost"}); code != events.CodeUnknownTool {
+				t.Fatalf("go_rename_symbol: %s, want UnknownTool (deny hides it)", code)
+			}
+			if res, _, code := r.b.call(t, "gopls__go_symbol_references", map[string]any{"file": filepath.Join(r.ws, "svc", "price.go"), "symbol": "Price"}); code != "" || !strings.Contains(textOf(res), "total.go") {
+				t.Fatalf("go_symbol_references: %s %s", code, textOf(res))
+			}
+		}},
 		{name: "discovered-tool", config: "[discovery]\ndirs = [\"$TOOLS\"]\n[policy]\ngrant = [\"text.search\", \"process.run\"]\n", drive: func(t *testing.T, r *recording) {
 			// A re-drive runs no process: it answers with the recorded result.
 			if res, _, code := r.b.call(t, "byte_count", map[string]any{"text": "abc"}); code != "" || !strings.Contains(textOf(res), `"bytes":14`) {
@@ -286,7 +309,11 @@ func TestRecordedSessions(t *testing.T) {
 			os.WriteFile(filepath.Join(tools, "wc.tool.json"), []byte(`{"id":"byte_count","description":"counts the bytes of its arguments",
 				"command":["./wc.sh"],"inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},"sideEffects":false,"approval":"never"}`), 0o644)
 			fsjs, _ := filepath.Abs(filepath.Join("testdata", "upstreams", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
-			os.WriteFile(cfg, []byte(strings.NewReplacer("$WS", r.ws, "$FSJS", fsjs, "$TOOLS", tools).Replace(sc.config)), 0o600)
+			gopls := ""
+			if strings.Contains(sc.config, "$GOPLS") {
+				gopls = testenv.Gopls(t)
+			}
+			os.WriteFile(cfg, []byte(strings.NewReplacer("$WS", r.ws, "$FSJS", fsjs, "$TOOLS", tools, "$GOPLS", gopls).Replace(sc.config)), 0o600)
 			r.b = startBridge(t, tbBin, r.data, "2025-06-18", append([]string{"TRACEBRIDGE_CONFIG=" + cfg, "TRACEBRIDGE_TEST_UNSET_KEY="}, sc.env...)...)
 			sc.drive(t, r)
 			r.b.close(t)
@@ -335,7 +362,7 @@ func toolOfLastCall(name string) string {
 		"secret-unresolved": "regex_text_search", "host-missing": "get_selection", "review-modes": "present_review",
 		"approval-approved": "regex_text_search", "secret-redacted": "regex_text_search", "approval-denied": "regex_text_search", "trace-tools": "trace_diagram",
 		"upstream-everything": "everything__get-sum", "upstream-filesystem": "fs__read_text_file", "upstream-stock": "memory__read_graph",
-		"discovered-tool": "byte_count"}[name]
+		"upstream-gopls": "gopls__go_symbol_references", "discovered-tool": "byte_count"}[name]
 }
 
 // TestCommittedArtifactsAreCurrent regenerates the triads of every recorded
