@@ -81,6 +81,7 @@ func (h *Host) docAt(ctx context.Context, req events.ID, a PositionArgs) (*lsp.S
 	if err := srv.Open(ctx, req, abs, langID, text); err != nil {
 		return nil, nil, err
 	}
+	srv.Ready(ctx)
 	params := map[string]any{"textDocument": map[string]string{"uri": lsp.URI(abs)}}
 	if a.Line > 0 {
 		ch, err := toLSP(text, a.Line, max(a.Column, 1), srv.UTF8())
@@ -370,6 +371,7 @@ func (h *Host) symbols(ctx context.Context, rid events.ID, query, language strin
 	var out []Symbol
 	var firstErr error
 	for _, srv := range servers {
+		srv.Ready(ctx)
 		var raw []lspSymbol
 		if err := srv.Call(ctx, rid, "workspace/symbol", map[string]string{"query": query}, &raw); err != nil {
 			firstErr = cmpErr(firstErr, err)

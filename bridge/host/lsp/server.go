@@ -45,10 +45,19 @@ type Server struct {
 	opened   map[string]document // by URI: what the server was told
 	diags    map[string]json.RawMessage
 	diagSeen chan struct{} // closed and replaced on every publishDiagnostics
-	failures int
-	retryAt  time.Time
-	stderr   *tail
-	closed   bool
+	// Work the server reports in progress ($/progress), by token: a
+	// project loading. progressed is closed and replaced on every report;
+	// firstOpen is when the first document was opened since the start, and
+	// heard whether the server has since begun work or published
+	// diagnostics (it has taken the document in).
+	progress   map[string]time.Time
+	progressed chan struct{}
+	firstOpen  time.Time
+	heard      bool
+	failures   int
+	retryAt    time.Time
+	stderr     *tail
+	closed     bool
 }
 
 // NewServer returns a server that starts on its first request.
@@ -56,7 +65,8 @@ func NewServer(cfg Config, rec events.Recorder) *Server {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &Server{cfg: cfg, rec: rec, opened: map[string]document{}, diags: map[string]json.RawMessage{}, diagSeen: make(chan struct{})}
+	return &Server{cfg: cfg, rec: rec, opened: map[string]document{}, diags: map[string]json.RawMessage{}, diagSeen: make(chan struct{}),
+		progress: map[string]time.Time{}, progressed: make(chan struct{})}
 }
 
 // Language returns the language the server serves.
@@ -140,6 +150,7 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 		s.exited(cmd, err)
 	}()
 	s.cmd, s.c, s.opened = cmd, c, map[string]document{}
+	s.progress, s.firstOpen, s.heard = map[string]time.Time{}, time.Time{}, false
 	s.emit(events.KindLSPStarted, req, events.ID{}, "", time.Time{}, "command", strings.Join(s.cfg.Command, " "), "root", s.cfg.Root)
 
 	ictx, cancel := context.WithTimeout(ctx, max(time.Minute, s.cfg.Timeout))
@@ -149,6 +160,7 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 		"processId": os.Getpid(), "rootUri": root, "rootPath": s.cfg.Root,
 		"workspaceFolders": []any{map[string]string{"uri": root, "name": filepath.Base(s.cfg.Root)}},
 		"capabilities": map[string]any{
+			"window":  map[string]any{"workDoneProgress": true}, // so a project load is reported
 			"general": map[string]any{"positionEncodings": []string{"utf-8", "utf-16"}},
 			"textDocument": map[string]any{
 				"hover":              map[string]any{"contentFormat": []string{"plaintext", "markdown"}},
@@ -219,6 +231,10 @@ func (s *Server) exited(cmd *exec.Cmd, err error) {
 }
 
 func (s *Server) notified(method string, params json.RawMessage) {
+	if method == "$/progress" {
+		s.progressReported(params)
+		return
+	}
 	if method != "textDocument/publishDiagnostics" {
 		return
 	}
@@ -230,9 +246,87 @@ func (s *Server) notified(method string, params json.RawMessage) {
 	}
 	s.mu.Lock()
 	s.diags[p.URI] = params
+	s.heard = s.heard || !s.firstOpen.IsZero()
 	close(s.diagSeen)
 	s.diagSeen = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// progressReported keeps track of the work a $/progress report begins or
+// ends.
+func (s *Server) progressReported(params json.RawMessage) {
+	var p struct {
+		Token json.RawMessage `json:"token"` // a string or a number
+		Value struct {
+			Kind string `json:"kind"`
+		} `json:"value"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch p.Value.Kind {
+	case "begin":
+		s.progress[string(p.Token)] = time.Now()
+		s.heard = s.heard || !s.firstOpen.IsZero()
+	case "end":
+		delete(s.progress, string(p.Token))
+	default:
+		return
+	}
+	close(s.progressed)
+	s.progressed = make(chan struct{})
+}
+
+// loadGrace is how long after the first document opens the server has to
+// show it took it in (work begun or diagnostics published; tsserver, cold:
+// ~0.5 s) before the first question is asked anyway.
+const loadGrace = 5 * time.Second
+
+// Ready waits, at most the request timeout, while the server loads: after
+// the first document opened, until the server begins work or publishes
+// diagnostics (at most loadGrace), and while it reports work in progress.
+// tsserver answers a definition from the one file until its project has
+// loaded; gopls sets up its workspace. Work reported longer than the
+// timeout ago is not waited for.
+func (s *Server) Ready(ctx context.Context) {
+	defer func(t0 time.Time) {
+	}(time.Now())
+	deadline := time.Now().Add(s.cfg.Timeout)
+	for {
+		s.mu.Lock()
+		busy := false
+		for _, since := range s.progress {
+			busy = busy || time.Since(since) < s.cfg.Timeout
+		}
+		grace := time.Duration(0)
+		if !s.firstOpen.IsZero() && !s.heard {
+			grace = time.Until(s.firstOpen.Add(loadGrace))
+		}
+		changed, published := s.progressed, s.diagSeen
+		var died <-chan struct{}
+		if s.c != nil {
+			died = s.c.done
+		}
+		s.mu.Unlock()
+		wait := time.Until(deadline)
+		if !busy {
+			wait = min(wait, grace)
+		}
+		if wait <= 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-published:
+		case <-time.After(wait):
+		case <-died: // the request will say so
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Call sends one request and decodes its result into out (nil: ignored).
@@ -307,6 +401,9 @@ func (s *Server) Open(ctx context.Context, req events.ID, path, languageID, text
 		return nil
 	}
 	v := doc.version + 1
+	if len(s.opened) == 0 {
+		s.firstOpen = time.Now()
+	}
 	s.opened[u] = document{version: v, sum: sum}
 	delete(s.diags, u) // Diagnostics waits for the server's word on this text
 	s.mu.Unlock()
