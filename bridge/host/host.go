@@ -47,6 +47,7 @@ type Host struct {
 	ed     *Editors
 	lsOnce sync.Once
 	ls     *Languages
+	lines  lineCache // of the files language answers quote
 }
 
 // Languages returns the host's language servers, created on first use.

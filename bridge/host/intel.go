@@ -155,27 +155,35 @@ func fromLSP(lines []string, line, ch int, utf8Positions bool) int {
 // their absolute path.
 func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
 	out := make([]Location, 0, len(raw))
-	texts := map[string][]string{} // each file's lines, split once per answer
+	type file struct {
+		path  string   // workspace-relative, else absolute
+		lines []string // its text as the user sees it, split once per answer
+	}
+	files := map[string]*file{} // by URI: a file is resolved and read once
 	for _, l := range raw {
 		u, r := l.URI, l.Range
 		if u == "" {
 			u, r = l.TargetURI, l.TargetRange
 		}
-		abs := lsp.PathOf(u)
-		if abs == "" {
-			continue
+		f := files[u]
+		if f == nil {
+			abs := lsp.PathOf(u)
+			if abs == "" {
+				continue
+			}
+			f = &file{path: abs}
+			if rel, err := h.relative(abs); err == nil {
+				f.path = rel
+			}
+			if b, ok := h.Editors().Buffer(f.path); ok {
+				f.lines = strings.Split(b.Text, "\n")
+			} else {
+				f.lines = h.lines.get(h.WS, f.path)
+			}
+			files[u] = f
 		}
-		p := abs
-		if rel, err := h.WS.Relative(abs); err == nil {
-			p = rel
-		}
-		lines, seen := texts[p]
-		if !seen {
-			text, _ := h.text(p)
-			lines = strings.Split(text, "\n")
-			texts[p] = lines
-		}
-		loc := Location{Path: p, Line: r.Start.Line + 1, Column: fromLSP(lines, r.Start.Line, r.Start.Character, srv.UTF8()),
+		lines := f.lines
+		loc := Location{Path: f.path, Line: r.Start.Line + 1, Column: fromLSP(lines, r.Start.Line, r.Start.Character, srv.UTF8()),
 			EndLine: r.End.Line + 1, EndColumn: fromLSP(lines, r.End.Line, r.End.Character, srv.UTF8())}
 		loc.Ref = fmt.Sprintf("[%s:%d][]", loc.Path, loc.Line)
 		if r.Start.Line < len(lines) {
@@ -187,6 +195,16 @@ func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
 		out = append(out, loc)
 	}
 	return out
+}
+
+// relative is the workspace path of an absolute one a language server
+// named: under the root as the host was given it, by its prefix (reads go
+// through the root's confinement whatever it says), else resolved.
+func (h *Host) relative(abs string) (string, error) {
+	if rest, ok := strings.CutPrefix(abs, h.WS.Dir()+string(filepath.Separator)); ok && filepath.IsLocal(rest) {
+		return Clean(filepath.ToSlash(rest))
+	}
+	return h.WS.Relative(abs)
 }
 
 func (h *Host) positionCall(method string, extra map[string]any) pipe.Handler {
