@@ -4,7 +4,7 @@ BIN      := bin/tracebridge
 PKGS     := ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build dist vsix test unit deps fuzz bench bench-peers demo lint clean artifacts sessions crash
+.PHONY: all build dist vsix test unit deps fuzz bench bench-peers bench-gateway demo lint clean artifacts sessions crash
 
 all: build
 
@@ -92,6 +92,16 @@ bench:
 EVENTS ?= 1000000
 bench-peers:
 	cd bench/peers && $(GO) run . -events $(EVENTS)
+
+# One tools/call to a no-op MCP server: directly, through tracebridge (stdio
+# and HTTP) and through supergateway and mcp-proxy (npm, pinned by
+# bench/gateway/peers/package-lock.json); one table from one run, ratios per
+# round. ROUNDS rounds of CALLS sequential calls and 16 in flight.
+ROUNDS ?= 3
+CALLS ?= 2000
+bench-gateway: build
+	npm ci --prefix bench/gateway/peers --no-audit --no-fund --loglevel=error
+	$(GO) run ./bench/gateway -tracebridge $(BIN) -rounds $(ROUNDS) -calls $(CALLS)
 
 # Regenerate the triads (artifacts/logs, docs/diagrams) of the recorded
 # sessions. make test fails when the committed ones differ from these.
