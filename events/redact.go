@@ -42,7 +42,17 @@ type Redactor struct {
 	replacer *strings.Replacer
 	folds    []fold       // the secrets' case-folded spellings, longest first
 	shared   *SecretCache // nil: this process's secrets only
+
+	// pulledFor are the requests whose events were redacted after a look
+	// at the shared cache: one look per request, not per event.
+	pulledMu  sync.Mutex
+	pulledFor [pulledRing]ID
+	pulledAt  int
 }
+
+// pulledRing is how many recent requests pulledFor remembers (the calls in
+// flight at once, with room).
+const pulledRing = 64
 
 // fold is a secret's spelling matched whatever its case: the whole value,
 // and each long run of letters and digits in it (what a tokenizer such as
@@ -90,6 +100,27 @@ func (r *Redactor) pull() error {
 		r.register(v, false)
 	}
 	return err
+}
+
+// pullFor is pull, once per request: what another process shared before
+// this request's first event reached r is registered (the process that
+// resolves a secret shares it before the call that uses it goes on, and
+// registers it in its own redactor at once). Events of no request always
+// look.
+func (r *Redactor) pullFor(req ID) {
+	if !req.IsZero() {
+		r.pulledMu.Lock()
+		seen := slices.Contains(r.pulledFor[:], req)
+		if !seen {
+			r.pulledFor[r.pulledAt] = req
+			r.pulledAt = (r.pulledAt + 1) % pulledRing
+		}
+		r.pulledMu.Unlock()
+		if seen {
+			return
+		}
+	}
+	r.pull()
 }
 
 // Secrets reports how many values r redacts.
@@ -435,7 +466,7 @@ func (r *Redactor) redact(e *Event, cut func(string) string) {
 	if len(e.Attrs) == 0 {
 		return
 	}
-	r.pull()
+	r.pullFor(e.RequestID)
 	out := make(Attrs, len(e.Attrs))
 	for i, a := range e.Attrs {
 		v := a.Value

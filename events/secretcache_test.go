@@ -64,3 +64,38 @@ func TestRedactsDoubleJSONEscapedSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A request's events look at the shared cache once, on the first: a secret
+// shared before a request reaches this process is redacted in all its
+// events; the next request sees what was shared since.
+func TestSharedSecretsAreLookedUpOncePerRequest(t *testing.T) {
+	dir := t.TempDir()
+	key, cache := filepath.Join(dir, "keys", "redact.key"), filepath.Join(dir, "keys", "secrets.sealed")
+	bridge, _ := LoadSharedRedactor(key, cache)
+	host, err := LoadSharedRedactor(key, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := "first-shared-secret", "second-shared-secret"
+	bridge.Register(first)
+	req := NewID()
+	redacted := func(req ID, v string) string {
+		e := Event{RequestID: req, Attrs: A("content", v)}
+		host.Redact(&e)
+		return e.Attrs.Get("content")
+	}
+	if got := redacted(req, first); strings.Contains(got, first) {
+		t.Fatalf("shared before the request: %q", got)
+	}
+	looked := host.shared.read
+	bridge.Register(second) // shared mid-request: the request's later events do not look again
+	if redacted(req, first); host.shared.read != looked {
+		t.Fatal("the cache was read again within one request")
+	}
+	if got := redacted(NewID(), second); strings.Contains(got, second) {
+		t.Fatalf("the next request did not look: %q", got)
+	}
+	if got := redacted(ID{}, second); strings.Contains(got, second) {
+		t.Fatalf("an event of no request: %q", got)
+	}
+}
