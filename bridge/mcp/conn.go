@@ -339,9 +339,9 @@ func (c *connState) relate(ctx context.Context, out jsonrpc.ID) {
 	c.related(o, i)
 }
 
-// tagResult adds _meta["tracebridge/requestId"] to a tools/call result and
-// says whether it is an error result.
-func tagResult(raw json.RawMessage, req events.ID) (json.RawMessage, bool) {
+// tagResultDecoded is tagResult by decoding the result and encoding it
+// again: for what the splice is not sure of.
+func tagResultDecoded(raw json.RawMessage, req events.ID) (json.RawMessage, bool) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return raw, false

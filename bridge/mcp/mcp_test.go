@@ -3,14 +3,18 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tracebridge/tracebridge/store/storetest"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/events"
@@ -84,9 +88,19 @@ func FuzzTagResult(f *testing.F) {
 	f.Add([]byte(`{"content":[],"isError":true,"structuredContent":{"error":{"code":"PolicyDenied"}}}`))
 	f.Add([]byte(`{"_meta":{"x":1},"content":[]}`))
 	f.Add([]byte(`[1,2]`))
+	f.Add([]byte(` { "isError" : true , "_meta" : { } , "a":[{"_meta":1}], "b":"}\"," } `))
+	f.Add([]byte(`{"_meta":{"tracebridge\/requestId":"spoof"},"isError":false,"isError":true}`))
+	f.Add([]byte(`{}`))
 	req := events.NewID()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		out, isError := tagResult(json.RawMessage(raw), req)
+		// The splice means what decoding and encoding again means.
+		slow, slowError := tagResultDecoded(json.RawMessage(raw), req)
+		var a, b any
+		errA, errB := json.Unmarshal(out, &a), json.Unmarshal(slow, &b)
+		if isError != slowError || (errA == nil) != (errB == nil) || !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s:\nspliced %s (%v)\ndecoded %s (%v)", raw, out, isError, slow, slowError)
+		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) != nil || m == nil {
 			if string(out) != string(raw) {
@@ -104,4 +118,25 @@ func FuzzTagResult(f *testing.F) {
 			t.Fatal("an error result was not reported as one")
 		}
 	})
+}
+
+// BenchmarkTagResult: the request id spliced into a result's bytes against
+// decoding and encoding the result again, for a small answer and a 64 KiB
+// one (go test -bench TagResult -benchmem ./bridge/mcp).
+func BenchmarkTagResult(b *testing.B) {
+	req := events.NewID()
+	for _, size := range []int{64, 64 << 10} {
+		raw := json.RawMessage(fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"structuredContent":{"text":"x"}}`, strings.Repeat("a", size)))
+		for _, how := range []struct {
+			name string
+			tag  func(json.RawMessage, events.ID) (json.RawMessage, bool)
+		}{{"spliced", tagResult}, {"decoded", tagResultDecoded}} {
+			b.Run(fmt.Sprintf("text=%dB/%s", size, how.name), func(b *testing.B) {
+				b.SetBytes(int64(len(raw)))
+				for b.Loop() {
+					how.tag(raw, req)
+				}
+			})
+		}
+	}
 }
