@@ -32,6 +32,7 @@ func main() {
 	}
 	var o options
 	flag.StringVar(&o.tracebridge, "tracebridge", "bin/tracebridge", "the tracebridge binary (make bench-gateway builds it)")
+	flag.StringVar(&o.base, "base", "", "another tracebridge binary (an earlier build) measured beside it as tracebridge-stdio@base: before and after in one run")
 	flag.StringVar(&o.peers, "peers", "bench/gateway/peers", "where npm ci installed supergateway and mcp-proxy")
 	flag.IntVar(&o.calls, "calls", 2000, "sequential calls per path and round")
 	flag.IntVar(&o.inflight, "inflight", 16, "calls in flight in the throughput run")
@@ -46,11 +47,11 @@ func main() {
 }
 
 type options struct {
-	tracebridge, peers string
-	calls, inflight    int
-	duration           time.Duration
-	rounds             int
-	only               string
+	tracebridge, base, peers string
+	calls, inflight          int
+	duration                 time.Duration
+	rounds                   int
+	only                     string
 }
 
 // figures are one path's measurements in one round.
@@ -73,8 +74,17 @@ func run(out *os.File, o options) error {
 	if _, err := os.Stat(o.tracebridge); err != nil {
 		return fmt.Errorf("%w: build it first (make build), or name it with -tracebridge", err)
 	}
+	all := paths
+	if o.base != "" {
+		if o.base, err = filepath.Abs(o.base); err != nil {
+			return err
+		}
+		all = append(slices.Clone(paths), pathKind{"tracebridge-stdio@base", "tracebridge-stdio with the -base binary", func(ctx context.Context, s *setup) (*path, error) {
+			return startTracebridgeStdio(ctx, &setup{self: s.self, tracebridge: o.base, peers: s.peers})
+		}})
+	}
 	var chosen []pathKind
-	for _, pk := range paths {
+	for _, pk := range all {
 		if o.only == "" || slices.Contains(strings.Split(o.only, ","), pk.name) {
 			chosen = append(chosen, pk)
 		}
