@@ -30,6 +30,7 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	if err := m.parse(fs, "mcp [--config FILE] [--http ADDR] [--data DIR]\n\nServes MCP on stdin/stdout for an AI client (Claude Desktop, Claude Code, Cursor,\nVS Code). Every request, policy decision, secret resolution, approval and tool\nrun is recorded in the data dir's event log; each tool result names its request\nid in _meta[\"tracebridge/requestId\"]. stdout carries only protocol frames; logs\ngo to stderr and to logs/mcp-<pid>.log in the data dir.\n\nWith --http 127.0.0.1:PORT it serves the same bridge at http://127.0.0.1:PORT/mcp\nfor clients that connect by URL: every request needs the header\n\"Authorization: Bearer <token>\" (`tracebridge token` prints it), a loopback Host\nwith this port and, when sent, this Origin.", args); err != nil {
 		return err
 	}
+	tuneGC()
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
