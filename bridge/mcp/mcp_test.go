@@ -140,3 +140,41 @@ func BenchmarkTagResult(b *testing.B) {
 		}
 	}
 }
+
+// A session that ends leaves nothing behind in the server: the HTTP front
+// door's sessionless path (protocol 2026-07-28) is one session per request,
+// and each one kept used to hold its 4 MiB line buffer for ever.
+func TestEndedSessionsAreForgotten(t *testing.T) {
+	log := storetest.Open(t)
+	cat, err := executor.NewCatalog(tools.Regex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Options{Executor: executor.New(executor.Options{Catalog: cat, Emitter: log.Emitter, Log: readerOf{log.Store}, Logger: quiet}), Emitter: log.Emitter, Logger: quiet})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for range 3 {
+		cr, sw := io.Pipe()
+		sr, cw := io.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ctx, sr, sw) }()
+		client := sdk.NewClient(&sdk.Implementation{Name: "unit", Version: "1"}, nil)
+		s, err := client.Connect(ctx, &sdk.IOTransport{Reader: cr, Writer: cw}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "regex_text_search", Arguments: map[string]any{"query": "a", "text": "a"}}); err != nil || res.IsError {
+			t.Fatal(err, res)
+		}
+		s.Close()
+		<-served
+	}
+	kept := 0
+	for range srv.roots.Range {
+		kept++
+	}
+	srv.clients.Range(func(any, any) bool { kept++; return true })
+	if kept != 0 {
+		t.Fatalf("%d entries of ended sessions are kept", kept)
+	}
+}

@@ -395,6 +395,9 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	s.clients.Store(c.session.String(), cs)
 	err := s.sdk.Run(ctx, t)
 	s.clients.Delete(c.session.String())
+	if ss := cs.session(); ss != nil {
+		s.roots.Delete(ss) // kept, it held the ended session and its buffers (4 MiB) for ever
+	}
 	if s.opts.Passthrough != nil && cs.key != "" {
 		s.opts.Passthrough.Release(cs.key)
 	}
