@@ -217,3 +217,26 @@ func TestClosedStdinStillAnswersWhatWasRead(t *testing.T) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// Lines longer than the guard's reading buffer are gathered whole, up to
+// the maximum: one of exactly the maximum passes, one byte more ends the
+// session as too long.
+func TestLineGuardGathersLongLinesUpToTheMaximum(t *testing.T) {
+	const max = 3*lineBuffer + 17
+	line := func(n int) string { // a JSON string line of n bytes, newline not counted
+		return `"` + strings.Repeat("a", n-2) + `"` + "\n"
+	}
+	for _, tc := range []struct {
+		n    int
+		pass bool
+	}{{100, true}, {lineBuffer, true}, {lineBuffer + 1, true}, {max, true}, {max + 1, false}, {max + lineBuffer, false}} {
+		g := newLineGuard(strings.NewReader(line(tc.n)+line(10)), max, func(json.RawMessage, string, string) {})
+		out, err := io.ReadAll(g)
+		switch {
+		case tc.pass && (err != nil || string(out) != line(tc.n)+line(10)):
+			t.Errorf("a %d-byte line: %d bytes out, %v", tc.n, len(out), err)
+		case !tc.pass && (!errors.Is(err, errLineTooLong) || len(out) != 0):
+			t.Errorf("a %d-byte line past the %d maximum: %d bytes out, %v", tc.n, max, len(out), err)
+		}
+	}
+}

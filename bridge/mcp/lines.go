@@ -24,13 +24,41 @@ var maxExactID = big.NewInt(1 << 53)
 //     that carries the id exactly as sent, and never reaches the SDK.
 type lineGuard struct {
 	r      *bufio.Reader
+	max    int    // the longest line, its newline not counted
+	long   []byte // a line longer than r's buffer, gathered
 	pend   []byte
 	err    error
 	refuse func(id json.RawMessage, method, msg string)
 }
 
+// lineBuffer is the guard's reading buffer: a longer line is gathered, up to
+// the maximum, so a session (one per request on the HTTP front door's
+// sessionless path) does not allocate and clear the maximum up front.
+const lineBuffer = 64 << 10
+
 func newLineGuard(r io.Reader, maxLine int, refuse func(id json.RawMessage, method, msg string)) *lineGuard {
-	return &lineGuard{r: bufio.NewReaderSize(r, maxLine+1), refuse: refuse}
+	return &lineGuard{r: bufio.NewReaderSize(r, min(lineBuffer, maxLine+1)), max: maxLine, refuse: refuse}
+}
+
+// readLine returns the next line, its newline included, of at most max+1
+// bytes (bufio.ErrBufferFull past that).
+func (g *lineGuard) readLine() ([]byte, error) {
+	g.long = g.long[:0]
+	for {
+		part, err := g.r.ReadSlice('\n')
+		if len(g.long)+len(part) > g.max+1 || errors.Is(err, bufio.ErrBufferFull) && len(g.long)+len(part) == g.max+1 {
+			return nil, bufio.ErrBufferFull
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			g.long = append(g.long, part...)
+			continue
+		}
+		if len(g.long) == 0 {
+			return part, err // the usual line: no copy
+		}
+		g.long = append(g.long, part...)
+		return g.long, err
+	}
 }
 
 // errLineTooLong keeps the words endSession classifies as TooLarge.
@@ -41,7 +69,7 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 		if g.err != nil {
 			return 0, g.err
 		}
-		line, err := g.r.ReadSlice('\n')
+		line, err := g.readLine()
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			g.err = errLineTooLong
