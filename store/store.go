@@ -4,16 +4,18 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/durable"
+
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 var (
@@ -56,9 +58,10 @@ type Options struct {
 
 // Store is the event log. Its methods are safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	path string
-	opts Options
+	db    *bolt.DB
+	views *bolt.DB // the projections' file (views.go); nil: none yet (read-only)
+	path  string
+	opts  Options
 
 	reqs   chan *appendReq
 	done   chan struct{}
@@ -114,6 +117,10 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if s.views, err = openViews(ViewsPath(path), opts); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	if !opts.ReadOnly {
 		s.reqs = make(chan *appendReq, 1024)
 		s.done = make(chan struct{})
@@ -129,6 +136,9 @@ func (s *Store) init() error {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}
+			}
+			if err := dropLogViews(tx); err != nil {
+				return err
 			}
 			meta := tx.Bucket(bucketMeta)
 			if meta.Get(keySchema) == nil {
@@ -278,7 +288,11 @@ func (s *Store) Close() error {
 		close(s.reqs)
 		<-s.done
 	}
-	return s.db.Close()
+	var verr error
+	if s.views != nil {
+		verr = s.views.Close()
+	}
+	return errors.Join(s.db.Close(), verr)
 }
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq) }
