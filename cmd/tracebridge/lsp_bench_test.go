@@ -54,19 +54,7 @@ func BenchmarkFindReferences(b *testing.B) {
 		if err := srv.Open(ctx, events.ID{}, abs, "go", string(text)); err != nil {
 			b.Fatal(err)
 		}
-		n, cold := ask(), time.Since(t0)
-		for range 20 { // past the load's background work: warm
-			ask()
-		}
-		var lat []time.Duration
-		for b.Loop() {
-			t0 := time.Now()
-			ask()
-			lat = append(lat, time.Since(t0))
-		}
-		reportLatency(b, lat) // after the loop: b.Loop's start clears metrics
-		b.ReportMetric(float64(cold.Milliseconds()), "cold-ms")
-		b.ReportMetric(float64(n), "refs")
+		coldThenWarm(b, t0, ask)
 	})
 	b.Run("path=tracebridge", func(b *testing.B) {
 		data := filepath.Join(b.TempDir(), "data")
@@ -92,18 +80,24 @@ func BenchmarkFindReferences(b *testing.B) {
 			return out.Count
 		}
 		t0 := time.Now() // the host starts gopls on this first request
-		n, cold := ask(), time.Since(t0)
-		for range 20 { // past the load's background work: warm
-			ask()
-		}
-		var lat []time.Duration
-		for b.Loop() {
-			t0 := time.Now()
-			ask()
-			lat = append(lat, time.Since(t0))
-		}
-		reportLatency(b, lat) // after the loop: b.Loop's start clears metrics
-		b.ReportMetric(float64(cold.Milliseconds()), "cold-ms")
-		b.ReportMetric(float64(n), "refs")
+		coldThenWarm(b, t0, ask)
 	})
+}
+
+// coldThenWarm reports the first answer's time since t0 (cold-ms), then, past
+// 20 more answers, the loop's p50 and p99 (warm).
+func coldThenWarm(b *testing.B, t0 time.Time, ask func() int) {
+	n, cold := ask(), time.Since(t0)
+	for range 20 { // past the load's background work: warm
+		ask()
+	}
+	var lat []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		ask()
+		lat = append(lat, time.Since(t0))
+	}
+	reportLatency(b, lat) // after the loop: b.Loop's start clears metrics
+	b.ReportMetric(float64(cold.Milliseconds()), "cold-ms")
+	b.ReportMetric(float64(n), "refs")
 }
