@@ -92,6 +92,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	params.Meta = meta
 	t0 := s.g.opts.Now()
 	res, err := l.sess.CallTool(cctx, params)
+	raw := l.conn.takeResult(rec.rpcID) // nil over HTTP: encoded again below
 	// What the server sent before its answer reaches the client first.
 	l.order.settle(ctx)
 	attrs := func(kv ...string) events.Attrs {
@@ -108,7 +109,10 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 	}
 	// The request and the answer as sent (redacted by the emitter): what a
 	// recorded session replays and compares.
-	answer, _ := json.Marshal(res)
+	answer := []byte(raw)
+	if len(answer) == 0 {
+		answer, _ = json.Marshal(res)
+	}
 	sent := string(args)
 	if res.IsError {
 		msg := fmt.Sprintf("server %s's tool %s failed: %s", s.name, tool, oneLine(s.g.redact(textOf(res)), 1000))

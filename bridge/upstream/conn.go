@@ -43,6 +43,26 @@ type evidenceConn struct {
 	mu      sync.Mutex
 	broken  string // why reading failed ("" while it works or after a clean EOF)
 	closing bool
+	// The results of tools/call requests as the server sent them, by
+	// JSON-RPC id, from the read until the call takes them: recorded as
+	// they came, not decoded and encoded again.
+	awaiting map[string]bool
+	results  map[string]json.RawMessage
+}
+
+// takeResult returns (and forgets) the result the server sent for the
+// tools/call with JSON-RPC id rpcID; nil when there is none (an error, a
+// connection not wrapped, an answer not read yet).
+func (c *evidenceConn) takeResult(rpcID string) json.RawMessage {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.results[rpcID]
+	delete(c.results, rpcID)
+	delete(c.awaiting, rpcID)
+	return r
 }
 
 // callKey carries a call's evidence to the connection's Write.
@@ -64,7 +84,16 @@ type callRec struct {
 
 func (c *evidenceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
-		c.s.sent(ctx, r.Method, fmt.Sprint(r.ID.Raw()))
+		id := fmt.Sprint(r.ID.Raw())
+		if r.Method == "tools/call" {
+			c.mu.Lock()
+			if c.awaiting == nil {
+				c.awaiting, c.results = map[string]bool{}, map[string]json.RawMessage{}
+			}
+			c.awaiting[id] = true
+			c.mu.Unlock()
+		}
+		c.s.sent(ctx, r.Method, id)
 	}
 	return c.Connection.Write(ctx, msg)
 }
@@ -123,6 +152,15 @@ func (c *evidenceConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if r, ok := msg.(*jsonrpc.Request); ok && !r.IsCall() {
 		c.l.order.noted(r.Method)
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok && r.Error == nil {
+		id := fmt.Sprint(r.ID.Raw())
+		c.mu.Lock()
+		if c.awaiting[id] {
+			delete(c.awaiting, id)
+			c.results[id] = r.Result
+		}
+		c.mu.Unlock()
 	}
 	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
 		c.mu.Lock()

@@ -1,7 +1,9 @@
 package upstream
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,8 +23,12 @@ import (
 // TestMain lets this test binary be a stdio MCP server: a real child
 // process the gateway starts, speaks to over its pipes, and sees exit.
 func TestMain(m *testing.M) {
-	if os.Getenv("TB_UPSTREAM_CHILD") == "1" {
+	switch os.Getenv("TB_UPSTREAM_CHILD") {
+	case "1":
 		serveChild()
+		return
+	case "raw":
+		serveRaw()
 		return
 	}
 	os.Exit(m.Run())
@@ -44,6 +50,75 @@ func serveChild() {
 		return nil, nil, nil
 	})
 	srv.Run(context.Background(), &sdk.StdioTransport{})
+}
+
+// rawResult is the raw child's tools/call result: its keys in its own
+// order and a field no MCP SDK knows.
+const rawResult = `{"isError":false,"content":[{"text":"as sent","type":"text"}],"x-vendor":{"kept":true}}`
+
+// serveRaw is a child that writes its JSON-RPC by hand.
+func serveRaw() {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
+			continue
+		}
+		result := map[string]string{
+			"initialize": `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`,
+			"tools/list": `{"tools":[{"name":"echo","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`,
+			"tools/call": rawResult,
+		}[m.Method]
+		if result == "" {
+			result = "{}"
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result)
+	}
+}
+
+// A tools/call's answer is recorded as the server sent it: its key order and
+// a field the SDK drops are in upstream.response.received.
+func TestTheAnswerIsRecordedAsSent(t *testing.T) {
+	ctx := context.Background()
+	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(t.TempDir(), "data")), Role: hub.Elect, Logger: quiet, Name: "raw-test"})
+	em := events.NewEmitter(node, events.EmitterOptions{Logger: quiet})
+	defer em.Close(ctx)
+	cfg, err := config.Parse("tb.toml", []byte(fmt.Sprintf("[servers.raw]\ncommand = %q\nargs = [\"-test.run\", \"^$\"]\nenv = { TB_UPSTREAM_CHILD = \"raw\" }\n", os.Args[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ := executor.NewCatalog()
+	g := New(Options{Config: cfg, Emitter: em, Pins: node, Catalog: cat, Logger: quiet,
+		Secrets: func([]string) (map[string]string, error) { return nil, nil }})
+	defer g.Close()
+	g.Ensure(ctx, events.ID{}, "tools/list")
+	var req events.ID
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) { // pinned once the listing is on the log
+		tl, ok := cat.Lookup("raw__echo")
+		if ok && tl.Admit(ctx) == nil {
+			req = em.NewID()
+			if _, err = tl.Run(ctx, executor.Call{RequestID: req, OperationID: em.NewID(), Args: []byte(`{}`)}); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("raw__echo: %v", err)
+		}
+	}
+	em.FlushAll(ctx)
+	evs, _ := node.ByRequest(ctx, req)
+	for _, e := range evs {
+		if e.Kind == events.KindUpstreamResponse {
+			if got := e.Attrs.Get(AttrAnswer); got != rawResult {
+				t.Fatalf("recorded answer %s, sent %s", got, rawResult)
+			}
+			return
+		}
+	}
+	t.Fatalf("no upstream.response.received among %d events", len(evs))
 }
 
 // A stdio upstream is a real child process: started with only the base
