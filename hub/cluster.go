@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -204,13 +205,34 @@ func (l *link) createStream(ctx context.Context, name string) error {
 // being elected after a node died takes a few seconds).
 const appendRetryFor = 10 * time.Second
 
-// append publishes evs and returns their stream seqs once the stream has
-// acknowledged every one: the durable point, with the servers'
-// sync_interval always. What is not acknowledged is published again (the
-// event id is the message id, so the stream keeps one copy) until
+// batchHeader marks a stream message that carries several events (an
+// events batch frame); a message without it carries one event (as every
+// message did before, ADR 0012).
+const batchHeader = "Tb-Batch"
+
+// append publishes evs, several to a message (one JetStream proposal, not
+// one per event), and returns each event's stream seq (its message's) once
+// the stream has acknowledged every message: the durable point, with the
+// servers' sync_interval always. What is not acknowledged is published again
+// (a message's id names its first event and its count, so the stream keeps
+// one copy; the collector's store drops an event id it holds) until
 // appendRetryFor or ctx ends; with the connection down it fails at once.
 func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error) {
-	msgs := make([]*nats.Msg, len(evs))
+	var msgs []*nats.Msg
+	var of []int // of[i]: the message event i travels in
+	var batch [][]byte
+	size, first := 0, 0
+	flush := func(end int) {
+		if len(batch) == 0 {
+			return
+		}
+		m := nats.NewMsg(l.subject)
+		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s+%d", evs[first].ID, len(batch)))
+		m.Header.Set(batchHeader, "1")
+		m.Data = events.EncodeRecords(batch)
+		msgs = append(msgs, m)
+		batch, size, first = batch[:0:0], 0, end
+	}
 	for i := range evs {
 		if err := events.Validate(&evs[i]); err != nil {
 			return nil, &events.Err{Code: events.CodeInvalidEvent, Msg: err.Error()}
@@ -221,11 +243,18 @@ func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error)
 		for k, v := range l.origin.All() {
 			e.Attrs.Set(k, v) // whatever the sender claimed, this hub says where it came from
 		}
-		msgs[i] = nats.NewMsg(l.subject)
-		msgs[i].Header.Set(jetstream.MsgIDHeader, e.ID.String())
-		msgs[i].Data = events.Encode(&e)
+		rec := events.Encode(&e)
+		// A message stays within what the stream was made to take
+		// (MaxEventSize + 1 KiB), whoever made it.
+		if size+len(rec)+binary.MaxVarintLen32 > events.MaxEventSize || len(batch) == events.MaxBatchEvents {
+			flush(i)
+		}
+		batch = append(batch, rec)
+		size += len(rec) + binary.MaxVarintLen32
+		of = append(of, len(msgs))
 	}
-	seqs := make([]uint64, len(evs))
+	flush(len(evs))
+	acked := make([]uint64, len(msgs))
 	giveUp := time.Now().Add(appendRetryFor)
 	backoff := 50 * time.Millisecond
 	for {
@@ -233,8 +262,12 @@ func (l *link) append(ctx context.Context, evs []events.Event) ([]uint64, error)
 			return nil, &events.Err{Code: events.CodeLogUnavailable,
 				Msg: fmt.Sprintf("the cluster at %s is unreachable (%s); nothing was acknowledged", l.cfg.URL, l.nc.Status())}
 		}
-		lastErr := l.publish(ctx, msgs, seqs)
+		lastErr := l.publish(ctx, msgs, acked)
 		if lastErr == nil {
+			seqs := make([]uint64, len(evs))
+			for i, m := range of {
+				seqs[i] = acked[m]
+			}
 			return seqs, nil
 		}
 		if ctx.Err() != nil {
@@ -432,14 +465,14 @@ func (l *link) collectOnce(st *store.Store, stop <-chan struct{}, refused func(e
 					"stream", name, "from", last+1, "to", seq-1)
 			}
 			last = seq
-			e, code, err := check(m.Subject(), m.Data())
+			got, code, err := checkMessage(m.Subject(), m.Headers().Get(batchHeader) != "", m.Data())
 			if err != nil {
 				l.log.Warn("collector: refused a stream message", "stream", name, "seq", seq, "subject", m.Subject(), "code", code, "err", err)
 				refusals = append(refusals, events.Event{Kind: events.KindStreamRefused, Outcome: events.Denied, Code: code,
 					Attrs: events.A("stream", name, "streamSeq", fmt.Sprint(seq), "subject", m.Subject(), "error", err.Error())})
 				continue
 			}
-			evs = append(evs, e)
+			evs = append(evs, got...)
 		}
 		if last == l.materialized.Load() {
 			continue
@@ -452,6 +485,32 @@ func (l *link) collectOnce(st *store.Store, stop <-chan struct{}, refused func(e
 			refused(e)
 		}
 	}
+}
+
+// checkMessage decodes a stream message (one event, or a batch of them)
+// and holds each event to the subject it was published on; one event that
+// fails refuses the whole message.
+func checkMessage(subject string, batch bool, data []byte) ([]events.Event, events.Code, error) {
+	if !batch {
+		e, code, err := check(subject, data)
+		if err != nil {
+			return nil, code, err
+		}
+		return []events.Event{e}, "", nil
+	}
+	recs, err := events.SplitBatch(data)
+	if err != nil {
+		return nil, events.CodeMalformedAppend, err
+	}
+	out := make([]events.Event, 0, len(recs))
+	for i, r := range recs {
+		e, code, err := check(subject, r)
+		if err != nil {
+			return nil, code, fmt.Errorf("batch record %d: %w", i, err)
+		}
+		out = append(out, e)
+	}
+	return out, "", nil
 }
 
 // check decodes a stream message into an event and holds it to the
