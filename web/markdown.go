@@ -33,7 +33,7 @@ func renderReview(src string, refs []host.Ref) template.HTML {
 		if ref.Symbol == "" {
 			continue
 		}
-		label := ref.Text[1:strings.LastIndex(ref.Text, "](")]
+		label := ref.Label()
 		to := "~~" + label + "~~"
 		if ref.OK && !filepath.IsAbs(ref.Path) {
 			to = fmt.Sprintf("[%s](/workspace?file=%s#L%d)", label, url.QueryEscape(ref.Path), ref.Line)
@@ -42,10 +42,10 @@ func renderReview(src string, refs []host.Ref) template.HTML {
 	}
 	for _, ref := range host.ParseRefs(src) {
 		if ref.Symbol != "" { // one the host did not resolve: its text
-			src = strings.ReplaceAll(src, ref.Text, ref.Text[1:strings.LastIndex(ref.Text, "](")])
+			src = strings.ReplaceAll(src, ref.Text, ref.Label())
 			continue
 		}
-		label := strings.TrimSuffix(strings.TrimPrefix(ref.Text, "["), "][]")
+		label := ref.Label()
 		if seen[strings.ToLower(label)] {
 			continue
 		}

@@ -57,15 +57,15 @@ func (h *Host) languageDiagnostics(ctx context.Context, req events.ID, rel strin
 		}
 	}
 	type opened struct {
-		srv *lsp.Server
-		rel string
+		srv       *lsp.Server
+		rel, text string // the text the server was given, read once
 	}
 	var open []opened
 	var firstErr error
 	for _, f := range files {
 		srv, langID, err := h.Languages().forPath(f)
+		var text string
 		if err == nil {
-			var text string
 			if text, err = h.text(f); err == nil {
 				err = srv.Open(ctx, req, filepath.Join(h.WS.Dir(), filepath.FromSlash(f)), langID, text)
 			}
@@ -76,7 +76,7 @@ func (h *Host) languageDiagnostics(ctx context.Context, req events.ID, rel strin
 			}
 			continue
 		}
-		open = append(open, opened{srv, f})
+		open = append(open, opened{srv, f, text})
 	}
 	if len(open) == 0 {
 		if firstErr == nil {
@@ -103,8 +103,7 @@ func (h *Host) languageDiagnostics(ctx context.Context, req events.ID, rel strin
 			res.Unanswered = append(res.Unanswered, o.rel)
 			continue
 		}
-		text, _ := h.text(o.rel)
-		res.Diagnostics = append(res.Diagnostics, lspDiagnostics(o.srv, o.rel, text, raw)...)
+		res.Diagnostics = append(res.Diagnostics, lspDiagnostics(o.srv, o.rel, o.text, raw)...)
 	}
 	if truncated {
 		res.Note = fmt.Sprintf("only the first %d files of the workspace were diagnosed; name a path for another", MaxDiagnosedFiles)

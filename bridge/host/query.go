@@ -89,7 +89,8 @@ func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 	}
 	short := name[strings.LastIndex(name, ".")+1:] // pkg.Name: the server knows Name
 	what := intent(a.Query)
-	found, err := h.findSymbol(ctx, pipe.Request{RequestID: req.RequestID, Payload: mustJSON(SymbolArgs{Query: short, Limit: 200})})
+	rid, _ := events.ParseID(req.RequestID)
+	found, err := h.symbols(ctx, rid, short, "")
 	if err != nil {
 		if e := events.AsErr(err, ""); e.Code == events.CodeLanguageServerUnavailable {
 			return QueryResult{Outcome: "unavailable", Message: e.Msg}, nil
@@ -97,7 +98,7 @@ func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 		return nil, err
 	}
 	var exact []Symbol
-	for _, s := range found.(map[string]any)["symbols"].([]Symbol) {
+	for _, s := range found {
 		// gopls names a method Type.Method.
 		if s.Name == short || s.Name == name || strings.HasSuffix(s.Name, "."+short) || s.Container+"."+s.Name == name {
 			exact = append(exact, s)

@@ -358,24 +358,31 @@ func fileRef(md string, m []int) (Ref, bool) {
 		}
 		return md[m[2*i]:m[2*i+1]]
 	}
-	{
-		if group(1) != group(6) {
-			return Ref{}, false // a backtick on one side only: not a reference
-		}
-		line, _ := strconv.Atoi(group(3))
-		end, col := 0, 0
-		if g := group(4); g != "" {
-			end, _ = strconv.Atoi(g)
-		}
-		if g := group(5); g != "" {
-			col, _ = strconv.Atoi(g)
-		}
-		path := strings.TrimSpace(group(2))
-		if path == "" {
-			return Ref{}, false // "[ :3][]" names no file
-		}
-		return Ref{Text: group(0), Path: path, Line: line, EndLine: end, Column: col}, true
+	if group(1) != group(6) {
+		return Ref{}, false // a backtick on one side only: not a reference
 	}
+	line, _ := strconv.Atoi(group(3))
+	end, col := 0, 0
+	if g := group(4); g != "" {
+		end, _ = strconv.Atoi(g)
+	}
+	if g := group(5); g != "" {
+		col, _ = strconv.Atoi(g)
+	}
+	path := strings.TrimSpace(group(2))
+	if path == "" {
+		return Ref{}, false // "[ :3][]" names no file
+	}
+	return Ref{Text: group(0), Path: path, Line: line, EndLine: end, Column: col}, true
+}
+
+// Label is the reference's text as a reader sees it: x of [x][] and of
+// [x](function:Name).
+func (r Ref) Label() string {
+	if r.Symbol != "" {
+		return r.Text[1:strings.LastIndex(r.Text, "](")]
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(r.Text, "["), "][]")
 }
 
 // check resolves each reference in the workspace: the file must exist and
@@ -383,14 +390,19 @@ func fileRef(md string, m []int) (Ref, bool) {
 func (r *Reviews) check(refs []Ref, base string, find SymbolFinder) []Ref {
 	symbols := map[string]Ref{} // symbol → its resolution
 	if find != nil {
-		asked := map[string][]Symbol{} // function:X and class:X ask once
-		errs := map[string]error{}
+		type answer struct {
+			found []Symbol
+			err   error
+		}
+		asked := map[string]answer{} // function:X and class:X ask once
 		inner := find
 		find = func(name string) ([]Symbol, error) {
-			if _, ok := asked[name]; !ok && errs[name] == nil {
-				asked[name], errs[name] = inner(name)
+			a, ok := asked[name]
+			if !ok {
+				a.found, a.err = inner(name)
+				asked[name] = a
 			}
-			return asked[name], errs[name]
+			return a.found, a.err
 		}
 	}
 	for i := range refs {

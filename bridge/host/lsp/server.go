@@ -291,8 +291,6 @@ const loadGrace = 5 * time.Second
 // loaded; gopls sets up its workspace. Work reported longer than the
 // timeout ago is not waited for.
 func (s *Server) Ready(ctx context.Context) {
-	defer func(t0 time.Time) {
-	}(time.Now())
 	deadline := time.Now().Add(s.cfg.Timeout)
 	for {
 		s.mu.Lock()
