@@ -49,13 +49,13 @@ func TestDropKeepsTheChainVerifiable(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An anchor edited by hand: the first stored event no longer follows it.
-	s.db.Update(func(tx *bolt.Tx) error {
+	s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyAnchor, append(seqKey(50), make([]byte, 32)...))
 	})
 	if rep, _ := s.Verify(); rep.OK() || rep.FirstBad != 51 {
 		t.Fatalf("an edited anchor verified: %+v", rep)
 	}
-	s.db.Update(func(tx *bolt.Tx) error {
+	s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyAnchor, append(seqKey(50), a.Hash[:]...))
 	})
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -129,6 +130,9 @@ func (s *Store) writer() {
 	}
 }
 
+// commit makes batch durable: one journal frame, one fdatasync. The
+// appenders are answered after it returns; the applier writes the frame
+// into bbolt behind.
 func (s *Store) commit(batch []*appendReq) {
 	if rej := s.Refusal(); rej != nil {
 		for _, r := range batch {
@@ -136,54 +140,45 @@ func (s *Store) commit(batch []*appendReq) {
 		}
 		return
 	}
-	head, hash := s.Head()
-	tx, err := s.db.Begin(true)
-	if err == nil {
-		err = s.guard(func() (err error) {
-			head, hash, err = s.put(tx, batch, head, hash)
-			return err
-		})
-		if err == nil && unsafeNoDurability {
-			lieBeforeCommit(batch)
-		}
-		if err == nil {
-			err = s.guard(tx.Commit)
-		} else {
-			tx.Rollback()
+	if s.isFull() || s.applyStuck() {
+		// Paused for want of space, or the applier failed: go on only
+		// once its frames fit again (trying here, so the first append
+		// after space is freed finds out at once). The journal takes no
+		// more than a frame or two the applier cannot place.
+		if err := s.drain(); err != nil {
+			s.refuseFull(batch, err)
+			return
 		}
 	}
+	f, err := s.prepare(batch)
 	if pe := (*positionError)(nil); errors.As(err, &pe) {
 		for _, r := range batch {
 			r.seqs, r.err = nil, &events.Err{Code: events.CodeInvalidEvent, Msg: pe.Error()}
 		}
 		return
 	}
+	if err == nil && f != nil {
+		s.keepUp()
+		s.makeRoom()
+		if unsafeNoDurability {
+			lieBeforeCommit(batch)
+		}
+		err = s.j.write(f)
+	}
 	if err != nil && errors.Is(err, syscall.ENOSPC) && writeFailed(err) {
-		// Out of space on a write: bbolt wrote no meta page, so the log is
-		// as it was and this batch is not on record. Answer it unavailable
-		// (never acknowledged) and let the next batch try again. (ENOSPC
-		// from a sync is a failed sync, below.)
-		s.mu.Lock()
-		if s.full == nil {
-			s.full = &diskFull{since: time.Now()}
-			s.opts.Logger.Error("store commit failed: disk full; appends are refused until space is freed", "path", s.path, "err", err)
-		}
-		s.full.tries++
-		s.full.err = err
-		s.mu.Unlock()
-		rej := &events.Err{Code: events.CodeLogUnavailable, Msg: "the disk is full: " + err.Error() + "; free space and the log resumes"}
-		for _, r := range batch {
-			r.seqs, r.err = nil, rej
-		}
+		// Out of space on a write: the frame is not on record (the next
+		// one overwrites it) and the log is as it was. Answer the batch
+		// unavailable (never acknowledged) and let the next one try again.
+		// (ENOSPC from a sync is a failed sync, below.)
+		s.refuseFull(batch, err)
 		return
 	}
 	if err != nil {
-		// The disk state after a failed commit is unknown: bbolt may have
-		// written pages but not the meta page, and after a failed fsync
-		// Linux marks the pages clean though the disk never got them, so
-		// a later fsync would succeed without them ("fsyncgate"). Never
-		// retry-then-ack: refuse everything until a restart reads back
-		// what the disk holds.
+		// The disk state after a failed write or sync is unknown, and
+		// after a failed fsync Linux marks the pages clean though the disk
+		// never got them, so a later fsync would succeed without them
+		// ("fsyncgate"). Never retry-then-ack: refuse everything until a
+		// restart reads back what the disk holds.
 		rej := &events.Err{Code: events.CodeLogUnavailable, Msg: "commit failed, store stopped: " + err.Error() +
 			"; nothing of it was acknowledged. Fix the disk, then restart tracebridge (reboot first, or drop the page cache: after a failed fsync it may hold what the disk lost)"}
 		s.Refuse(rej)
@@ -193,13 +188,62 @@ func (s *Store) commit(batch []*appendReq) {
 		}
 		return
 	}
+	if f != nil {
+		s.w.took(f)
+		s.enqueue(f)
+		s.mu.Lock()
+		s.head, s.hash = f.last()
+		s.mu.Unlock()
+	}
+	stuck := s.applyStuck()
 	s.mu.Lock()
-	s.head, s.hash = head, hash
-	if s.full != nil {
+	if s.full != nil && !stuck {
 		s.opts.Logger.Info("store: space is back; appends resumed", "path", s.path, "failedCommits", s.full.tries)
 		s.full = nil
 	}
 	s.mu.Unlock()
+}
+
+// makeRoom starts the journal again at offset 0 once it is past
+// journalRewind: when bbolt holds all of it, after waiting for the applier
+// if need be (once per journalRewind bytes; the applier is behind by a
+// batch or two). A journal that cannot be rewound (the applier failed)
+// grows.
+func (s *Store) makeRoom() {
+	if s.j.off < journalRewind {
+		return
+	}
+	s.settle()
+	if !s.pending() {
+		s.j.rewind()
+	}
+}
+
+func (s *Store) isFull() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.full != nil
+}
+
+// markFull pauses appends for want of space.
+func (s *Store) markFull(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.full == nil {
+		s.full = &diskFull{since: time.Now()}
+		s.opts.Logger.Error("store commit failed: disk full; appends are refused until space is freed", "path", s.path, "err", err)
+	}
+	s.full.tries++
+	s.full.err = err
+}
+
+// refuseFull answers batch unavailable for want of space.
+func (s *Store) refuseFull(batch []*appendReq, err error) {
+	s.markFull(err)
+	rej := &events.Err{Code: events.CodeLogUnavailable, Msg: "the disk is full: " + err.Error() + "; free space and the log resumes"}
+	for _, r := range batch {
+		r.seqs, r.err = nil, rej
+	}
 }
 
 // writeFailed tells a failed write or file growth (nothing synced, the
@@ -237,29 +281,74 @@ func (s *Store) notify(batch []*appendReq) {
 	}
 }
 
-// put stores batch after head in tx and returns the new head.
-func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Hash) (uint64, events.Hash, error) {
-	if err := checkSource(tx, batch); err != nil {
-		return head, hash, err
+// prepare gives batch's new events their seqs and chain hashes, in one
+// read transaction of bbolt and the writer's record of what it has not
+// applied yet, and returns the frame that holds them (nil: nothing new).
+// It changes nothing the writer keeps: that waits for the frame to be
+// written (took).
+func (s *Store) prepare(batch []*appendReq) (*frame, error) {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return nil, err
 	}
-	if err := putPayloads(tx, batch); err != nil {
-		return head, hash, err
+	defer tx.Rollback()
+	var f *frame
+	err = s.guard(func() (err error) {
+		f, err = s.w.prepare(tx, batch)
+		return err
+	})
+	return f, err
+}
+
+// writerState is what the writer goroutine alone keeps: the frames
+// written and not applied, by event id and by request, and the stream
+// position.
+type writerState struct {
+	head    uint64
+	hash    events.Hash
+	src     Source
+	ids     map[events.ID]uint64 // unapplied events' seqs
+	reqs    map[events.ID]int    // unapplied events per request
+	unseen  []recKeysAt          // unapplied events in seq order
+	scratch map[events.ID]uint64 // this batch's new ids
+}
+
+type recKeysAt struct {
+	seq uint64
+	k   recKeys
+}
+
+func (w *writerState) prepare(tx *bolt.Tx, batch []*appendReq) (*frame, error) {
+	w.forgetApplied(tx)
+	if err := w.checkSource(batch); err != nil {
+		return nil, err
 	}
-	evb := tx.Bucket(bucketEvents)
-	evb.FillPercent = 0.9 // append-only keys: pack pages
 	ids := tx.Bucket(bucketIDs)
 	byReq := tx.Bucket(bucketByRequest)
-	bySess := tx.Bucket(bucketBySession)
-	// Mostly appended too (a request's and a session's keys grow with time,
-	// ULIDs first): split pages 90% full, not half (BenchmarkScale's
-	// bytes/event).
-	byReq.FillPercent, bySess.FillPercent = 0.9, 0.9
+	pays := tx.Bucket(bucketPayloads)
+	head, hash := w.head, w.hash
+	f := &frame{first: head + 1, prev: hash}
+	clear(w.scratch)
+	batchReqs := map[events.ID]int(nil)
 	for _, r := range batch {
+		for _, p := range r.payloads {
+			sum := events.Hash(sha256.Sum256([]byte(p)))
+			if pays == nil || pays.Get(sum[:]) == nil {
+				f.payloads = append(f.payloads, p)
+				f.sums = append(f.sums, sum)
+			}
+		}
 		r.seqs = make([]uint64, len(r.evs))
 		r.recs = make([][]byte, len(r.evs))
 		for i := range r.evs {
 			e := &r.evs[i]
 			seq, scanned := storedSeq(byReq, ids, e)
+			if seq == 0 {
+				seq = w.ids[e.ID]
+			}
+			if seq == 0 {
+				seq = w.scratch[e.ID]
+			}
 			if seq != 0 {
 				r.seqs[i] = seq
 				e.Seq = 0 // stored before: not new in this commit
@@ -272,37 +361,79 @@ func (s *Store) put(tx *bolt.Tx, batch []*appendReq, head uint64, hash events.Ha
 			rec = append(append(rec, e.Prev[:]...), e.Hash[:]...)
 			hash = e.Hash
 			r.recs[i] = rec
-			key := seqKey(head)
-			if err := evb.Put(key, rec); err != nil {
-				return head, hash, err
-			}
-			if e.RequestID.IsZero() || scanned >= dedupScan {
-				// Past what storedSeq scans of its request: the id
-				// tree finds it.
-				if err := ids.Put(e.ID[:], key); err != nil {
-					return head, hash, err
-				}
-			}
-			if !e.RequestID.IsZero() {
-				// The request index covers the record: one request's
-				// events are one range of adjacent keys (Verify checks
-				// each copy against the log).
-				if err := byReq.Put(indexKey(e.RequestID, head), rec); err != nil {
-					return head, hash, err
-				}
-			}
-			if !e.SessionID.IsZero() {
-				if err := bySess.Put(indexKey(e.SessionID, head), nil); err != nil {
-					return head, hash, err
-				}
-			}
 			r.seqs[i] = head
+			var flags byte
+			if e.RequestID.IsZero() {
+				flags = flagIDs
+			} else {
+				// Past what storedSeq scans of its request, the id tree
+				// finds it: count what is not applied yet too.
+				if batchReqs == nil {
+					batchReqs = map[events.ID]int{}
+				}
+				if scanned+w.reqs[e.RequestID]+batchReqs[e.RequestID] >= dedupScan {
+					flags = flagIDs
+				}
+				batchReqs[e.RequestID]++
+			}
+			if w.scratch == nil {
+				w.scratch = map[events.ID]uint64{}
+			}
+			w.scratch[e.ID] = head
+			f.recs = append(f.recs, rec)
+			f.flags = append(f.flags, flags)
+			f.keys = append(f.keys, keysOf(e))
+		}
+		if r.src != nil {
+			f.src = r.src
 		}
 	}
-	if err := putSource(tx, batch); err != nil {
-		return head, hash, err
+	if len(f.recs) == 0 && len(f.payloads) == 0 && f.src == nil {
+		return nil, nil
 	}
-	return head, hash, tx.Bucket(bucketMeta).Put(keyHead, append(seqKey(head), hash[:]...))
+	return f, nil
+}
+
+// took records that f is written: its events are the writer's until the
+// applier has them in bbolt.
+func (w *writerState) took(f *frame) {
+	for i, k := range f.keys {
+		seq := f.first + uint64(i)
+		w.ids[k.id] = seq
+		if !k.req.IsZero() {
+			w.reqs[k.req]++
+		}
+		w.unseen = append(w.unseen, recKeysAt{seq, k})
+	}
+	w.head, w.hash = f.last()
+	if f.src != nil {
+		w.src = *f.src
+	}
+}
+
+// forgetApplied drops what tx's bbolt holds from the unapplied record.
+func (w *writerState) forgetApplied(tx *bolt.Tx) {
+	if len(w.unseen) == 0 {
+		return
+	}
+	applied := uint64(0)
+	if v := tx.Bucket(bucketMeta).Get(keyHead); len(v) == 8+32 {
+		applied = binary.BigEndian.Uint64(v)
+	}
+	n := 0
+	for _, u := range w.unseen {
+		if u.seq > applied {
+			break
+		}
+		delete(w.ids, u.k.id)
+		if !u.k.req.IsZero() {
+			if w.reqs[u.k.req]--; w.reqs[u.k.req] <= 0 {
+				delete(w.reqs, u.k.req)
+			}
+		}
+		n++
+	}
+	w.unseen = append(w.unseen[:0], w.unseen[n:]...)
 }
 
 // dedupScan is how many of a request's first records storedSeq compares

@@ -77,29 +77,6 @@ func (s *Store) PayloadPart(sum events.Hash, off, n int) (part []byte, size int,
 	return part, size, err
 }
 
-// putPayloads writes the payloads of batch in tx.
-func putPayloads(tx *bolt.Tx, batch []*appendReq) error {
-	var b *bolt.Bucket
-	for _, r := range batch {
-		for _, p := range r.payloads {
-			if b == nil {
-				var err error
-				if b, err = tx.CreateBucketIfNotExists(bucketPayloads); err != nil {
-					return err
-				}
-			}
-			sum := sha256.Sum256([]byte(p))
-			if b.Get(sum[:]) != nil {
-				continue
-			}
-			if err := b.Put(sum[:], []byte(p)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // missingPayload names the first payload an event of evs refers to that
 // the store does not hold, or "" when it holds them all.
 func (s *Store) missingPayload(evs []events.Event) (string, error) {
@@ -110,16 +87,32 @@ func (s *Store) missingPayload(evs []events.Event) (string, error) {
 	if len(refs) == 0 {
 		return "", nil
 	}
-	missing := ""
-	err := s.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPayloads)
-		for _, sum := range refs {
-			if b == nil || b.Get(sum[:]) == nil {
-				missing = sum.String()
-				return nil
-			}
+	// A payload acknowledged and not yet applied is in the applier's
+	// count; one it no longer counts is in bbolt (it counts until the
+	// transaction holding it has committed).
+	s.amu.Lock()
+	var unseen []events.Hash
+	for _, sum := range refs {
+		if s.ap == nil || s.ap.payloads[sum] == 0 {
+			unseen = append(unseen, sum)
 		}
-		return nil
+	}
+	s.amu.Unlock()
+	if len(unseen) == 0 {
+		return "", nil
+	}
+	missing := ""
+	err := s.guard(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketPayloads)
+			for _, sum := range unseen {
+				if b == nil || b.Get(sum[:]) == nil {
+					missing = sum.String()
+					return nil
+				}
+			}
+			return nil
+		})
 	})
 	return missing, err
 }

@@ -117,7 +117,7 @@ func TestVerifyFindsEditedAndMissingPayloads(t *testing.T) {
 				t.Fatalf("before: %v %v", rep, err)
 			}
 			sum, _, _ := events.ParseRef(events.PayloadRef(p))
-			if err := s.db.Update(func(tx *bolt.Tx) error {
+			if err := s.update(func(tx *bolt.Tx) error {
 				return tc.harm(tx.Bucket(bucketPayloads), sum[:])
 			}); err != nil {
 				t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
@@ -27,11 +26,7 @@ type Source struct {
 func (s *Store) Source() (Source, error) {
 	var src Source
 	err := s.view(func(tx *bolt.Tx) error {
-		if meta := tx.Bucket(bucketMeta); meta != nil {
-			if v := meta.Get(keySource); len(v) >= 8 {
-				src = Source{Stream: string(v[8:]), Seq: binary.BigEndian.Uint64(v)}
-			}
-		}
+		src = readSource(tx)
 		return nil
 	})
 	return src, err
@@ -50,23 +45,25 @@ func (s *Store) AppendFrom(ctx context.Context, evs []events.Event, src Source) 
 	return s.append(ctx, evs, &src)
 }
 
-// putSource records the position of the last request of batch that has one.
-func putSource(tx *bolt.Tx, batch []*appendReq) error {
-	for _, r := range slices.Backward(batch) {
-		if r.src != nil {
-			v := binary.BigEndian.AppendUint64(nil, r.src.Seq)
-			return tx.Bucket(bucketMeta).Put(keySource, append(v, r.src.Stream...))
-		}
-	}
-	return nil
+// sourceValue is how meta keeps a stream position.
+func sourceValue(src Source) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, src.Seq), src.Stream...)
 }
 
-// checkSource refuses a stream position that does not follow the recorded one.
-func checkSource(tx *bolt.Tx, batch []*appendReq) error {
-	var last Source
-	if v := tx.Bucket(bucketMeta).Get(keySource); len(v) >= 8 {
-		last = Source{Stream: string(v[8:]), Seq: binary.BigEndian.Uint64(v)}
+// readSource is the stream position tx holds.
+func readSource(tx *bolt.Tx) Source {
+	if meta := tx.Bucket(bucketMeta); meta != nil {
+		if v := meta.Get(keySource); len(v) >= 8 {
+			return Source{Stream: string(v[8:]), Seq: binary.BigEndian.Uint64(v)}
+		}
 	}
+	return Source{}
+}
+
+// checkSource refuses a stream position that does not follow the last one
+// written.
+func (w *writerState) checkSource(batch []*appendReq) error {
+	last := w.src
 	for _, r := range batch {
 		if r.src == nil {
 			continue

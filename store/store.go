@@ -54,6 +54,10 @@ type Options struct {
 	// order and their records as stored (so they need not be encoded again).
 	// It must not block or keep either slice past the call.
 	Committed func(stored []events.Event, records [][]byte)
+
+	// holdApply keeps acknowledged frames out of bbolt (tests: a crash
+	// between the journal and the apply).
+	holdApply bool
 }
 
 // Store is the event log. Its methods are safe for concurrent use.
@@ -68,8 +72,16 @@ type Store struct {
 	sendMu sync.RWMutex // held shared while sending to reqs, exclusively to close it
 	closed bool
 
+	j  *journal    // the writer's; nil read-only
+	w  writerState // the writer goroutine's
+	ap *applier    // nil read-only
+
+	amu     sync.Mutex // guards ap
+	acond   *sync.Cond // on amu: broadcast when frames are applied or the applier fails
+	drainMu sync.Mutex // one drain at a time
+
 	mu      sync.RWMutex
-	head    uint64
+	head    uint64 // the last seq acknowledged
 	hash    events.Hash
 	refusal *events.Err // set when the store must not be appended to
 	full    *diskFull   // set while commits fail for want of space
@@ -113,20 +125,80 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{db: db, path: path, opts: opts}
+	s.acond = sync.NewCond(&s.amu)
 	if err := s.guard(s.init); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if opts.ReadOnly && s.refusal == nil {
+		// A read-only open cannot apply the journal: if it holds frames
+		// bbolt does not, open writable once to apply them, then again.
+		if frames, err := pendingFrames(JournalPath(path), s.head, s.hash); err != nil || len(frames) > 0 {
+			db.Close()
+			if err != nil {
+				return nil, fmt.Errorf("open store %s: %w", path, err)
+			}
+			w := opts
+			w.ReadOnly = false
+			ws, err := Open(path, w)
+			if err != nil {
+				return nil, err
+			}
+			if err := ws.Close(); err != nil {
+				return nil, err
+			}
+			return Open(path, opts)
+		}
+	}
+	if !opts.ReadOnly {
+		if err := s.recover(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
 	}
 	if s.views, err = openViews(ViewsPath(path), opts); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	if !opts.ReadOnly {
+		s.ap = &applier{wake: make(chan struct{}, 1), done: make(chan struct{}), payloads: map[events.Hash]int{}}
 		s.reqs = make(chan *appendReq, 1024)
 		s.done = make(chan struct{})
+		go s.applyLoop()
 		go s.writer()
 	}
 	return s, nil
+}
+
+// recover applies the journal's frames that bbolt does not hold (appends
+// acknowledged before a crash) in one synced transaction, then opens the
+// journal for the writer, starting again at offset 0.
+func (s *Store) recover() error {
+	if s.refusal == nil {
+		frames, err := pendingFrames(JournalPath(s.path), s.head, s.hash)
+		if err != nil {
+			return err
+		}
+		if len(frames) > 0 {
+			if err := s.guard(func() error {
+				return s.db.Update(func(tx *bolt.Tx) error { return applyFrames(tx, frames) })
+			}); err != nil {
+				return fmt.Errorf("apply the journal: %w", err)
+			}
+			s.head, s.hash = frames[len(frames)-1].last()
+			s.opts.Logger.Info("store: applied the journal's acknowledged tail", "path", s.path, "frames", len(frames), "head", s.head)
+		}
+	}
+	j, err := openJournal(JournalPath(s.path))
+	if err != nil {
+		return err
+	}
+	s.j = j
+	s.w = writerState{head: s.head, hash: s.hash, ids: map[events.ID]uint64{}, reqs: map[events.ID]int{}}
+	return s.db.View(func(tx *bolt.Tx) error {
+		s.w.src = readSource(tx)
+		return nil
+	})
 }
 
 func (s *Store) init() error {
@@ -213,11 +285,14 @@ func (s *Store) guard(fn func() error) (err error) {
 
 // view and update are bbolt's View and Update with a damaged page an
 // error, not a crash (bbolt rolls the transaction back as the panic passes).
+// Both first wait for the frames acknowledged before the call (settle).
 func (s *Store) view(fn func(*bolt.Tx) error) error {
+	s.settle()
 	return s.guard(func() error { return s.db.View(fn) })
 }
 
 func (s *Store) update(fn func(*bolt.Tx) error) error {
+	s.settle()
 	return s.guard(func() error { return s.db.Update(fn) })
 }
 
@@ -284,15 +359,26 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.sendMu.Unlock()
+	var jerr error
 	if s.reqs != nil {
 		close(s.reqs)
 		<-s.done
+		s.amu.Lock()
+		s.ap.closed = true
+		s.amu.Unlock()
+		select {
+		case s.ap.wake <- struct{}{}:
+		default: // a token is there already
+		}
+		<-s.ap.done
+		s.acond.Broadcast()
+		jerr = s.j.close()
 	}
 	var verr error
 	if s.views != nil {
 		verr = s.views.Close()
 	}
-	return errors.Join(s.db.Close(), verr)
+	return errors.Join(jerr, s.db.Close(), verr)
 }
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq) }

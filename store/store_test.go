@@ -89,7 +89,7 @@ func TestDedupCoversLongRequestsEventsWithoutOneAndOldStores(t *testing.T) {
 			}
 			seqs = append(seqs, got...)
 		}
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx *bolt.Tx) error {
 			ids := tx.Bucket(bucketIDs)
 			if want := len(all) - dedupScan; ids.Stats().KeyN != want {
 				t.Errorf("ids tree holds %d ids, want %d (past the first %d of the request, and those without one)", ids.Stats().KeyN, want, dedupScan)

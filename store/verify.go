@@ -67,6 +67,7 @@ func (r Report) Healthy() bool { return r.OK() && r.Appends == "" }
 // every given checkpoint's seq is stored with the checkpoint's hash.
 // It reports the first problem found.
 func (s *Store) Verify(cps ...Checkpoint) (r Report, err error) {
+	s.settle()
 	err = s.guard(func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
 			v := &verifier{tx: tx, r: &r, want: map[uint64]events.Hash{}}

@@ -64,7 +64,7 @@ func TestViewsLiveBesideTheLog(t *testing.T) {
 	if got := get(s); got != "one" {
 		t.Fatalf("the view reads %q, want the views file's", got)
 	}
-	s.db.View(func(tx *bolt.Tx) error {
+	s.view(func(tx *bolt.Tx) error {
 		if tx.Bucket([]byte("view:runs")) != nil {
 			t.Error("the log still holds an older version's view")
 		}

@@ -1,0 +1,378 @@
+package store
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// The journal is where an append becomes durable (ADR 0020): the writer
+// appends a batch to it as one frame and fdatasyncs it once, then answers;
+// the applier writes the batch into bbolt behind it. On open, frames the
+// bbolt file does not hold yet are applied before anything else happens.
+//
+// The file is preallocated with zeros, so an fdatasync of a frame inside it
+// writes only the frame's pages, never the file's size. Frames follow one
+// another from offset 0:
+//
+//	length   uint32  of the body
+//	crc      uint32  CRC-32C of the body
+//	body     epoch u64 | first seq u64 | prev hash [32] |
+//	         records: count uvarint, each: flags byte, length uvarint, record |
+//	         payloads: count uvarint, each: length uvarint, bytes |
+//	         source: stream seq uvarint (0: none), name length uvarint, name
+//
+// A frame's records carry their own chain hashes, and each frame must
+// follow the one before (first seq, prev hash) in the same epoch. When
+// every frame is applied the writer starts again at offset 0 with a new
+// epoch: what follows the new frames is an older epoch's, and reading stops
+// there, as it stops at a torn or zeroed frame.
+
+// JournalPath is the journal of the log at path.
+func JournalPath(path string) string { return path + ".journal" }
+
+const (
+	journalPrealloc = 1 << 20   // zeros written when the journal is made
+	journalRewind   = 512 << 10 // past this, start again at 0 once all is applied
+	maxFrame        = 1 << 30   // a length beyond this is not a frame
+	frameHeader     = 8
+	flagIDs         = 1 // the record also goes into the ids tree
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// frame is one acknowledged batch: what the applier writes into bbolt.
+type frame struct {
+	first    uint64      // seq of the first record (the next seq when there is none)
+	prev     events.Hash // the hash the first record follows
+	recs     [][]byte
+	flags    []byte
+	keys     []recKeys // the ids each record is indexed under
+	payloads []string
+	sums     []events.Hash // the payloads' SHA-256
+	src      *Source
+}
+
+// recKeys are the ids a record is indexed under.
+type recKeys struct{ id, req, sess events.ID }
+
+func keysOf(e *events.Event) recKeys {
+	return recKeys{id: e.ID, req: e.RequestID, sess: e.SessionID}
+}
+
+// bytes is the size of the frame's records and payloads.
+func (f *frame) bytes() int {
+	n := 0
+	for _, r := range f.recs {
+		n += len(r)
+	}
+	for _, p := range f.payloads {
+		n += len(p)
+	}
+	return n
+}
+
+// last returns the seq and hash after the frame.
+func (f *frame) last() (uint64, events.Hash) {
+	if len(f.recs) == 0 {
+		return f.first - 1, f.prev
+	}
+	rec := f.recs[len(f.recs)-1]
+	return f.first + uint64(len(f.recs)) - 1, events.Hash(rec[len(rec)-32:])
+}
+
+// journal is the writer's handle on the journal file.
+type journal struct {
+	f     *os.File
+	off   int64 // where the next frame goes
+	size  int64 // the file's size: writes below it change no metadata
+	epoch uint64
+	buf   []byte
+}
+
+// openJournal opens (or makes, preallocated) the journal at path.
+func openJournal(path string) (*journal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	j := &journal{f: f, size: st.Size(), epoch: newEpoch()}
+	if j.size < journalPrealloc {
+		if _, err := f.WriteAt(make([]byte, journalPrealloc-j.size), j.size); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("preallocate the journal %s: %w", path, err)
+		}
+		j.size = journalPrealloc
+		if err := j.sync(); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := durable.SyncDir(filepath.Dir(path)); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+func newEpoch() uint64 {
+	for {
+		if e := rand.Uint64(); e != 0 {
+			return e
+		}
+	}
+}
+
+func (j *journal) sync() error {
+	if skipFsync {
+		return nil
+	}
+	return fdatasync(j.f)
+}
+
+// rewind makes the next frame go to offset 0 with a new epoch. Only when
+// bbolt holds every frame written so far.
+func (j *journal) rewind() {
+	j.off = 0
+	j.epoch = newEpoch()
+}
+
+// write appends f and syncs it. On an error the frame is not on record and
+// the offset stays where it was, so the next frame overwrites it.
+func (j *journal) write(f *frame) error {
+	j.buf = encodeFrame(j.buf[:0], j.epoch, f)
+	if _, err := j.f.WriteAt(j.buf, j.off); err != nil {
+		return err
+	}
+	if err := j.sync(); err != nil {
+		return err
+	}
+	j.off += int64(len(j.buf))
+	j.size = max(j.size, j.off)
+	return nil
+}
+
+func (j *journal) close() error { return j.f.Close() }
+
+func encodeFrame(b []byte, epoch uint64, f *frame) []byte {
+	b = append(b, make([]byte, frameHeader)...)
+	b = binary.BigEndian.AppendUint64(b, epoch)
+	b = binary.BigEndian.AppendUint64(b, f.first)
+	b = append(b, f.prev[:]...)
+	b = binary.AppendUvarint(b, uint64(len(f.recs)))
+	for i, rec := range f.recs {
+		b = append(b, f.flags[i])
+		b = binary.AppendUvarint(b, uint64(len(rec)))
+		b = append(b, rec...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(f.payloads)))
+	for _, p := range f.payloads {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+	}
+	if f.src == nil {
+		b = binary.AppendUvarint(b, 0)
+	} else {
+		b = binary.AppendUvarint(b, f.src.Seq)
+		b = binary.AppendUvarint(b, uint64(len(f.src.Stream)))
+		b = append(b, f.src.Stream...)
+	}
+	body := b[frameHeader:]
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(body)))
+	binary.BigEndian.PutUint32(b[4:8], crc32.Checksum(body, castagnoli))
+	return b
+}
+
+// errFrame is a body that passed its checksum and still does not parse:
+// written by a writer with a bug, never by a torn write.
+var errFrame = errors.New("malformed journal frame")
+
+// decodeFrame parses a body whose checksum matched; records are copied.
+func decodeFrame(body []byte) (epoch uint64, f *frame, err error) {
+	if len(body) < 48 {
+		return 0, nil, errFrame
+	}
+	f = &frame{}
+	epoch = binary.BigEndian.Uint64(body)
+	f.first = binary.BigEndian.Uint64(body[8:])
+	copy(f.prev[:], body[16:48])
+	p := body[48:]
+	next := func() uint64 {
+		v, n := binary.Uvarint(p)
+		if n <= 0 {
+			err = errFrame
+			return 0
+		}
+		p = p[n:]
+		return v
+	}
+	bytesOf := func() []byte {
+		n := next()
+		if err != nil || n > uint64(len(p)) {
+			err = errFrame
+			return nil
+		}
+		v := p[:n]
+		p = p[n:]
+		return v
+	}
+	nrec := next()
+	if err != nil || nrec > uint64(len(p)) {
+		return 0, nil, errFrame
+	}
+	for range nrec {
+		if len(p) == 0 {
+			return 0, nil, errFrame
+		}
+		flag := p[0]
+		p = p[1:]
+		rec := bytesOf()
+		if err != nil {
+			return 0, nil, err
+		}
+		f.flags = append(f.flags, flag)
+		f.recs = append(f.recs, append([]byte(nil), rec...))
+	}
+	npay := next()
+	if err != nil || npay > uint64(len(p)) {
+		return 0, nil, errFrame
+	}
+	for range npay {
+		v := bytesOf()
+		if err != nil {
+			return 0, nil, err
+		}
+		f.payloads = append(f.payloads, string(v))
+		f.sums = append(f.sums, sha256.Sum256(v))
+	}
+	if seq := next(); err == nil && seq != 0 {
+		name := bytesOf()
+		f.src = &Source{Stream: string(name), Seq: seq}
+	}
+	if err != nil || len(p) != 0 {
+		return 0, nil, errFrame
+	}
+	return epoch, f, nil
+}
+
+// pendingFrames reads the journal at path and returns the frames past
+// head, the seq (with its hash) bbolt holds: each checked against the one
+// before and its records against their chain. Reading stops at the end of
+// what one epoch wrote: a zeroed, torn or older frame. A missing journal
+// has none.
+func pendingFrames(path string, head uint64, hash events.Hash) ([]*frame, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	frames, err := readFrames(bufio.NewReaderSize(f, 256<<10), st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	var pending []*frame
+	for _, fr := range frames {
+		end, _ := fr.last()
+		if end < head || (end == head && fr.first <= head) {
+			continue // bbolt holds it
+		}
+		if fr.first <= head {
+			// bbolt stops inside a frame: it applies frames whole, so this
+			// journal was not written for this file.
+			return nil, fmt.Errorf("journal %s: a frame holds seqs %d to %d but the log ends at %d inside it", path, fr.first, end, head)
+		}
+		if len(pending) == 0 && (fr.first != head+1 || fr.prev != hash) {
+			return nil, fmt.Errorf("journal %s: its frames go on from seq %d but the log ends at %d (hash %s…): the journal does not follow this log", path, fr.first-1, head, hash.String()[:12])
+		}
+		pending = append(pending, fr)
+	}
+	return pending, nil
+}
+
+// readFrames reads one epoch's chain of frames from the start of r, which
+// holds size bytes.
+func readFrames(r *bufio.Reader, size int64) ([]*frame, error) {
+	var frames []*frame
+	var epoch uint64
+	var hdr [frameHeader]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return frames, nil // the end of the file
+		}
+		n := binary.BigEndian.Uint32(hdr[0:4])
+		size -= frameHeader
+		if n == 0 || n > maxFrame || int64(n) > size {
+			return frames, nil // zeros (never written), or torn at the end
+		}
+		size -= int64(n)
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return frames, nil // torn at the end of the file
+		}
+		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(hdr[4:8]) {
+			return frames, nil // torn, or the remains of an older epoch
+		}
+		e, fr, err := decodeFrame(body)
+		if err != nil {
+			return frames, err
+		}
+		if len(frames) == 0 {
+			epoch = e
+		} else if e != epoch {
+			return frames, nil // an older epoch's frame
+		}
+		if len(frames) > 0 {
+			seq, hash := frames[len(frames)-1].last()
+			if fr.first != seq+1 || fr.prev != hash {
+				return frames, nil // same epoch, not following: stop as for a torn frame
+			}
+		}
+		if err := checkFrameChain(fr); err != nil {
+			return frames, err
+		}
+		frames = append(frames, fr)
+	}
+}
+
+// checkFrameChain checks that a frame's records chain from its prev hash
+// and fills in the ids they are indexed under.
+func checkFrameChain(f *frame) error {
+	prev := f.prev
+	f.keys = make([]recKeys, len(f.recs))
+	for i, rec := range f.recs {
+		body, p, h, err := events.SplitRecord(rec)
+		if err != nil || p != prev || events.ChainHash(prev, body) != h {
+			return fmt.Errorf("%w: record %d of the frame at seq %d does not chain", errFrame, i, f.first)
+		}
+		e, err := events.Decode(rec)
+		if err != nil || e.Seq != f.first+uint64(i) {
+			return fmt.Errorf("%w: record %d of the frame at seq %d: %v", errFrame, i, f.first, err)
+		}
+		f.keys[i] = keysOf(&e)
+		prev = h
+	}
+	return nil
+}

@@ -1,0 +1,281 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// appendHeld appends n batches of 3 events (and a payload each) to a store
+// whose applier never runs, closes it (a crash between the journal and
+// bbolt) and returns the acknowledged ids.
+func appendHeld(t *testing.T, path string, n int) []events.ID {
+	t.Helper()
+	s, err := Open(path, Options{holdApply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked []events.ID
+	for i := range n {
+		req := testIDs.New()
+		p := strings.Repeat("payload ", 100) + req.String()
+		if err := s.PutPayloads(context.Background(), []string{p}); err != nil {
+			t.Fatal(err)
+		}
+		batch := []events.Event{ev(req, 3*i), ev(req, 3*i+1), ev(req, 3*i+2)}
+		batch[0].Attrs.Set("answer", events.PayloadRef(p))
+		if _, err := s.Append(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range batch {
+			acked = append(acked, e.ID)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return acked
+}
+
+// TestAcknowledgedButNotAppliedIsAppliedAtOpen: events acknowledged into
+// the journal and never written into bbolt are there after the next open,
+// the chain verifies, payloads included; a second open applies nothing.
+func TestAcknowledgedButNotAppliedIsAppliedAtOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	acked := appendHeld(t, path, 5)
+
+	head, _, err := bboltHead(path)
+	if err != nil || head != 0 {
+		t.Fatalf("bbolt holds seq %d (%v) before the open: the applier ran", head, err)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing, err := s.Missing(acked); err != nil || len(missing) != 0 {
+		t.Fatalf("after the open %d of %d acknowledged events are missing (%v)", len(missing), len(acked), err)
+	}
+	if rep, err := s.Verify(); err != nil || !rep.OK() || rep.Events != 15 {
+		t.Fatalf("verify: %s %v", rep, err)
+	}
+	if got, _ := s.Head(); got != 15 {
+		t.Fatalf("head %d, want 15", got)
+	}
+	// Appends go on from the applied tail.
+	req := testIDs.New()
+	if seqs, err := s.Append(context.Background(), []events.Event{ev(req, 99)}); err != nil || seqs[0] != 16 {
+		t.Fatalf("append after the recovery: %v %v", seqs, err)
+	}
+	s.Close()
+	if head, _, _ := bboltHead(path); head != 16 {
+		t.Fatalf("bbolt holds seq %d after a clean close, want 16", head)
+	}
+}
+
+// TestTornJournalTailIsNotApplied: a frame cut short, or one whose bytes
+// changed, ends the journal: the frames before it are applied, it and
+// what follows are not, and the log verifies.
+func TestTornJournalTailIsNotApplied(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tear func(b []byte, last int) []byte
+	}{
+		{"cut short", func(b []byte, last int) []byte { return b[:last+(len(b)-last)/2] }},
+		{"a flipped byte", func(b []byte, last int) []byte { b[last+20] ^= 1; return b }},
+		{"zeroed", func(b []byte, last int) []byte { clear(b[last:]); return b }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "events.db")
+			acked := appendHeld(t, path, 3) // frames: payload, events, ×3
+			b, err := os.ReadFile(JournalPath(path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			offs := frameOffsets(t, b)
+			if len(offs) != 6 {
+				t.Fatalf("%d frames in the journal, want 6", len(offs))
+			}
+			end := offs[5] + 8 + int(beUint32(b[offs[5]:]))
+			b = tc.tear(b[:end], offs[5])
+			if err := os.WriteFile(JournalPath(path), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if missing, _ := s.Missing(acked[:6]); len(missing) != 0 {
+				t.Fatalf("%d events of the whole frames are missing", len(missing))
+			}
+			if missing, _ := s.Missing(acked[6:]); len(missing) != 3 {
+				t.Fatalf("the torn frame's events: %d of 3 missing, want all", len(missing))
+			}
+			if rep, err := s.Verify(); err != nil || !rep.OK() || rep.Events != 6 {
+				t.Fatalf("verify: %s %v", rep, err)
+			}
+		})
+	}
+}
+
+// TestJournalThatDoesNotFollowTheLogIsRefused: frames that go on from
+// another point than the log's head (a log file swapped under its
+// journal) are not applied; the open says why.
+func TestJournalThatDoesNotFollowTheLogIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.db")
+	appendHeld(t, path, 1)
+	other := filepath.Join(dir, "other.db")
+	appendHeld(t, other, 3) // frames past this log's head, from another chain
+	journal, err := os.ReadFile(JournalPath(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, Options{}) // applies its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.WriteFile(JournalPath(path), journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "does not follow this log") {
+		t.Fatalf("open with another log's journal: %v", err)
+	}
+}
+
+// TestReadOnlyOpenSeesTheJournal: a read-only open of a log whose journal
+// holds acknowledged frames applies them first (opening writable once).
+func TestReadOnlyOpenSeesTheJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	acked := appendHeld(t, path, 2)
+	s, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if missing, err := s.Missing(acked); err != nil || len(missing) != 0 {
+		t.Fatalf("read-only: %d of %d acknowledged events missing (%v)", len(missing), len(acked), err)
+	}
+}
+
+// TestJournalStartsAgainOnceApplied: past journalRewind the journal goes
+// back to offset 0 with a new epoch, so it stays near its preallocated
+// size however much is appended, and a reopen applies nothing old.
+func TestJournalStartsAgainOnceApplied(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("x", 4000)
+	for i := range 600 { // ~2.4 MB of records
+		e := ev(testIDs.New(), i)
+		e.Attrs.Set("pad", pad)
+		if _, err := s.Append(context.Background(), []events.Event{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	st, err := os.Stat(JournalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > journalPrealloc+journalRewind {
+		t.Fatalf("the journal is %d bytes after 2.4 MB of appends: it did not start again", st.Size())
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rep, err := s.Verify(); err != nil || !rep.OK() || rep.Events != 600 {
+		t.Fatalf("verify: %s %v", rep, err)
+	}
+}
+
+// FuzzJournal: whatever the journal file holds, reading it returns whole
+// frames that chain, or an error; never a panic.
+func FuzzJournal(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "events.db")
+	s, err := Open(path, Options{holdApply: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	req := testIDs.New()
+	s.PutPayloads(context.Background(), []string{"a payload"})
+	s.Append(context.Background(), []events.Event{ev(req, 1), ev(req, 2)})
+	s.AppendFrom(context.Background(), []events.Event{ev(req, 3)}, Source{Stream: "s", Seq: 7})
+	s.Close()
+	b, _ := os.ReadFile(JournalPath(path))
+	offs := frameOffsets(f, b)
+	f.Add(b[:offs[len(offs)-1]+200])
+	f.Add([]byte{})
+	f.Add(make([]byte, 16))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		frames, err := readFrames(bufio.NewReader(bytes.NewReader(b)), int64(len(b)))
+		if err != nil {
+			return
+		}
+		for i, fr := range frames {
+			if len(fr.recs) != len(fr.flags) || len(fr.recs) != len(fr.keys) || len(fr.payloads) != len(fr.sums) {
+				t.Fatalf("frame %d: %d records, %d flags, %d keys", i, len(fr.recs), len(fr.flags), len(fr.keys))
+			}
+			if i > 0 {
+				seq, hash := frames[i-1].last()
+				if fr.first != seq+1 || fr.prev != hash {
+					t.Fatalf("frame %d does not follow the one before", i)
+				}
+			}
+		}
+	})
+}
+
+// frameOffsets returns where each of the first epoch's frames starts.
+func frameOffsets(t testing.TB, b []byte) []int {
+	t.Helper()
+	var offs []int
+	for off := 0; off+8 <= len(b); {
+		n := int(beUint32(b[off:]))
+		if n == 0 || off+8+n > len(b) {
+			break
+		}
+		offs = append(offs, off)
+		off += 8 + n
+	}
+	return offs
+}
+
+func beUint32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// bboltHead reads the head bbolt itself holds, past the journal.
+func bboltHead(path string) (uint64, events.Hash, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return 0, events.Hash{}, err
+	}
+	defer db.Close()
+	var seq uint64
+	var hash events.Hash
+	err = db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyHead); len(v) == 40 {
+			seq = binary.BigEndian.Uint64(v)
+			copy(hash[:], v[8:])
+		}
+		return nil
+	})
+	return seq, hash, err
+}
