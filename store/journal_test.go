@@ -271,7 +271,11 @@ func bboltHead(path string) (uint64, events.Hash, error) {
 	var seq uint64
 	var hash events.Hash
 	err = db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketMeta).Get(keyHead); len(v) == 40 {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return nil
+		}
+		if v := meta.Get(keyHead); len(v) == 40 {
 			seq = binary.BigEndian.Uint64(v)
 			copy(hash[:], v[8:])
 		}
