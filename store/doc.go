@@ -13,13 +13,17 @@
 // looks for the id among the first 64 copies of its request in by_request,
 // then in ids.
 //
-// One writer goroutine owns every write. Concurrent Append calls queue to it;
-// it commits everything queued (up to Options.MaxBatch events) in one
-// transaction with fsync on, and only then answers each caller. An Append
-// that returned nil is on disk. A failed sync (EIO, ENOSPC: any errno) is
-// fatal to the Store: it refuses every later append rather than retry and
-// risk acknowledging an event the disk does not hold. A write that fails for
-// want of space (no meta page written) only pauses it.
+// One writer goroutine owns every append. Concurrent Append calls queue to
+// it; it takes everything queued (up to Options.MaxBatch events), appends it
+// as one frame to the journal beside the file (events.db.journal, ADR 0020),
+// fdatasyncs it once, and only then answers each caller. An Append that
+// returned nil is on disk. The applier writes acknowledged frames into bbolt
+// behind (one transaction, bbolt's own fsyncs); Open applies the frames bbolt
+// does not hold yet, and every read first waits for the frames acknowledged
+// before it. A failed write or sync (EIO, ENOSPC: any errno) is fatal to the
+// Store: it refuses every later append rather than retry and risk
+// acknowledging an event the disk does not hold. A write that fails for want
+// of space only pauses it.
 //
 // Each record's hash is SHA-256(previous hash | record body), so Verify finds
 // the first seq whose bytes, order or neighbours changed. A signed checkpoint

@@ -168,6 +168,16 @@ func (j *journal) write(f *frame) error {
 	return nil
 }
 
+// reset zeroes the first frame's header, durably: the journal reads as
+// empty. Only when bbolt holds everything in it.
+func (j *journal) reset() error {
+	if _, err := j.f.WriteAt(make([]byte, frameHeader), 0); err != nil {
+		return err
+	}
+	j.rewind()
+	return j.sync()
+}
+
 func (j *journal) close() error { return j.f.Close() }
 
 func encodeFrame(b []byte, epoch uint64, f *frame) []byte {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -156,16 +157,31 @@ func TestJournalThatDoesNotFollowTheLogIsRefused(t *testing.T) {
 
 // TestReadOnlyOpenSeesTheJournal: a read-only open of a log whose journal
 // holds acknowledged frames applies them first (opening writable once).
+// The journal ends with a frame of payloads only (their events never
+// came), which moves no head: a read-only open still ends, twice.
 func TestReadOnlyOpenSeesTheJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.db")
 	acked := appendHeld(t, path, 2)
-	s, err := Open(path, Options{ReadOnly: true})
+	s, err := Open(path, Options{holdApply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if missing, err := s.Missing(acked); err != nil || len(missing) != 0 {
-		t.Fatalf("read-only: %d of %d acknowledged events missing (%v)", len(missing), len(acked), err)
+	if err := s.PutPayloads(context.Background(), []string{"a payload whose event never came"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for range 2 {
+		s, err := Open(path, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if missing, err := s.Missing(acked); err != nil || len(missing) != 0 {
+			t.Fatalf("read-only: %d of %d acknowledged events missing (%v)", len(missing), len(acked), err)
+		}
+		if p, err := s.Payload(context.Background(), sha256.Sum256([]byte("a payload whose event never came"))); err != nil || p == "" {
+			t.Fatalf("the payload-only frame: %q %v", p, err)
+		}
+		s.Close()
 	}
 }
 

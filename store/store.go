@@ -58,6 +58,9 @@ type Options struct {
 	// holdApply keeps acknowledged frames out of bbolt (tests: a crash
 	// between the journal and the apply).
 	holdApply bool
+	// journalApplied: a read-only open right after a writable one applied
+	// the journal.
+	journalApplied bool
 }
 
 // Store is the event log. Its methods are safe for concurrent use.
@@ -130,7 +133,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if opts.ReadOnly && s.refusal == nil {
+	if opts.ReadOnly && s.refusal == nil && !opts.journalApplied {
 		// A read-only open cannot apply the journal: if it holds frames
 		// bbolt does not, open writable once to apply them, then again.
 		if frames, err := pendingFrames(JournalPath(path), s.head, s.hash); err != nil || len(frames) > 0 {
@@ -147,6 +150,7 @@ func Open(path string, opts Options) (*Store, error) {
 			if err := ws.Close(); err != nil {
 				return nil, err
 			}
+			opts.journalApplied = true
 			return Open(path, opts)
 		}
 	}
@@ -174,6 +178,7 @@ func Open(path string, opts Options) (*Store, error) {
 // acknowledged before a crash) in one synced transaction, then opens the
 // journal for the writer, starting again at offset 0.
 func (s *Store) recover() error {
+	applied := false
 	if s.refusal == nil {
 		frames, err := pendingFrames(JournalPath(s.path), s.head, s.hash)
 		if err != nil {
@@ -186,6 +191,7 @@ func (s *Store) recover() error {
 				return fmt.Errorf("apply the journal: %w", err)
 			}
 			s.head, s.hash = frames[len(frames)-1].last()
+			applied = true
 			s.opts.Logger.Info("store: applied the journal's acknowledged tail", "path", s.path, "frames", len(frames), "head", s.head)
 		}
 	}
@@ -194,6 +200,14 @@ func (s *Store) recover() error {
 		return err
 	}
 	s.j = j
+	if applied {
+		// bbolt holds it all now: the journal starts empty, so the next
+		// open (a read-only one too) finds nothing to apply.
+		if err := j.reset(); err != nil {
+			j.close()
+			return fmt.Errorf("reset the journal: %w", err)
+		}
+	}
 	s.w = writerState{head: s.head, hash: s.hash, ids: map[events.ID]uint64{}, reqs: map[events.ID]int{}}
 	return s.db.View(func(tx *bolt.Tx) error {
 		s.w.src = readSource(tx)
