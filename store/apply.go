@@ -112,6 +112,10 @@ func (s *Store) applyStuck() bool {
 	return s.ap.stuck != nil && len(s.ap.queue) > 0
 }
 
+// outOfSpace tells a failed write (bbolt wrote no meta page: the file is as
+// it was, so trying again is safe) from every other failure.
+func outOfSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) && writeFailed(err) }
+
 // drain applies every queued frame in one transaction. The applier calls
 // it; so does the writer, to learn whether a full disk has space again.
 // It returns the error of the attempt.
@@ -122,20 +126,25 @@ func (s *Store) drain() error {
 	s.drainMu.Lock()
 	defer s.drainMu.Unlock()
 	s.amu.Lock()
-	frames := s.ap.queue
+	frames, last := s.ap.queue, s.ap.stuck
 	s.amu.Unlock()
+	if last != nil && !outOfSpace(last) {
+		// Never again after a failed sync: bbolt may hold pages the disk
+		// lost. The next start applies the journal.
+		return last
+	}
 	if len(frames) == 0 {
 		return nil
 	}
 	err := s.guard(func() error { return s.db.Update(func(tx *bolt.Tx) error { return applyFrames(tx, frames) }) })
-	if err != nil && errors.Is(err, syscall.ENOSPC) && writeFailed(err) {
+	if err != nil && outOfSpace(err) {
 		// bbolt wrote no meta page: the frames stay queued and the
 		// writer takes no more until they fit (commit).
 		s.markFull(err)
 	} else if err != nil {
 		// Unknown disk state (see commit): stop taking appends. The frames
 		// are in the journal; the next start applies them.
-		s.Refuse(&events.Err{Code: events.CodeLogUnavailable, Msg: "applying the journal to the log failed, store stopped: " + err.Error() +
+		s.Refuse(&events.Err{Code: events.CodeLogUnavailable, Msg: "commit failed, store stopped: applying the journal to the log: " + err.Error() +
 			"; everything acknowledged is in the journal and is applied at the next start. Fix the disk, then restart tracebridge"})
 		s.opts.Logger.Error("store apply failed; refusing all further appends", "path", s.path, "err", err)
 	}
