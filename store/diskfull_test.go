@@ -16,7 +16,7 @@ import (
 )
 
 // TestDiskFullPausesAndResumes fills a small tmpfs (in a mount namespace of
-// its own; 384k for the log beside the journal's preallocated MiB and a
+// its own; 384k for the log beside the journal's preallocated 256k and a
 // MiB of filler: what the journal holds must fit once it is freed) with appends: the batch that meets ENOSPC is refused, never
 // acknowledged; the status says the disk is full; the chain still
 // verifies; once space is freed the next append succeeds without a
@@ -27,7 +27,7 @@ func TestDiskFullPausesAndResumes(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	script := `mount -t tmpfs -o size=2432k none "$1" && dd if=/dev/zero of="$1/filler" bs=64k count=16 2>/dev/null; exec "$2" -test.run '^TestDiskFullPausesAndResumes$' -test.count=1 -test.v`
+	script := `mount -t tmpfs -o size=1664k none "$1" && dd if=/dev/zero of="$1/filler" bs=64k count=16 2>/dev/null; exec "$2" -test.run '^TestDiskFullPausesAndResumes$' -test.count=1 -test.v`
 	cmd := exec.Command("unshare", "--mount", "sh", "-c", script, "sh", dir, os.Args[0])
 	cmd.Env = append(os.Environ(), "TB_DISKFULL_DIR="+dir)
 	out, err := cmd.CombinedOutput()

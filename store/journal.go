@@ -43,8 +43,8 @@ import (
 func JournalPath(path string) string { return path + ".journal" }
 
 const (
-	journalPrealloc = 1 << 20   // zeros written when the journal is made
-	journalRewind   = 512 << 10 // past this, start again at 0 once all is applied
+	journalPrealloc = 256 << 10 // zeros written when the journal is made
+	journalRewind   = 256 << 10 // past this, start again at 0 once all is applied
 	maxFrame        = 1 << 30   // a length beyond this is not a frame
 	frameHeader     = 8
 	flagIDs         = 1 // the record also goes into the ids tree
