@@ -130,7 +130,8 @@ func TestTornJournalTailIsNotApplied(t *testing.T) {
 
 // TestJournalThatDoesNotFollowTheLogIsRefused: frames that go on from
 // another point than the log's head (a log file swapped under its
-// journal) are not applied; the open says why.
+// journal) are not applied; appends are refused and say why; the log
+// itself reads and verifies.
 func TestJournalThatDoesNotFollowTheLogIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.db")
@@ -149,9 +150,19 @@ func TestJournalThatDoesNotFollowTheLogIsRefused(t *testing.T) {
 	if err := os.WriteFile(JournalPath(path), journal, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(path, Options{})
-	if err == nil || !strings.Contains(err.Error(), "does not follow this log") {
+	s, err = Open(path, Options{})
+	if err != nil {
 		t.Fatalf("open with another log's journal: %v", err)
+	}
+	defer s.Close()
+	if st := s.AppendStatus(); !strings.Contains(st, "does not follow this log") || !strings.HasPrefix(st, string(events.CodeChainBroken)) {
+		t.Fatalf("append status with another log's journal: %q", st)
+	}
+	if _, err := s.Append(context.Background(), []events.Event{ev(testIDs.New(), 1)}); err == nil {
+		t.Fatal("an append was taken beside a journal that does not follow the log")
+	}
+	if rep, err := s.Verify(); err != nil || !rep.OK() || rep.Events != 3 || rep.Healthy() {
+		t.Fatalf("the log itself still reads and verifies: %s %v", rep, err)
 	}
 }
 

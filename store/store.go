@@ -136,11 +136,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.ReadOnly && s.refusal == nil && !opts.journalApplied {
 		// A read-only open cannot apply the journal: if it holds frames
 		// bbolt does not, open writable once to apply them, then again.
-		if frames, err := pendingFrames(JournalPath(path), s.head, s.hash); err != nil || len(frames) > 0 {
+		if frames, err := pendingFrames(JournalPath(path), s.head, s.hash); err != nil {
+			s.refuseJournal(err)
+		} else if len(frames) > 0 {
 			db.Close()
-			if err != nil {
-				return nil, fmt.Errorf("open store %s: %w", path, err)
-			}
 			w := opts
 			w.ReadOnly = false
 			ws, err := Open(path, w)
@@ -182,9 +181,9 @@ func (s *Store) recover() error {
 	if s.refusal == nil {
 		frames, err := pendingFrames(JournalPath(s.path), s.head, s.hash)
 		if err != nil {
-			return err
+			s.refuseJournal(err)
 		}
-		if len(frames) > 0 {
+		if err == nil && len(frames) > 0 {
 			if err := s.guard(func() error {
 				return s.db.Update(func(tx *bolt.Tx) error { return applyFrames(tx, frames) })
 			}); err != nil {
@@ -254,6 +253,14 @@ func (s *Store) init() error {
 		}
 		return nil
 	})
+}
+
+// refuseJournal refuses appends to a log whose journal cannot be applied
+// to it (another log's, or a log rolled back under it): the log stays
+// readable, so verify can say what happened.
+func (s *Store) refuseJournal(err error) {
+	s.refusal = &events.Err{Code: events.CodeChainBroken, Msg: err.Error() +
+		"; appends are refused: restore the log and its journal together, or run `tracebridge verify` to see where the log ends"}
 }
 
 // checkTail compares the head recorded in meta with the last stored record:
