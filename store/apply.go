@@ -28,8 +28,18 @@ type applier struct {
 	payloads map[events.Hash]int
 	closed   bool
 	wake     chan struct{} // one token: frames are queued, or closed
+	hurry    chan struct{} // one token: a reader waits for the queued frames
 	done     chan struct{}
 }
+
+// The applier lets frames gather for up to applyLinger (or applyAt bytes)
+// before it commits, so that one bbolt commit — two fdatasyncs and, on a
+// virtual disk, a trap per I/O — serves many acknowledgements; a waiting
+// reader cuts the wait short.
+const (
+	applyLinger = 20 * time.Millisecond
+	applyAt     = 64 << 10
+)
 
 // enqueue hands an acknowledged frame to the applier.
 func (s *Store) enqueue(f *frame) {
@@ -56,7 +66,34 @@ func (s *Store) settle() {
 	s.amu.Lock()
 	defer s.amu.Unlock()
 	for target := s.ap.acked; s.ap.applied < target && s.ap.stuck == nil && !s.ap.closed; {
+		select {
+		case s.ap.hurry <- struct{}{}:
+		default:
+		}
 		s.acond.Wait()
+	}
+}
+
+// applyDue reports whether the applier should commit now rather than let
+// frames gather.
+func (s *Store) applyDue() bool {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	return s.ap.closed || s.ap.stuck != nil || s.ap.bytes >= applyAt
+}
+
+// gather waits up to applyLinger for more frames, unless they are due.
+func (s *Store) gather() {
+	t := time.NewTimer(applyLinger)
+	defer t.Stop()
+	for !s.applyDue() {
+		select {
+		case <-t.C:
+			return
+		case <-s.ap.hurry:
+			return
+		case <-s.ap.wake:
+		}
 	}
 }
 
@@ -92,9 +129,15 @@ func (s *Store) applyLoop() {
 		if s.applyStuck() {
 			timer = time.After(retryEvery)
 		}
+		hurried := false
 		select {
 		case <-s.ap.wake:
+		case <-s.ap.hurry:
+			hurried = true
 		case <-timer:
+		}
+		if !hurried {
+			s.gather()
 		}
 		s.drain()
 		s.amu.Lock()

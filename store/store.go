@@ -164,7 +164,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	if !opts.ReadOnly {
-		s.ap = &applier{wake: make(chan struct{}, 1), done: make(chan struct{}), payloads: map[events.Hash]int{}}
+		s.ap = &applier{wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{}), payloads: map[events.Hash]int{}}
 		s.reqs = make(chan *appendReq, 1024)
 		s.done = make(chan struct{})
 		go s.applyLoop()
