@@ -39,6 +39,25 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	}
 }
 
+// click clicks the element sel names, again when the page replaced it
+// between finding and clicking it (a form's answer still loading): the
+// click was then never dispatched.
+func click(sel string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		for try := 0; ; try++ {
+			err := chromedp.Click(sel, chromedp.ByQuery).Do(ctx)
+			if err == nil || try == 20 || !strings.Contains(err.Error(), "Could not find node with given id") {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+}
+
 // await evaluates a JavaScript expression whose value is a promise.
 func await(expr string, out any) chromedp.Action {
 	return chromedp.Evaluate(expr, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })
@@ -211,7 +230,7 @@ func TestOperatorUIInBrowser(t *testing.T) {
 	screenshot(t, ctx, "approvals")
 	var flash string
 	run(t, ctx, "approve",
-		chromedp.Click(fmt.Sprintf(`article[data-proposal="%s"] button[value="approve"]`, approveID), chromedp.ByQuery),
+		click(fmt.Sprintf(`article[data-proposal="%s"] button[value="approve"]`, approveID)),
 		flashFor(approveID, &flash))
 	if !strings.Contains(flash, approveID+": applied") {
 		t.Errorf("after approve: %q", flash)
@@ -220,7 +239,7 @@ func TestOperatorUIInBrowser(t *testing.T) {
 		t.Fatalf("svc/a.go after approving in the UI:\n%s", got)
 	}
 	run(t, ctx, "reject",
-		chromedp.Click(fmt.Sprintf(`article[data-proposal="%s"] button[value="reject"]`, rejectID), chromedp.ByQuery),
+		click(fmt.Sprintf(`article[data-proposal="%s"] button[value="reject"]`, rejectID)),
 		flashFor(rejectID, &flash))
 	if !strings.Contains(flash, rejectID+": rejected") {
 		t.Errorf("after reject: %q", flash)
