@@ -51,6 +51,9 @@ type LanguageServer struct {
 	Command    []string `toml:"command"`    // e.g. ["gopls"], no shell
 	Extensions []string `toml:"extensions"` // e.g. [".go"]; default: the language's usual ones
 	Timeout    string   `toml:"timeout"`    // one request; default 10s
+	// TSServer is the tsserver.js typescript-language-server runs; default:
+	// the TypeScript installed beside it, never the workspace's.
+	TSServer string `toml:"tsserver"`
 }
 
 // Approval says how calls of tools that require approval are answered.

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"os"
 	"os/exec"
 	"path"
 	"slices"
@@ -23,6 +24,9 @@ type Language struct {
 	Markers    []string // "go.mod"
 	LanguageID string   // the LSP languageId of its files ("go", "typescript")
 	Timeout    time.Duration
+	// TSServer is the tsserver.js typescript-language-server runs; "": the
+	// TypeScript installed beside the server (never the workspace's).
+	TSServer string
 }
 
 // DefaultLanguages are the servers the host uses when their binaries are
@@ -139,7 +143,9 @@ func (l *Languages) server(lang Language) *lsp.Server {
 	defer l.mu.Unlock()
 	s := l.servers[lang.Name]
 	if s == nil {
-		s = lsp.NewServer(lsp.Config{Language: lang.Name, Command: lang.Command, Root: l.ws.Dir(), Timeout: lang.Timeout}, l.rec)
+		ld, refused := lockDown(lang, l.ws.Dir(), os.Environ())
+		s = lsp.NewServer(lsp.Config{Language: lang.Name, Command: lang.Command, Root: l.ws.Dir(), Timeout: lang.Timeout,
+			Env: ld.Env, InitOptions: ld.InitOptions, Refused: refused}, l.rec)
 		l.servers[lang.Name] = s
 	}
 	return s

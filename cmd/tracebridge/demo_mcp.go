@@ -202,14 +202,14 @@ func demoApprove(ctx context.Context, m *Main, ws string) error {
 // operator UI run until ctx ends (Ctrl-C), with one more edit proposal
 // waiting for a decision beside the demo's runs and review.
 func demoKeep(ctx context.Context, m *Main, ws string) error {
-	return m.serveHost(ctx, ws, "demo", nil, web.DefaultAddr, "", func(url string) {
+	return m.serveHost(ctx, hostRun{root: ws, name: "demo", ui: web.DefaultAddr, ready: func(url string) {
 		if err := demoPropose(ctx, m); err != nil {
 			fmt.Fprintf(m.Stderr, "demo: the pending proposal could not be made: %v\n", err)
 		}
 		fmt.Fprintf(m.Stdout, "\n== operator UI: open %s\n"+
 			"runs of the demo, the failed run's verdict and diagram, an edit proposal waiting at /approvals,\n"+
 			"the review at /reviews and the workspace at /workspace. Ctrl-C stops it (`tracebridge --data %s ui` prints the URL again).\n", url, m.data)
-	})
+	}})
 }
 
 // demoClient launches this binary's `mcp` on the demo's data dir (with

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -35,13 +36,19 @@ func runHost(ctx context.Context, m *Main, args []string) error {
 	diag := fs.String("diagnostics", "", "the `COMMAND` get_diagnostics runs in the root, split on spaces, no shell (e.g. \"go vet ./...\")")
 	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
 	cfgPath := fs.String("config", "", "tracebridge.toml `FILE`: its [lsp] language servers, and the [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
-	if err := m.parse(fs, "host --root DIR [--diagnostics COMMAND] [--diagnostics-refresh AGE] [--config FILE] [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir, or run/host-<hash>.sock\nwhen another root's host has that), confines every path to --root, and applies\na proposed edit only after an operator approves it (`tracebridge proposals`).\nSeveral roots can have a host each on one data dir: a bridge goes to the one\nholding its client's roots (or its working directory, or $TRACEBRIDGE_HOST);\noperator commands to the one holding the working directory. Runs until\ninterrupted.", args); err != nil {
+	ts := tsserverFlag(fs)
+	if err := m.parse(fs, "host --root DIR [--diagnostics COMMAND] [--diagnostics-refresh AGE] [--tsserver-path FILE] [--config FILE] [--data DIR]\n\nRuns the workspace host: it serves the workspace tools (active document,\nselection, projects, proposals, reviews) to bridges over a local socket\n($TRACEBRIDGE_HOST, else run/host.sock in the data dir, or run/host-<hash>.sock\nwhen another root's host has that), confines every path to --root, and applies\na proposed edit only after an operator approves it (`tracebridge proposals`).\nSeveral roots can have a host each on one data dir: a bridge goes to the one\nholding its client's roots (or its working directory, or $TRACEBRIDGE_HOST);\noperator commands to the one holding the working directory. Runs until\ninterrupted.", args); err != nil {
 		return err
 	}
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "host", diagRunner(*diag, *refresh), "off", *cfgPath, nil)
+	return m.serveHost(ctx, hostRun{root: *root, name: "host", diag: diagRunner(*diag, *refresh), ui: "off", cfgPath: *cfgPath, tsserver: *ts})
+}
+
+// tsserverFlag is --tsserver-path of host and up.
+func tsserverFlag(fs *flag.FlagSet) *string {
+	return fs.String("tsserver-path", "", "the tsserver.js `FILE` typescript-language-server runs (default: [lsp.typescript] tsserver, else the TypeScript installed beside the server; never the workspace's node_modules)")
 }
 
 func diagRunner(command string, refresh time.Duration) *host.DiagnosticsRunner {
@@ -58,21 +65,33 @@ func runUp(ctx context.Context, m *Main, args []string) error {
 	refresh := fs.Duration("diagnostics-refresh", 30*time.Second, "reuse a diagnostics result younger than this")
 	ui := uiFlag(fs)
 	cfgPath := fs.String("config", "", "tracebridge.toml `FILE`: its [lsp] language servers, and the [otlp] and [retention] this process runs while it holds the hub (default $TRACEBRIDGE_CONFIG, else the user config dir's)")
-	if err := m.parse(fs, "up --root DIR [--diagnostics COMMAND] [--diagnostics-refresh AGE] [--ui ADDR|off] [--config FILE] [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs), the workspace host for DIR and the operator UI (its URL with\nthe launch token is printed to stderr; `tracebridge ui` prints it again), in\none process, until interrupted. AI clients then launch `tracebridge mcp` on\nthe same data dir.", args); err != nil {
+	ts := tsserverFlag(fs)
+	if err := m.parse(fs, "up --root DIR [--diagnostics COMMAND] [--diagnostics-refresh AGE] [--ui ADDR|off] [--tsserver-path FILE] [--config FILE] [--data DIR]\n\nThe one thing to run beside your editor: the hub of the data dir (unless one\nalready runs), the workspace host for DIR and the operator UI (its URL with\nthe launch token is printed to stderr; `tracebridge ui` prints it again), in\none process, until interrupted. AI clients then launch `tracebridge mcp` on\nthe same data dir.", args); err != nil {
 		return err
 	}
 	if *root == "" {
 		return usageError{"--root is required: the workspace directory"}
 	}
-	return m.serveHost(ctx, *root, "up", diagRunner(*diag, *refresh), *ui, *cfgPath, nil)
+	return m.serveHost(ctx, hostRun{root: *root, name: "up", diag: diagRunner(*diag, *refresh), ui: *ui, cfgPath: *cfgPath, tsserver: *ts})
 }
 
-// serveHost runs the workspace host for root (and, when this process wins
-// the election, the hub and the duties of cfgPath's configuration) and the
-// UI on addr ui until ctx ends. ready, if
-// set, runs on its own goroutine once the host's pipe and the UI listen,
-// with the UI's URL.
-func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.DiagnosticsRunner, ui, cfgPath string, ready func(uiURL string)) error {
+// hostRun is what serveHost runs.
+type hostRun struct {
+	root, name string // the workspace; the process's role ("host", "up", "demo")
+	diag       *host.DiagnosticsRunner
+	ui         string // the UI's address, or "off"
+	cfgPath    string // tracebridge.toml; "": the default
+	tsserver   string // --tsserver-path
+	// ready, if set, runs on its own goroutine once the host's pipe and the
+	// UI listen, with the UI's URL.
+	ready func(uiURL string)
+}
+
+// serveHost runs the workspace host for r.root (and, when this process
+// wins the election, the hub and the duties of its configuration) and the
+// UI until ctx ends.
+func (m *Main) serveHost(ctx context.Context, r hostRun) error {
+	root, name, diag, ui, cfgPath, ready := r.root, r.name, r.diag, r.ui, r.cfgPath, r.ready
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
@@ -98,7 +117,7 @@ func (m *Main) serveHost(ctx context.Context, root, name string, diag *host.Diag
 		return err
 	}
 	cfg := m.dutyConfig(cfgPath, log)
-	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Diagnostics: diag, Rec: em, LanguageServers: languagesOf(cfg)}
+	h := &host.Host{WS: ws, Proposals: props, Reviews: reviews, Diagnostics: diag, Rec: em, LanguageServers: languagesOf(cfg, r.tsserver)}
 	defer h.Close() // its language servers, once the pipe stopped serving
 	l, hostPath, unlist, err := m.listenHost(dir, ws.Dir())
 	if err != nil {
@@ -164,23 +183,30 @@ func (m *Main) hostClient(ctx context.Context) (c host.Client, done func(), err 
 }
 
 // languagesOf is the host's language servers: the defaults, each [lsp.NAME]
-// of cfg replacing its language's or adding one.
-func languagesOf(cfg *config.Config) []host.Language {
+// of cfg replacing its language's or adding one; tsserver (when set) is the
+// TypeScript's.
+func languagesOf(cfg *config.Config, tsserver string) []host.Language {
 	langs := slices.Clone(host.DefaultLanguages)
-	if cfg == nil {
-		return langs
+	var lsp map[string]config.LanguageServer
+	if cfg != nil {
+		lsp = cfg.LSP
 	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.LSP)) {
-		l := cfg.LSP[name]
+	for _, name := range slices.Sorted(maps.Keys(lsp)) {
+		l := lsp[name]
 		timeout, _ := config.ParseDuration(l.Timeout)
 		i := slices.IndexFunc(langs, func(d host.Language) bool { return d.Name == name })
 		if i < 0 {
 			langs = append(langs, host.Language{Name: name, LanguageID: name})
 			i = len(langs) - 1
 		}
-		langs[i].Command, langs[i].Timeout = l.Command, timeout
+		langs[i].Command, langs[i].Timeout, langs[i].TSServer = l.Command, timeout, l.TSServer
 		if len(l.Extensions) > 0 {
 			langs[i].Extensions = l.Extensions
+		}
+	}
+	for i := range langs {
+		if tsserver != "" && langs[i].Name == "typescript" {
+			langs[i].TSServer = tsserver
 		}
 	}
 	return langs

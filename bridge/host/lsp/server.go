@@ -27,6 +27,14 @@ type Config struct {
 	// Timeout bounds one request; zero: 10s. The first request after a
 	// start also waits for initialize (at most a minute: a large module).
 	Timeout time.Duration
+	// Env is the server's whole environment; nil: this process's.
+	Env []string
+	// InitOptions are sent as initialize's initializationOptions (nil:
+	// none): how the host pins what a server may run.
+	InitOptions map[string]any
+	// Refused, when set, is the answer to every request: the server must
+	// not start (it would run code the workspace supplies).
+	Refused error
 }
 
 // Server is a language server process, started on the first request,
@@ -118,12 +126,16 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 	if len(s.cfg.Command) == 0 {
 		return nil, s.unavailable("no language server is configured for " + s.cfg.Language)
 	}
+	if s.cfg.Refused != nil {
+		return nil, s.cfg.Refused
+	}
 	bin, err := exec.LookPath(s.cfg.Command[0])
 	if err != nil {
 		return nil, s.unavailable(fmt.Sprintf("%s is not installed (not on PATH); install it, or name another command in [lsp.%s] command of tracebridge.toml", s.cfg.Command[0], s.cfg.Language))
 	}
 	cmd := exec.Command(bin, s.cfg.Command[1:]...)
 	cmd.Dir = s.cfg.Root
+	cmd.Env = s.cfg.Env
 	proc.OwnGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -156,7 +168,7 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 	ictx, cancel := context.WithTimeout(ctx, max(time.Minute, s.cfg.Timeout))
 	defer cancel()
 	root := URI(s.cfg.Root)
-	init, err := c.call(ictx, "initialize", map[string]any{
+	params := map[string]any{
 		"processId": os.Getpid(), "rootUri": root, "rootPath": s.cfg.Root,
 		"workspaceFolders": []any{map[string]string{"uri": root, "name": filepath.Base(s.cfg.Root)}},
 		"capabilities": map[string]any{
@@ -170,7 +182,11 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 			},
 			"workspace": map[string]any{"symbol": map[string]any{}, "workspaceFolders": true, "configuration": true},
 		},
-	})
+	}
+	if s.cfg.InitOptions != nil {
+		params["initializationOptions"] = s.cfg.InitOptions
+	}
+	init, err := c.call(ictx, "initialize", params)
 	if err != nil {
 		s.killLocked()
 		return nil, s.failedLocked(fmt.Sprintf("%s did not initialize: %v", s.cfg.Command[0], errOf(err, s.stderr)))
