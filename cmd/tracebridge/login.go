@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -17,6 +20,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/loopback"
 )
 
 const loginHelp = `servers login NAME [--config FILE] [--no-browser]
@@ -64,14 +68,12 @@ func runServersLogin(ctx context.Context, m *Main, name, cfgFlag string, noBrows
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", srv.OAuth.RedirectPort))
+	cb, err := listenCallback(srv.OAuth.RedirectPort, name, m.Stderr)
 	if err != nil {
-		return fmt.Errorf("the redirect port: %w (set [servers.%s.oauth] redirect_port to a free one)", err, name)
+		return err
 	}
-	defer l.Close()
-	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", l.Addr().(*net.TCPAddr).Port)
-	cb := serveCallback(l, name)
 	defer cb.Close()
+	redirect := cb.url
 	fetch := func(ctx context.Context, a *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 		return awaitRedirect(ctx, m, cb, a.URL, name, noBrowser)
 	}
@@ -94,21 +96,43 @@ func runServersLogin(ctx context.Context, m *Main, name, cfgFlag string, noBrows
 }
 
 // callback is the loopback endpoint the authorization server redirects
-// the operator's browser to; it serves every authorization of one login
-// (a step-up asks a second time).
+// the operator's browser to. Only this user's processes reach it (the
+// authorization URL, state and all, is in the browser's argv, which every
+// local user can read: another user must not deliver their own code to
+// it). It answers one redirect per authorization it waits for (a step-up
+// asks a second time), and only one carrying that authorization's state;
+// a redirect nobody waits for, or a second one, changes nothing.
 type callback struct {
 	*http.Server
-	got chan *auth.AuthorizationResult
+	url string
+
+	mu      sync.Mutex
+	waiting string // the state of the authorization waited for; "": none
+	got     chan *auth.AuthorizationResult
 }
 
-func serveCallback(l net.Listener, name string) *callback {
-	c := &callback{got: make(chan *auth.AuthorizationResult, 1)}
+// listenCallback serves the callback on 127.0.0.1:port (0: any free port).
+func listenCallback(port int, name string, stderr io.Writer) (*callback, error) {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return nil, fmt.Errorf("the redirect port: %w (set [servers.%s.oauth] redirect_port to a free one)", err, name)
+	}
+	l = loopback.SameUser(l, func(addr string, uid int, err error) {
+		fmt.Fprintf(stderr, "tracebridge: refused a connection to the login callback from %s: %v\n", addr, err)
+	}, func() {
+		fmt.Fprintf(stderr, "tracebridge: this system does not say which user connects to the login callback: any local user who reads the authorization URL could answer it first\n")
+	})
+	c := &callback{url: fmt.Sprintf("http://127.0.0.1:%d/callback", l.Addr().(*net.TCPAddr).Port), got: make(chan *auth.AuthorizationResult, 1)}
 	c.Server = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/callback" {
 			http.NotFound(w, r)
 			return
 		}
 		q := r.URL.Query()
+		if !c.take(q.Get("state")) {
+			http.Error(w, "tracebridge: no authorization of server "+name+" waits for this redirect (already answered, or not started by this login)", http.StatusGone)
+			return
+		}
 		res := &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
 		if e := q.Get("error"); e != "" {
 			fmt.Fprintf(w, "tracebridge: the authorization of server %s failed: %s. You can close this tab.\n", name, e)
@@ -116,18 +140,41 @@ func serveCallback(l net.Listener, name string) *callback {
 		} else {
 			fmt.Fprintf(w, "tracebridge: server %s is authorized. You can close this tab.\n", name)
 		}
-		select {
-		case c.got <- res:
-		default: // a redirect nobody waits for
-		}
+		c.got <- res
 	})}
 	go c.Serve(l)
-	return c
+	return c, nil
+}
+
+// wait arms the callback for the authorization whose URL is authURL.
+func (c *callback) wait(authURL string) error {
+	u, err := url.Parse(authURL)
+	if err != nil || u.Query().Get("state") == "" {
+		return fmt.Errorf("the authorization URL carries no state: %s", authURL)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waiting = u.Query().Get("state")
+	return nil
+}
+
+// take disarms the callback if state is the one it waits for.
+func (c *callback) take(state string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting == "" || state != c.waiting {
+		return false
+	}
+	c.waiting = ""
+	return true
 }
 
 // awaitRedirect sends the operator to the authorization URL and returns
 // what the redirect to the loopback callback brought back.
 func awaitRedirect(ctx context.Context, m *Main, cb *callback, authURL, name string, noBrowser bool) (*auth.AuthorizationResult, error) {
+	if err := cb.wait(authURL); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(m.Stderr, "tracebridge: authorize server %s in your browser:\n  %s\n", name, authURL)
 	if !noBrowser {
 		if err := openBrowser(authURL); err != nil {
