@@ -48,8 +48,11 @@ const RuleTimeout = 100 * time.Millisecond
 
 // RuleInput is what a rule sees of one call.
 type RuleInput struct {
-	Tool        string          // the catalog id (server__tool)
+	Tool        string          // the catalog id (server__tool, or the tool's own name with prefix = false)
 	Server      string          // the upstream server ("" for the bridge's own tools)
+	// Qualified is an upstream tool's server__tool whatever its listing
+	// name: a rule's tools match either ("" for the bridge's own tools).
+	Qualified string
 	Annotations map[string]bool // the tool's MCP annotations, with the specification's defaults
 	Args        map[string]any  // the arguments, parsed JSON
 	Client      string          // the MCP client (name/version)
@@ -240,7 +243,7 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 	ctx, cancel := context.WithTimeout(ctx, RuleTimeout)
 	defer cancel()
 	for _, r := range rs.rules {
-		if !r.appliesTo(in.Tool) {
+		if !r.appliesTo(in.Tool, in.Qualified) {
 			continue
 		}
 		out, _, err := r.prg.ContextEval(ctx, act)
@@ -267,17 +270,41 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 // rank orders the effects: deny wins over approve, approve over allow.
 var rank = map[string]int{EffectAllow: 1, EffectApprove: 2, EffectDeny: 3}
 
-// appliesTo reports whether tool is one of the rule's tools.
-func (r compiledRule) appliesTo(tool string) bool {
+// appliesTo reports whether the tool, by any of its names (its id, its
+// server-qualified name), is one of the rule's tools.
+func (r compiledRule) appliesTo(names ...string) bool {
 	if len(r.Tools) == 0 {
 		return true
 	}
 	for _, t := range r.Tools {
-		if ok, _ := path.Match(t, tool); ok || t == tool {
+		if MatchesTool(t, names...) {
 			return true
 		}
 	}
 	return false
+}
+
+// MatchesTool reports whether pattern (a tool id or a path.Match pattern)
+// names a tool known by names; empty names are skipped.
+func MatchesTool(pattern string, names ...string) bool {
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if ok, _ := path.Match(pattern, n); ok || pattern == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Qualified is a server's tool's policy name, server__tool, whatever name
+// it is listed under.
+func Qualified(server, tool string) string {
+	if server == "" {
+		return ""
+	}
+	return server + Sep + tool
 }
 
 // Names is the rules' names, sorted.
@@ -308,7 +335,7 @@ func (rs *RuleSet) Explain(ctx context.Context, in RuleInput) []RuleResult {
 	}
 	out := make([]RuleResult, 0, len(rs.rules))
 	for _, r := range rs.rules {
-		res := RuleResult{Name: r.name, Effect: r.Effect, When: r.When, Applies: r.appliesTo(in.Tool)}
+		res := RuleResult{Name: r.name, Effect: r.Effect, When: r.When, Applies: r.appliesTo(in.Tool, in.Qualified)}
 		if res.Applies {
 			one := &RuleSet{rules: []compiledRule{r}}
 			v := one.Decide(ctx, in)

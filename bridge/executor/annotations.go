@@ -3,6 +3,8 @@ package executor
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/tracebridge/tracebridge/config"
 )
 
 // Server is the upstream server the tool belongs to ("" for the bridge's
@@ -13,6 +15,12 @@ func (d *Descriptor) Server() string {
 		return ""
 	}
 	return server
+}
+
+// Qualified is an upstream tool's policy name, server__tool, whatever name
+// it is listed under ("" for the bridge's own tools).
+func (d *Descriptor) Qualified() string {
+	return config.Qualified(d.Server(), d.Name)
 }
 
 // annotationsOf is what t tells clients of itself (MCP tool annotations),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -105,7 +104,7 @@ func (p *policy) decideTool(d *Descriptor) decision {
 		if pat == d.ID {
 			return decision{Code: events.CodePolicyDenied, Reason: fmt.Sprintf("tool %s is listed in policy.deny", d.ID)}
 		}
-		if ok, _ := path.Match(pat, d.ID); ok {
+		if config.MatchesTool(pat, d.ID, d.Qualified()) {
 			return decision{Code: events.CodePolicyDenied, Reason: fmt.Sprintf("tool %s matches %q in policy.deny", d.ID, pat)}
 		}
 	}
@@ -129,7 +128,7 @@ func (p *policy) decideTool(d *Descriptor) decision {
 // annotations, the arguments parsed, the client and session, the caller,
 // the time.
 func (c *call) ruleInput() config.RuleInput {
-	in := config.RuleInput{Tool: c.tool.ID, Server: c.tool.Server(), Client: c.inv.Client, Session: c.inv.SessionID.String(), Time: c.x.opts.Now(),
+	in := config.RuleInput{Tool: c.tool.ID, Server: c.tool.Server(), Qualified: c.tool.Qualified(), Client: c.inv.Client, Session: c.inv.SessionID.String(), Time: c.x.opts.Now(),
 		Annotations: projections.AnnotationFlags(annotationsOf(c.tool)), Caller: config.CallerOf(c.inv.Transport)}
 	if len(c.inv.Args) > 0 {
 		json.Unmarshal(c.inv.Args, &in.Args) // validated JSON already; not an object: no fields

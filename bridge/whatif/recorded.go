@@ -203,7 +203,7 @@ func finish(req events.ID, p *partial, annotations map[string]string, fn func(Ca
 // log does not pin the tool: a built-in's read-only hint from its side
 // effects).
 func Input(d executor.Descriptor, args json.RawMessage, client string, at time.Time, annotations string) config.RuleInput {
-	in := config.RuleInput{Tool: d.ID, Server: d.Server(), Client: client, Time: at}
+	in := config.RuleInput{Tool: d.ID, Server: d.Server(), Qualified: d.Qualified(), Client: client, Time: at}
 	in.Annotations = projections.AnnotationFlags(annotations)
 	if annotations == "" { // a built-in's, from its side effects, as the MCP server lists it
 		in.Annotations["readOnlyHint"] = !d.SideEffects
