@@ -189,6 +189,7 @@ const (
 	KindCheckpointSigned = "log.checkpoint.signed"
 	KindCheckpointFailed = "log.checkpoint.failed" // checkpoint.json could not be written; the last one stands
 	KindArchived         = "log.archived"          // events moved into a sealed archive segment; the log starts after them
+	KindJournalRepaired  = "log.journal.repaired"  // a damaged journal was set aside: what was applied, where it is kept, from which seq events were lost
 	KindStreamRefused    = "log.stream.refused"    // a collector did not store a stream message: not an event, or not from where it claims
 	KindExportIdle       = "log.export.idle"       // a process's [otlp] exports nothing: it does not hold the hub, or its exporter cannot be built
 )
@@ -275,6 +276,7 @@ func init() {
 	kind(KindCheckpointSigned, BoundaryLog, Hub, Hub, true)
 	kind(KindCheckpointFailed, BoundaryLog, Hub, Hub, true)
 	kind(KindArchived, BoundaryLog, Hub, Hub, true)
+	kind(KindJournalRepaired, BoundaryLog, Operator, Hub, true)
 	kind(KindStreamRefused, BoundaryLog, Hub, Hub, true)
 	kind(KindExportIdle, BoundaryLog, Hub, Hub, true)
 }

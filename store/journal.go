@@ -1,16 +1,15 @@
 package store
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/tracebridge/tracebridge/internal/durable"
 
@@ -286,20 +285,21 @@ func decodeFrame(body []byte) (epoch uint64, f *frame, err error) {
 // before and its records against their chain. Reading stops at the end of
 // what one epoch wrote: a zeroed, torn or older frame. A missing journal
 // has none.
+//
+// Only a torn tail may be dropped: when a frame bbolt does not hold comes
+// after the point where reading stopped (damage in the middle: a flipped
+// bit, a zeroed block), or the file is shorter than it is made (cut
+// short), the error is a *JournalDamage: the frames returned are the
+// readable ones before the damage, applied only by an explicit repair.
 func pendingFrames(path string, head uint64, hash events.Hash) ([]*frame, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	frames, err := readFrames(bufio.NewReaderSize(f, 256<<10), st.Size())
+	frames, stop, epoch, err := readFrames(b)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
@@ -319,52 +319,116 @@ func pendingFrames(path string, head uint64, hash events.Hash) ([]*frame, error)
 		}
 		pending = append(pending, fr)
 	}
+	if len(b) < journalPrealloc && slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+		return pending, &JournalDamage{Path: path, Offset: int64(len(b)), Head: readableHead(head, frames), Size: int64(len(b))}
+	}
+	if off, later := laterFrame(b, stop, head, epoch); later != nil {
+		return pending, &JournalDamage{Path: path, Offset: int64(stop), Head: readableHead(head, frames), Next: later.first, At: int64(off)}
+	}
 	return pending, nil
 }
 
-// readFrames reads one epoch's chain of frames from the start of r, which
-// holds size bytes.
-func readFrames(r *bufio.Reader, size int64) ([]*frame, error) {
-	var frames []*frame
-	var epoch uint64
-	var hdr [frameHeader]byte
+// readableHead is the last seq of bbolt or of the journal's readable
+// frames.
+func readableHead(head uint64, frames []*frame) uint64 {
+	if len(frames) == 0 {
+		return head
+	}
+	end, _ := frames[len(frames)-1].last()
+	return max(head, end)
+}
+
+// JournalDamage is a journal that lost acknowledged frames: damage in its
+// middle (a whole frame bbolt does not hold lies past the point where
+// reading stopped) or a file cut short. Appends are refused until
+// `tracebridge verify --repair-journal` applies what is readable, keeps the
+// damaged file and records what was dropped.
+type JournalDamage struct {
+	Path   string
+	Offset int64  // where reading stopped
+	Head   uint64 // the last seq readable: bbolt's head, or the last frame before the damage
+	Next   uint64 // the first seq of the frame found past the damage (0: cut short)
+	At     int64  // that frame's offset
+	Size   int64  // cut short: the file's size
+}
+
+func (d *JournalDamage) Error() string {
+	if d.Next == 0 {
+		return fmt.Sprintf("journal %s is cut short: %d bytes, less than the %d it is made with; acknowledged events after seq %d that were only in it may be lost",
+			d.Path, d.Size, journalPrealloc, d.Head)
+	}
+	return fmt.Sprintf("journal %s is damaged at offset %d: the events after seq %d cannot be read, and a whole frame from seq %d follows at offset %d, so acknowledged events from seq %d on would be lost",
+		d.Path, d.Offset, d.Head, d.Next, d.At, d.Head+1)
+}
+
+// readFrames reads one epoch's chain of frames from the start of b; stop
+// is where it ended, epoch the chain's (0: no frame).
+func readFrames(b []byte) (frames []*frame, stop int, epoch uint64, err error) {
+	off := 0
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return frames, nil // the end of the file
+		stop = off
+		if off+frameHeader > len(b) {
+			return frames, stop, epoch, nil // the end of the file
 		}
-		n := binary.BigEndian.Uint32(hdr[0:4])
-		size -= frameHeader
-		if n == 0 || n > maxFrame || int64(n) > size {
-			return frames, nil // zeros (never written), or torn at the end
+		n := int64(binary.BigEndian.Uint32(b[off : off+4]))
+		if n == 0 || n > maxFrame || n > int64(len(b)-off-frameHeader) {
+			return frames, stop, epoch, nil // zeros (never written), or torn at the end
 		}
-		size -= int64(n)
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return frames, nil // torn at the end of the file
-		}
-		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(hdr[4:8]) {
-			return frames, nil // torn, or the remains of an older epoch
+		body := b[off+frameHeader : off+frameHeader+int(n)]
+		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[off+4:off+8]) {
+			return frames, stop, epoch, nil // torn, or the remains of an older epoch
 		}
 		e, fr, err := decodeFrame(body)
 		if err != nil {
-			return frames, err
+			return frames, stop, epoch, err
 		}
 		if len(frames) == 0 {
 			epoch = e
 		} else if e != epoch {
-			return frames, nil // an older epoch's frame
+			return frames, stop, epoch, nil // an older epoch's frame
 		}
 		if len(frames) > 0 {
 			seq, hash := frames[len(frames)-1].last()
 			if fr.first != seq+1 || fr.prev != hash {
-				return frames, nil // same epoch, not following: stop as for a torn frame
+				return frames, stop, epoch, nil // same epoch, not following: stop as for a torn frame
 			}
 		}
 		if err := checkFrameChain(fr); err != nil {
-			return frames, err
+			return frames, stop, epoch, err
 		}
 		frames = append(frames, fr)
+		off += frameHeader + int(n)
 	}
+}
+
+// laterFrame looks past from for a whole frame that bbolt (at head) does
+// not hold: of epoch when one is known, else any (older epochs are all
+// applied before the journal starts again). A torn tail has none after it;
+// damage in the middle does. It returns the first such frame and its
+// offset, or nil.
+func laterFrame(b []byte, from int, head uint64, epoch uint64) (int, *frame) {
+	for off := from; off+frameHeader+48 <= len(b); off++ {
+		n := int(binary.BigEndian.Uint32(b[off : off+4]))
+		if n < 48 || n > len(b)-off-frameHeader {
+			continue
+		}
+		body := b[off+frameHeader : off+frameHeader+n]
+		e, first := binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:])
+		if (epoch != 0 && e != epoch) || first <= head || first-head > 1<<40 {
+			continue // cheap checks before the checksum
+		}
+		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[off+4:off+8]) {
+			continue
+		}
+		_, fr, err := decodeFrame(body)
+		if err != nil {
+			continue
+		}
+		if end, _ := fr.last(); end > head {
+			return off, fr
+		}
+	}
+	return 0, nil
 }
 
 // checkFrameChain checks that a frame's records chain from its prev hash

@@ -100,6 +100,10 @@ func TestPowerCutBetweenJournalAndApply(t *testing.T) {
 		if applied, _, err := bboltHead(filepath.Join(img, "events.db")); err != nil || applied != 4 {
 			t.Fatalf("keep %.2f: bbolt in the image holds seq %d (%v), want 4: the cut is not between the journal and the apply", keep, applied, err)
 		}
+		pristine := filepath.Join(t.TempDir(), "image") // for the damaged copies below
+		if err := os.CopyFS(pristine, os.DirFS(img)); err != nil {
+			t.Fatal(err)
+		}
 		got, err := Open(filepath.Join(img, "events.db"), Options{})
 		if err != nil {
 			t.Fatalf("keep %.2f: open the image: %v", keep, err)
@@ -119,5 +123,41 @@ func TestPowerCutBetweenJournalAndApply(t *testing.T) {
 		}
 		t.Logf("keep %.2f: %d acknowledged events there, head %d (the unacknowledged frame %s)", keep, len(acked), stored,
 			map[bool]string{true: "survived whole", false: "was dropped"}[stored == head+40])
+
+		// The same image with the journal damaged before its last
+		// acknowledged frames (promise 19): named, never dropped silently.
+		for _, d := range []struct {
+			name, says string
+			damage     func(b []byte, offs []int) []byte
+		}{
+			{"a flipped bit", "damaged at offset", func(b []byte, offs []int) []byte { b[offs[3]+60] ^= 0x08; return b }},
+			{"cut short", "cut short", func(b []byte, offs []int) []byte { return b[:offs[5]] }},
+		} {
+			dmg := filepath.Join(t.TempDir(), "image")
+			if err := os.CopyFS(dmg, os.DirFS(pristine)); err != nil {
+				t.Fatal(err)
+			}
+			jp := JournalPath(filepath.Join(dmg, "events.db"))
+			b, err := os.ReadFile(jp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offs := frameOffsets(t, b)
+			if len(offs) < 12 {
+				t.Fatalf("keep %.2f: %d frames in the journal, want 12 or more", keep, len(offs))
+			}
+			if err := os.WriteFile(jp, d.damage(b, offs), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Open(filepath.Join(dmg, "events.db"), Options{})
+			if err != nil {
+				t.Fatalf("keep %.2f, %s: open: %v", keep, d.name, err)
+			}
+			rep, _ := got.Verify()
+			got.Close()
+			if rep.Healthy() || !strings.Contains(rep.Appends, d.says) {
+				t.Fatalf("keep %.2f, %s: the damage is not named: %s", keep, d.name, rep)
+			}
+		}
 	}
 }

@@ -1,15 +1,15 @@
 package store
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -90,7 +90,7 @@ func TestTornJournalTailIsNotApplied(t *testing.T) {
 		name string
 		tear func(b []byte, last int) []byte
 	}{
-		{"cut short", func(b []byte, last int) []byte { return b[:last+(len(b)-last)/2] }},
+		{"cut short", func(b []byte, last int) []byte { clear(b[last+(len(b)-last)/2:]); return b }},
 		{"a flipped byte", func(b []byte, last int) []byte { b[last+20] ^= 1; return b }},
 		{"zeroed", func(b []byte, last int) []byte { clear(b[last:]); return b }},
 	} {
@@ -106,7 +106,8 @@ func TestTornJournalTailIsNotApplied(t *testing.T) {
 				t.Fatalf("%d frames in the journal, want 6", len(offs))
 			}
 			end := offs[5] + 8 + int(beUint32(b[offs[5]:]))
-			b = tc.tear(b[:end], offs[5])
+			tail := slices.Clone(b[end:]) // the preallocated zeros after it
+			b = append(tc.tear(b[:end], offs[5]), tail...)[:len(b)]
 			if err := os.WriteFile(JournalPath(path), b, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -251,9 +252,15 @@ func FuzzJournal(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(make([]byte, 16))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		frames, err := readFrames(bufio.NewReader(bytes.NewReader(b)), int64(len(b)))
+		frames, stop, epoch, err := readFrames(b)
 		if err != nil {
 			return
+		}
+		if stop > len(b) {
+			t.Fatalf("stopped at %d of %d bytes", stop, len(b))
+		}
+		if off, fr := laterFrame(b, stop, 0, epoch); fr != nil && (off < stop || off >= len(b)) {
+			t.Fatalf("a later frame at %d, outside %d..%d", off, stop, len(b))
 		}
 		for i, fr := range frames {
 			if len(fr.recs) != len(fr.flags) || len(fr.recs) != len(fr.keys) || len(fr.payloads) != len(fr.sums) {
@@ -309,4 +316,100 @@ func bboltHead(path string) (uint64, events.Hash, error) {
 		return nil
 	})
 	return seq, hash, err
+}
+
+// F-J2: damage in the middle of the journal (a flipped bit, a zeroed block)
+// with whole frames after it, or a journal cut short, is corruption, not a
+// torn tail: the open names the file and offset, appends are refused, the
+// report is not healthy. RepairJournal applies what is readable before the
+// damage, keeps the damaged file and starts a new journal. (The torn tail,
+// its harmless twin, is TestTornJournalTailIsNotApplied.)
+func TestJournalDamageIsNamedNotDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name, says string
+		damage     func(b []byte, offs []int) []byte
+		readable   int // batches of 3 events readable before the damage
+	}{
+		{"a flipped bit", "damaged at offset", func(b []byte, offs []int) []byte { b[offs[5]+40] ^= 0x40; return b }, 2},
+		{"a zeroed block", "damaged at offset", func(b []byte, offs []int) []byte { clear(b[offs[4]:offs[6]]); return b }, 2},
+		{"cut short", "cut short", func(b []byte, offs []int) []byte { return b[:offs[5]+10] }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "events.db")
+			acked := appendHeld(t, path, 6) // frames: payload, events, ×6
+			b, err := os.ReadFile(JournalPath(path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			offs := frameOffsets(t, b)
+			if len(offs) != 12 {
+				t.Fatalf("%d frames in the journal, want 12", len(offs))
+			}
+			if err := os.WriteFile(JournalPath(path), tc.damage(b, offs), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := s.AppendStatus()
+			if !strings.HasPrefix(st, string(events.CodeChainBroken)) || !strings.Contains(st, tc.says) || !strings.Contains(st, JournalPath(path)) || !strings.Contains(st, "--repair-journal") {
+				t.Fatalf("append status: %q", st)
+			}
+			if _, err := s.Append(context.Background(), []events.Event{ev(testIDs.New(), 1)}); err == nil {
+				t.Fatal("an append was taken beside a damaged journal: it would reuse the lost seqs")
+			}
+			if rep, err := s.Verify(); err != nil || rep.Healthy() {
+				t.Fatalf("verify says healthy: %s %v", rep, err)
+			}
+			// What is readable before the damage is there to read.
+			if missing, _ := s.Missing(acked[:3*tc.readable]); len(missing) != 0 {
+				t.Fatalf("%d events before the damage are missing", len(missing))
+			}
+			s.Close()
+			if _, err := os.Stat(JournalPath(path)); err != nil {
+				t.Fatalf("the damaged journal is gone after an open: %v", err)
+			}
+			// A read-only open says the same.
+			ro, err := Open(path, Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := ro.AppendStatus(); !strings.Contains(st, tc.says) {
+				t.Fatalf("read-only: %q", st)
+			}
+			ro.Close()
+
+			rep, err := RepairJournal(path, time.Unix(1e9, 0))
+			if err != nil || rep == nil {
+				t.Fatalf("repair: %+v %v", rep, err)
+			}
+			if rep.Applied != uint64(3*tc.readable) || rep.Damage == nil {
+				t.Fatalf("repair applied up to seq %d (%v), want %d", rep.Applied, rep.Damage, 3*tc.readable)
+			}
+			if _, err := os.Stat(rep.Kept); err != nil {
+				t.Fatalf("the damaged journal is not kept: %v", err)
+			}
+			s, err = Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if st := s.AppendStatus(); st != "" {
+				t.Fatalf("after the repair: %q", st)
+			}
+			if missing, _ := s.Missing(acked[:3*tc.readable]); len(missing) != 0 {
+				t.Fatalf("%d events before the damage are missing after the repair", len(missing))
+			}
+			if seqs, err := s.Append(context.Background(), []events.Event{ev(testIDs.New(), 99)}); err != nil || seqs[0] != rep.Applied+1 {
+				t.Fatalf("append after the repair: %v %v", seqs, err)
+			}
+			if rep, err := s.Verify(); err != nil || !rep.Healthy() {
+				t.Fatalf("verify after the repair: %s %v", rep, err)
+			}
+			if again, err := RepairJournal(filepath.Join(t.TempDir(), "fresh.db"), time.Now()); again != nil || err != nil {
+				t.Fatalf("a repair of a sound journal: %+v %v", again, err)
+			}
+		})
+	}
 }

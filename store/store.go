@@ -61,6 +61,9 @@ type Options struct {
 	// journalApplied: a read-only open right after a writable one applied
 	// the journal.
 	journalApplied bool
+	// repair: a damaged journal's readable frames are applied and the file
+	// is kept aside (RepairJournal).
+	repair *JournalRepair
 }
 
 // Store is the event log. Its methods are safe for concurrent use.
@@ -133,12 +136,12 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if opts.ReadOnly && s.refusal == nil && !opts.journalApplied {
+	if opts.ReadOnly && s.refusal == nil {
 		// A read-only open cannot apply the journal: if it holds frames
-		// bbolt does not, open writable once to apply them, then again.
-		if frames, err := pendingFrames(JournalPath(path), s.head, s.hash); err != nil {
-			s.refuseJournal(err)
-		} else if len(frames) > 0 {
+		// bbolt does not (readable ones before damage too), open writable
+		// once to apply them, then again.
+		frames, err := pendingFrames(JournalPath(path), s.head, s.hash)
+		if len(frames) > 0 && !opts.journalApplied && (err == nil || isDamage(err)) {
 			db.Close()
 			w := opts
 			w.ReadOnly = false
@@ -151,6 +154,9 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 			opts.journalApplied = true
 			return Open(path, opts)
+		}
+		if err != nil {
+			s.refuseJournal(err)
 		}
 	}
 	if !opts.ReadOnly {
@@ -180,10 +186,14 @@ func (s *Store) recover() error {
 	applied := false
 	if s.refusal == nil {
 		frames, err := pendingFrames(JournalPath(s.path), s.head, s.hash)
-		if err != nil {
+		if err != nil && !isDamage(err) {
 			s.refuseJournal(err)
+			frames = nil
 		}
-		if err == nil && len(frames) > 0 {
+		// Before damage, the readable frames are whole and follow the
+		// log: they are applied either way (the damaged journal stays as
+		// it is until a repair).
+		if len(frames) > 0 {
 			if err := s.guard(func() error {
 				return s.db.Update(func(tx *bolt.Tx) error { return applyFrames(tx, frames) })
 			}); err != nil {
@@ -192,6 +202,19 @@ func (s *Store) recover() error {
 			s.head, s.hash = frames[len(frames)-1].last()
 			applied = true
 			s.opts.Logger.Info("store: applied the journal's acknowledged tail", "path", s.path, "frames", len(frames), "head", s.head)
+		}
+		if dmg := (*JournalDamage)(nil); errors.As(err, &dmg) {
+			if s.opts.repair == nil {
+				// Keep the damaged journal as it is, for the repair: no
+				// writer opens (or preallocates) it; appends are refused.
+				s.refuseJournal(err)
+				s.w = writerState{head: s.head, hash: s.hash, ids: map[events.ID]uint64{}, reqs: map[events.ID]int{}}
+				return nil
+			}
+			if err := s.keepDamaged(dmg); err != nil {
+				return err
+			}
+			applied = false // the new journal starts empty
 		}
 	}
 	j, err := openJournal(JournalPath(s.path))
@@ -255,10 +278,21 @@ func (s *Store) init() error {
 	})
 }
 
+// isDamage says whether err is a *JournalDamage.
+func isDamage(err error) bool {
+	var dmg *JournalDamage
+	return errors.As(err, &dmg)
+}
+
 // refuseJournal refuses appends to a log whose journal cannot be applied
 // to it (another log's, or a log rolled back under it): the log stays
 // readable, so verify can say what happened.
 func (s *Store) refuseJournal(err error) {
+	if dmg := (*JournalDamage)(nil); errors.As(err, &dmg) {
+		s.refusal = &events.Err{Code: events.CodeChainBroken, Msg: err.Error() +
+			"; appends are refused. Restore the data dir from a backup, or run `tracebridge verify --repair-journal` with no tracebridge process running: it applies what is readable, keeps the damaged journal beside it and records what was dropped"}
+		return
+	}
 	s.refusal = &events.Err{Code: events.CodeChainBroken, Msg: err.Error() +
 		"; appends are refused: restore the log and its journal together, or run `tracebridge verify` to see where the log ends"}
 }
@@ -393,12 +427,14 @@ func (s *Store) Close() error {
 		}
 		<-s.ap.done
 		s.acond.Broadcast()
-		if !s.pending() && s.Refusal() == nil {
+		if s.j != nil && !s.pending() && s.Refusal() == nil {
 			// bbolt holds it all: the next open reads an empty journal
 			// instead of checking up to 256 KiB of applied frames.
 			jerr = s.j.reset()
 		}
-		jerr = errors.Join(jerr, s.j.close())
+		if s.j != nil {
+			jerr = errors.Join(jerr, s.j.close())
+		}
 	}
 	var verr error
 	if s.views != nil {
