@@ -68,6 +68,7 @@ type connState struct {
 	client   string              // name/version from initialize
 	protocol string              // the protocol version the client asked for at initialize
 	ended    bool
+	refused  int // bytes of refused calls' params recorded whole (refused.go)
 }
 
 type pending struct {
@@ -303,6 +304,15 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		if code != "" {
 			e.Outcome, e.Code = events.OutcomeOf(code), code
+		}
+		if refusedBeforeRun(code) && pd.params != "" {
+			c.mu.Lock()
+			params, whole := refusedParams(pd.params, pd.tool, c.refused)
+			if whole {
+				c.refused += len(params)
+			}
+			c.mu.Unlock()
+			attrs["params"] = params
 		}
 	}
 	attrs["answer"] = answerOf(resp)
