@@ -90,6 +90,35 @@ export function locate(folder: string, data: string, socketSetting: string): Loc
   return best;
 }
 
+// untrusted says why the socket at p must not be attached to, or '' when it
+// is this user's: a socket this user owns, in a directory only this user
+// can enter. Another local user's socket would receive the unsaved text and
+// send its own edits ($TRACEBRIDGE_HOST and the socket setting can name any
+// path).
+export function untrusted(p: string): string {
+  if (process.platform === 'win32' || !process.getuid) return ''; // named pipes: the host's security descriptor admits only this user
+  const uid = process.getuid();
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(p);
+  } catch {
+    return ''; // nothing there: connecting fails and says so
+  }
+  if (!st.isSocket()) return `${p} is not a socket`;
+  if (st.uid !== uid) return `${p} belongs to uid ${st.uid}, not to this user (uid ${uid}): refusing to send it your buffers`;
+  const dir = path.dirname(p);
+  let d: fs.Stats | undefined;
+  try {
+    d = fs.lstatSync(dir);
+  } catch {
+    d = undefined;
+  }
+  if (!d || !d.isDirectory() || d.uid !== uid || (d.mode & 0o077) !== 0) {
+    return `${dir} is not a directory only this user can enter (0700, owned by uid ${uid}): refusing to attach to a socket in it`;
+  }
+  return '';
+}
+
 export class HostConnection {
   private sock: net.Socket | undefined;
   private buf = '';
@@ -112,6 +141,12 @@ export class HostConnection {
     const where = this.find();
     if (!where) {
       this.h.state(false, 'no tracebridge host serves this folder (start one: tracebridge up --root <workspace>)');
+      this.later();
+      return;
+    }
+    const why = untrusted(where.socket);
+    if (why) {
+      this.h.state(false, why);
       this.later();
       return;
     }

@@ -93,6 +93,34 @@ local function find_host(folder)
   return nil, nil
 end
 
+-- untrusted says why the socket at path must not be attached to, or nil
+-- when it is this user's: a socket this user owns, in a directory only
+-- this user can enter. Another local user's socket would receive the
+-- unsaved text and send its own edits ($TRACEBRIDGE_HOST and the socket
+-- option can name any path).
+local function untrusted(path)
+  if vim.fn.has('win32') == 1 then
+    return nil -- named pipes: the host's security descriptor admits only this user
+  end
+  local uid = uv.getuid and uv.getuid() or uv.os_get_passwd().uid
+  local st = uv.fs_lstat(path)
+  if not st then
+    return nil -- nothing there: connecting fails and says so
+  end
+  if st.type ~= 'socket' then
+    return path .. ' is not a socket'
+  end
+  if st.uid ~= uid then
+    return path .. ' belongs to uid ' .. st.uid .. ', not to this user (uid ' .. uid .. '): refusing to send it your buffers'
+  end
+  local dir = vim.fn.fnamemodify(path, ':h')
+  local d = uv.fs_lstat(dir)
+  if not d or d.type ~= 'directory' or d.uid ~= uid or require('bit').band(d.mode, 63) ~= 0 then
+    return dir .. ' is not a directory only this user can enter (0700, owned by uid ' .. uid .. '): refusing to attach to a socket in it'
+  end
+  return nil
+end
+
 local function write(msg)
   if not state.pipe then
     return false
@@ -491,6 +519,15 @@ function M.connect()
   if not socket then
     state.last_error = 'no tracebridge host serves ' .. vim.fn.getcwd() .. ' (start one: tracebridge up --root <workspace>)'
     disconnected('no host')
+    return
+  end
+  local why = untrusted(socket)
+  if why then
+    if state.last_error ~= why then
+      vim.notify('tracebridge: ' .. why, vim.log.levels.ERROR)
+    end
+    state.last_error = why
+    disconnected('refused')
     return
   end
   state.connecting = true
