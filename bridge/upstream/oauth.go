@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -32,6 +33,22 @@ type Grant struct {
 	// Challenge is the WWW-Authenticate of a request the server refused
 	// for want of scope (step-up): the next login asks for that scope too.
 	Challenge []string `json:"challenge,omitempty"`
+	// Resource is the server URL the grant was obtained for (RFC 8707):
+	// its tokens go to that server only. A grant for another URL (the
+	// configuration changed since) is not used: the server needs a new
+	// login.
+	Resource string `json:"resource,omitempty"`
+}
+
+// resourceOf is a server URL as grants are bound to it: scheme and host
+// lower-cased, no fragment.
+func resourceOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Scheme, u.Host, u.Fragment, u.RawFragment = strings.ToLower(u.Scheme), strings.ToLower(u.Host), "", ""
+	return u.String()
 }
 
 // TokenStore keeps each server's grant (sealed in the data dir).
@@ -47,6 +64,7 @@ var errNeedsLogin = errors.New("authorize it with `tracebridge servers login`")
 
 // grantDeps is what an OAuth handler needs around it.
 type grantDeps struct {
+	resource string // the server's URL (resourceOf): grants are bound to it
 	store    TokenStore
 	register func(string)        // a token to the redactor
 	warn     func(string, error) // a grant that could not be stored
@@ -57,16 +75,39 @@ func (d grantDeps) keep(name string, c *oauth2.Config, tok *oauth2.Token) {
 	d.register(tok.AccessToken)
 	d.register(tok.RefreshToken)
 	g := &Grant{Token: tok, ClientID: c.ClientID, ClientSecret: c.ClientSecret, AuthURL: c.Endpoint.AuthURL,
-		TokenURL: c.Endpoint.TokenURL, AuthStyle: c.Endpoint.AuthStyle, Scopes: c.Scopes}
+		TokenURL: c.Endpoint.TokenURL, AuthStyle: c.Endpoint.AuthStyle, Scopes: c.Scopes, Resource: d.resource}
 	if err := d.store.SaveGrant(name, g); err != nil {
 		d.warn("an OAuth token could not be stored: it works for this process only", err)
 	}
 }
 
+// errOtherResource is a stored grant obtained for another URL than the
+// server's now.
+type errOtherResource struct{ had, now string }
+
+func (e errOtherResource) Error() string {
+	if e.had == "" {
+		return "its stored OAuth authorization names no server URL (made before grants were bound to one), and the server is " + e.now
+	}
+	return "its stored OAuth authorization was obtained for " + e.had + ", and the server is now " + e.now + ": its tokens are not sent elsewhere"
+}
+
+// load reads server name's grant, refusing one bound to another URL.
+func (d grantDeps) load(name string) (*Grant, error) {
+	g, err := d.store.LoadGrant(name)
+	if err != nil || g == nil {
+		return g, err
+	}
+	if g.Resource != d.resource {
+		return nil, errOtherResource{had: g.Resource, now: d.resource}
+	}
+	return g, nil
+}
+
 // stored is server name's grant as a refreshing token source that stores
 // each new token; nil when there is none.
 func (d grantDeps) stored(name string) (oauth2.TokenSource, error) {
-	g, err := d.store.LoadGrant(name)
+	g, err := d.load(name)
 	if err != nil || g == nil || g.Token == nil {
 		return nil, err
 	}
@@ -94,7 +135,7 @@ func loginHandler(name string, o *config.OAuth, secret func(string) string, d gr
 		},
 	}
 	var held []string // what the stored grant holds: a step-up asks for it and more
-	if g, _ := d.store.LoadGrant(name); g != nil {
+	if g, _ := d.load(name); g != nil {
 		held = g.Scopes
 	}
 	hc.ScopeFilter = func(asked []string) []string {
@@ -135,6 +176,7 @@ type grantHandler struct {
 	ts      oauth2.TokenSource
 	access  string // the access token ts started from
 	refusal error  // the last authorization refused, until taken
+	other   error  // the stored grant is for another URL (errOtherResource)
 }
 
 // takeRefusal is the authorization the handler last refused (the SDK
@@ -159,7 +201,14 @@ func (h *grantHandler) TokenSource(context.Context) (oauth2.TokenSource, error) 
 // load takes the stored grant when it is another than the one in use (an
 // operator logged in since): true when it did.
 func (h *grantHandler) load() bool {
-	g, err := h.d.store.LoadGrant(h.name)
+	g, err := h.d.load(h.name)
+	var other errOtherResource
+	if errors.As(err, &other) {
+		h.mu.Lock()
+		h.other = other
+		h.mu.Unlock()
+		return false
+	}
 	if err != nil {
 		h.d.warn("the stored OAuth authorization cannot be read", err)
 	}
@@ -186,17 +235,20 @@ func (h *grantHandler) Authorize(_ context.Context, _ *http.Request, resp *http.
 	}
 	what := "has no OAuth authorization yet"
 	h.mu.Lock()
-	held := h.access != ""
+	held, other := h.access != "", h.other
 	h.mu.Unlock()
 	if held {
 		what = "refused the stored OAuth authorization (revoked or expired)"
+	}
+	if other != nil {
+		what = "has no OAuth authorization for its URL: " + other.Error()
 	}
 	challenge := resp.Header.Values("WWW-Authenticate")
 	if cs, err := oauthex.ParseWWWAuthenticate(challenge); err == nil && resp.StatusCode == http.StatusForbidden {
 		for _, c := range cs {
 			if c.Params["error"] == "insufficient_scope" {
 				what = fmt.Sprintf("needs more scope than the stored OAuth authorization holds (%s)", c.Params["scope"])
-				if g, err := h.d.store.LoadGrant(h.name); err == nil && g != nil {
+				if g, err := h.d.load(h.name); err == nil && g != nil {
 					g.Challenge = challenge // the next login asks for it
 					if err := h.d.store.SaveGrant(h.name, g); err != nil {
 						h.d.warn("the scope a server asked for could not be stored for the next login", err)
@@ -270,14 +322,14 @@ func Login(ctx context.Context, o LoginOptions) (authorized bool, err error) {
 		fetched = true
 		return o.Fetch(ctx, a)
 	}
-	d := grantDeps{store: o.Store, register: o.Register, warn: o.Warn}
+	d := grantDeps{resource: resourceOf(o.Server.URL), store: o.Store, register: o.Register, warn: o.Warn}
 	h, err := loginHandler(o.Name, o.Server.OAuth, func(n string) string { return secrets[n] }, d, o.Redirect, fetch)
 	if err != nil {
 		return false, err
 	}
 	// A step-up the bridge was refused for: authorize for that scope now,
 	// as the SDK would have mid-call.
-	if g, err := o.Store.LoadGrant(o.Name); err == nil && g != nil && len(g.Challenge) > 0 {
+	if g, err := d.load(o.Name); err == nil && g != nil && len(g.Challenge) > 0 {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Server.URL, nil)
 		if err != nil {
 			return false, err

@@ -107,7 +107,7 @@ func TestOAuthUpstreamUsesTheStoredGrant(t *testing.T) {
 	}
 
 	store.SaveGrant("web", &Grant{Token: &oauth2.Token{AccessToken: "good-token-1", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)},
-		ClientID: "tb", TokenURL: ts.URL + "/token"})
+		ClientID: "tb", TokenURL: ts.URL + "/token", Resource: resourceOf(ts.URL + "/mcp")})
 	_, res, err := r.call(t, nil, "web__whoami", `{}`, nil)
 	if err != nil || text(res) != "scopes read" {
 		t.Fatalf("a call after the grant was stored: %v", err)
@@ -130,7 +130,7 @@ func TestOAuthRefreshesAndStoresTheNewToken(t *testing.T) {
 	ts := protected(t)
 	store := &grants{}
 	store.SaveGrant("web", &Grant{Token: &oauth2.Token{AccessToken: "stale-token-0", RefreshToken: "refresh-1", TokenType: "Bearer",
-		Expiry: time.Now().Add(-time.Minute)}, ClientID: "tb", TokenURL: ts.URL + "/token", AuthStyle: oauth2.AuthStyleInParams})
+		Expiry: time.Now().Add(-time.Minute)}, ClientID: "tb", TokenURL: ts.URL + "/token", AuthStyle: oauth2.AuthStyleInParams, Resource: resourceOf(ts.URL + "/mcp")})
 	r := newRig(t, oauthServer("web", ts.URL+"/mcp"), Options{Tokens: store})
 	if _, res, err := r.call(t, nil, "web__whoami", `{}`, nil); err != nil || text(res) != "scopes read" {
 		t.Fatalf("a call with an expired token to refresh: %v", err)
@@ -153,7 +153,7 @@ func TestOAuthStepUpIsKeptForTheNextLogin(t *testing.T) {
 	ts := protected(t)
 	store := &grants{}
 	store.SaveGrant("admin", &Grant{Token: &oauth2.Token{AccessToken: "good-token-1", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)},
-		ClientID: "tb", TokenURL: ts.URL + "/token", Scopes: []string{"read"}})
+		ClientID: "tb", TokenURL: ts.URL + "/token", Scopes: []string{"read"}, Resource: resourceOf(ts.URL + "/admin")})
 	r := newRig(t, oauthServer("admin", ts.URL+"/admin"), Options{Tokens: store})
 	_, err := r.g.servers["admin"].session(context.Background(), r.em.NewID(), r.em.NewID())
 	if events.CodeOf(err) != events.CodeUpstreamUnauthorized || !strings.Contains(err.Error(), "needs more scope") || !strings.Contains(err.Error(), "read admin") {
@@ -162,5 +162,46 @@ func TestOAuthStepUpIsKeptForTheNextLogin(t *testing.T) {
 	g, _ := store.LoadGrant("admin")
 	if g == nil || len(g.Challenge) != 1 || !strings.Contains(g.Challenge[0], "insufficient_scope") {
 		t.Fatalf("the challenge was not kept for the next login: %+v", g)
+	}
+}
+
+// F-O2: a grant is bound to the URL it was obtained for. Once [servers.web]
+// url names another server, the stored token is sent nowhere: the call is
+// UpstreamUnauthorized naming the login to run, and the new server sees
+// no token. The twin: the same grant at its own URL is used (the tests
+// above).
+func TestOAuthGrantIsBoundToItsServerURL(t *testing.T) {
+	ts := protected(t)
+	var mu sync.Mutex
+	seen := 0
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if strings.Contains(r.Header.Get("Authorization"), "good-token-1") {
+			seen++
+		}
+		mu.Unlock()
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+"http://"+r.Host+`/.well-known/oauth-protected-resource"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	t.Cleanup(other.Close)
+	store := &grants{}
+	store.SaveGrant("web", &Grant{Token: &oauth2.Token{AccessToken: "good-token-1", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)},
+		ClientID: "tb", TokenURL: ts.URL + "/token", Resource: resourceOf(ts.URL + "/mcp")})
+	for _, legacy := range []bool{false, true} {
+		if legacy { // a grant stored before grants named their URL
+			g, _ := store.LoadGrant("web")
+			g.Resource = ""
+			store.SaveGrant("web", g)
+		}
+		r := newRig(t, oauthServer("web", other.URL+"/mcp"), Options{Tokens: store})
+		_, err := r.g.servers["web"].session(context.Background(), r.em.NewID(), r.em.NewID())
+		if events.CodeOf(err) != events.CodeUpstreamUnauthorized || !strings.Contains(err.Error(), "servers login") || !strings.Contains(err.Error(), "no OAuth authorization for its URL") {
+			t.Fatalf("legacy %v: a grant for another URL: %v", legacy, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen != 0 {
+		t.Fatalf("the other server received the token %d time(s)", seen)
 	}
 }

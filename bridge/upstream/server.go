@@ -327,7 +327,7 @@ func (s *Server) grant() *grantHandler {
 	if s.g.opts.Tokens == nil {
 		return &grantHandler{name: s.name, d: grantDeps{store: noGrants{}, register: func(string) {}, warn: func(string, error) {}}}
 	}
-	d := grantDeps{store: s.g.opts.Tokens, register: func(v string) {
+	d := grantDeps{resource: resourceOf(s.cfg.URL), store: s.g.opts.Tokens, register: func(v string) {
 		if v != "" {
 			s.g.opts.Emitter.Redactor().Register(v)
 		}
