@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -30,7 +31,26 @@ func PendingApprovals(ctx context.Context, log Viewer, now time.Time) ([]Approva
 			out = append(out, all[i])
 		}
 	}
+	if pr, ok := log.(events.PayloadReader); ok {
+		for i := range out {
+			if err := out[i].WholeArgs(ctx, pr); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return out, nil
+}
+
+// WholeArgs replaces a.Args, when the payload store keeps them (longer
+// than an attribute), with the arguments themselves: an operator decides
+// on what the call would send, whole.
+func (a *Approval) WholeArgs(ctx context.Context, r events.PayloadReader) error {
+	args, err := events.ResolveValue(ctx, r, a.Args)
+	if err != nil {
+		return fmt.Errorf("approval %s: its arguments: %w", a.ID, err)
+	}
+	a.Args = args
+	return nil
 }
 
 // Decision is the event that answers p: decision is events.Approve or events.Deny, bound

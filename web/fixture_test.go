@@ -55,7 +55,7 @@ func newFixture(t *testing.T) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
 	node := hubtest.Open(t, hub.Options{Dir: hub.DataDir(filepath.Join(dir, "data")), Role: hub.Elect, Name: "web-test"})
-	em := events.NewEmitter(node, events.EmitterOptions{})
+	em := events.NewEmitter(node, events.EmitterOptions{Payloads: node}) // long values whole, as in the bridge
 	wsDir := filepath.Join(dir, "ws")
 	os.MkdirAll(filepath.Join(wsDir, "src"), 0o755)
 	os.WriteFile(filepath.Join(wsDir, "src", "a.go"), []byte("package a\n\nfunc A() int { return 1 }\n"), 0o644)

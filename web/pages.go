@@ -274,6 +274,16 @@ func (s *Server) loadRun(ctx context.Context, idText string) (replay.Run, error)
 	if len(evs) == 0 {
 		return replay.Run{}, errNotFound
 	}
+	// An approval's arguments whole, as the approvals page shows them.
+	if pr, ok := s.opts.Log.(events.PayloadReader); ok {
+		for i, e := range evs {
+			if e.Kind == events.KindApprovalRequested {
+				if whole, err := events.ResolveValue(ctx, pr, e.Attrs.Get("args")); err == nil {
+					evs[i].Attrs = e.Attrs.With("args", whole)
+				}
+			}
+		}
+	}
 	return replay.Judge(id, evs), nil
 }
 

@@ -344,8 +344,11 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	c.asked = true
 	t0 := c.x.opts.Now()
 	deadline := t0.Add(c.r.cfg.ApprovalTimeout())
+	// The arguments whole (redacted): what the operator approves must be
+	// viewable whole before deciding; past an attribute's size the payload
+	// store keeps them.
 	asked := events.A(events.AttrApprovalID, c.ask.String(), events.AttrArgsHash, hash, events.AttrDeadline, deadline.UTC().Format(time.RFC3339Nano),
-		"args", summarize(c.x.redact("args", string(c.inv.Args))))
+		"args", c.x.opts.Emitter.Redactor().Scrub(string(c.inv.Args)))
 	if c.tool.Pin != "" {
 		asked.Set(events.AttrPin, c.tool.Pin)
 	}

@@ -38,7 +38,9 @@ func newHarness(t *testing.T, cfg string, run RunFunc, mod func(*Descriptor)) *h
 	t.Helper()
 	h := &harness{}
 	log := storetest.Open(t)
-	h.st, h.em = log.Store, log.Emitter
+	// Long values kept whole in the payload store, as in the bridge.
+	h.st, h.em = log.Store, events.NewEmitter(log.Store, events.EmitterOptions{Logger: quiet, Payloads: log.Store})
+	t.Cleanup(func() { h.em.Close(context.Background()) })
 	d := Descriptor{ID: "echo", Category: "test", Source: "builtin", Capabilities: []string{config.CapTextSearch}}
 	if mod != nil {
 		mod(&d)
@@ -349,5 +351,35 @@ func TestCatalogReplace(t *testing.T) {
 	}
 	if _, ok := c.Lookup("builtin"); !ok || len(c.Tools()) != 3 {
 		t.Fatalf("catalog after a refused replace: %d tools", len(c.Tools()))
+	}
+}
+
+// F-P4: the approval request holds the arguments whole (redacted), not
+// their first 256 bytes: the operator decides on what the call would send
+// (past an attribute's size the bridge's payload store keeps them whole).
+func TestApprovalRequestHoldsTheWholeArguments(t *testing.T) {
+	h := newHarness(t, "[approval]\nmode = \"prompt\"\ntimeout = \"10s\"\n", nil, func(d *Descriptor) { d.Approval = "always" })
+	args, _ := json.Marshal(map[string]string{"text": strings.Repeat("SELECT 1; ", 1200) + "DROP TABLE users;"})
+	req := h.em.NewID()
+	seen := make(chan string, 1)
+	go func() {
+		for {
+			evs, _ := h.st.ByRequest(req)
+			for _, e := range evs {
+				if e.Kind == events.KindApprovalRequested {
+					whole, _ := events.ResolveValue(context.Background(), h.st, e.Attrs.Get("args"))
+					seen <- whole
+					h.st.Append(context.Background(), []events.Event{{ID: events.NewID(), Time: time.Now(), Kind: events.KindApprovalDecided,
+						Boundary: events.BoundaryApproval, RequestID: req, Outcome: events.OK,
+						Attrs: events.A(events.AttrApprovalID, e.Attrs.Get(events.AttrApprovalID), events.AttrDecision, events.Deny, events.AttrArgsHash, e.Attrs.Get(events.AttrArgsHash), "by", "operator")}})
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	h.x.Execute(context.Background(), Invocation{Tool: "echo", Args: args, RequestID: req})
+	if got := <-seen; got != string(args) {
+		t.Fatalf("approval.requested holds %d bytes of the %d-byte arguments: %.80s…", len(got), len(args), got)
 	}
 }

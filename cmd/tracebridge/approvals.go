@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os/user"
+	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
@@ -17,12 +20,12 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("approvals")
 	asJSON := fs.Bool("json", false, "list as JSON")
 	reason := fs.String("reason", "", "why (recorded with the decision)")
-	usage := "approvals list [--json]\n       tracebridge approvals approve ID [--reason TEXT]\n       tracebridge approvals deny ID [--reason TEXT]\n\nTool calls that need approval wait (up to approval.timeout in tracebridge.toml)\nfor an operator. list shows the ones waiting; approve or deny answers one by its\nID. A decision is bound to the exact arguments (their hash) it was shown with,\nand it is recorded in the event log like everything else."
+	usage := "approvals list [--json]\n       tracebridge approvals show ID [--json]\n       tracebridge approvals approve ID [--reason TEXT]\n       tracebridge approvals deny ID [--reason TEXT]\n\nTool calls that need approval wait (up to approval.timeout in tracebridge.toml)\nfor an operator. list shows the ones waiting (long arguments cut: --json has\nthem whole); show prints one with its arguments whole, as the call would send\nthem; approve or deny answers one by its ID. A decision is bound to the exact\narguments (their hash) it was shown with, and it is recorded in the event log\nlike everything else."
 	if err := m.parse(fs, usage, args); err != nil {
 		return err
 	}
 	rest := fs.Args()
-	if err := verbOf("approvals", rest, "want list, approve ID or deny ID"); err != nil {
+	if err := verbOf("approvals", rest, "want list, show ID, approve ID or deny ID"); err != nil {
 		return err
 	}
 	node, err := m.openLog(ctx, "approvals")
@@ -53,9 +56,14 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 		for _, p := range pending {
 			// The request's id as `tail --request` and `replay` take it
 			// (a unique prefix serves).
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, shortID(p.RequestID.String()), p.Tool, p.Deadline.Local().Format("15:04:05"), p.Args)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, shortID(p.RequestID.String()), p.Tool, p.Deadline.Local().Format("15:04:05"), argsLine(p))
 		}
 		return tw.Flush()
+	case "show":
+		if len(rest) != 2 {
+			return usageError{"show takes one approval ID (see `tracebridge approvals list`)"}
+		}
+		return showApproval(m, pending, rest[1], *asJSON)
 	case "approve", "deny":
 		if len(rest) != 2 {
 			return usageError{rest[0] + " takes one approval ID (see `tracebridge approvals list`)"}
@@ -66,7 +74,52 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 		}
 		return decide(ctx, m, node, pending, rest[1], decision, *reason)
 	}
-	return usageError{fmt.Sprintf("unknown action %q: want list, approve or deny", rest[0])}
+	return usageError{fmt.Sprintf("unknown action %q: want list, show, approve or deny", rest[0])}
+}
+
+// listArgs is how much of the arguments a list line shows.
+const listArgs = 120
+
+// argsLine is p's arguments on one line of a list: whole when short, else
+// their start, their size and where to read them whole.
+func argsLine(p projections.Approval) string {
+	a := strings.Join(strings.Fields(p.Args), " ")
+	if len(a) <= listArgs {
+		return a
+	}
+	cut := listArgs
+	for cut > 0 && !utf8.RuneStart(a[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… [%d bytes in all: tracebridge approvals show %s]", a[:cut], len(p.Args), p.ID)
+}
+
+// showApproval prints one waiting approval with its arguments whole.
+func showApproval(m *Main, pending []projections.Approval, id string, asJSON bool) error {
+	id, err := resolveID(id, "approval", func() ([]string, error) {
+		var ids []string
+		for _, p := range pending {
+			ids = append(ids, p.ID)
+		}
+		return ids, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		if p.ID != id {
+			continue
+		}
+		if asJSON {
+			enc := json.NewEncoder(m.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(p)
+		}
+		fmt.Fprintf(m.Stdout, "approval %s\ntool      %s\nrequest   %s\nclient    %s\nserver    %s\nwaits     until %s\nargs hash %s\narguments (%d bytes, whole):\n%s\n",
+			p.ID, p.Tool, p.RequestID, p.Client, p.Server, p.Deadline.Local().Format("15:04:05"), p.ArgsHash, len(p.Args), indentJSON(p.Args))
+		return nil
+	}
+	return fmt.Errorf("no approval %s is waiting", id)
 }
 
 func decide(ctx context.Context, m *Main, node *hub.Node, pending []projections.Approval, id, decision, reason string) error {
@@ -119,4 +172,13 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []projections.
 	}
 	fmt.Fprintf(m.Stdout, "%s %s (%s, arguments %s…)\n", projections.PastTense(decision), p.ID, p.Tool, p.ArgsHash[:12])
 	return nil
+}
+
+// indentJSON indents a JSON text; anything else is returned as it is.
+func indentJSON(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return b.String()
 }

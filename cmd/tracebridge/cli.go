@@ -73,7 +73,7 @@ func commands() map[string]command {
 		"demo":       verb("a scripted MCP session with a workspace host, its evidence, verify", runDemo),
 		"version":    verb("print the version", runVersion),
 		"mcp":        verb("serve MCP on stdio for an AI client, recording every call", runMCP),
-		"approvals":  verb("list tool calls waiting for approval; approve or deny one", runApprovals, "list", "approve", "deny"),
+		"approvals":  verb("list tool calls waiting for approval; show one whole; approve or deny one", runApprovals, "list", "show", "approve", "deny"),
 		"config":     verb("check tracebridge.toml and explain its problems", runConfig, "check"),
 		"host":       verb("run the workspace host for a directory (tools, proposals, reviews)", runHost),
 		"focus":      verb("set the host's active document and selection", runFocus),
