@@ -3,6 +3,9 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -15,6 +18,14 @@ import (
 
 // EditorCallTimeout bounds the host's requests to an editor.
 const EditorCallTimeout = 10 * time.Second
+
+// The unsaved text the host keeps: at most MaxEditorBuffers bytes per
+// editor and MaxBuffers in all; a buffer past either is refused TooLarge
+// (the editor still has it; get_active_document answers from the file).
+const (
+	MaxEditorBuffers = 64 << 20
+	MaxBuffers       = 256 << 20
+)
 
 // Editors are the editors attached to a host (docs/pipe-protocol.md,
 // "Editors"): what they say — the focused document and its unsaved text,
@@ -191,14 +202,48 @@ func (e *Editors) document(c *editorConn, a DocumentArgs) (string, error) {
 	if a.Dirty && a.Text == nil && !a.Closed {
 		return "", &events.Err{Code: events.CodeInvalidArguments, Msg: rel + ": a dirty document carries its text"}
 	}
+	if a.Dirty && !a.Closed {
+		// The same confinement as workspace.file: no buffer is kept (and so
+		// no edit applied through it) for a symlink, a hard link or
+		// anything but a regular file, nor for what resolves outside.
+		if _, err := e.ws.regular(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", coded(err)
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if a.Dirty && !a.Closed {
+		if err := e.roomLocked(c, rel, len(*a.Text)); err != nil {
+			return "", err
+		}
 		e.buffers[rel] = Buffer{Path: rel, Version: a.Version, Text: *a.Text, peer: c.peer}
 	} else if b, ok := e.buffers[rel]; ok && b.peer == c.peer {
 		delete(e.buffers, rel)
 	}
 	return rel, nil
+}
+
+// roomLocked refuses a buffer of n bytes for rel from c that would take
+// c's buffers past MaxEditorBuffers or all past MaxBuffers (rel's own
+// buffer, replaced, does not count).
+func (e *Editors) roomLocked(c *editorConn, rel string, n int) error {
+	mine, all := n, n
+	for p, b := range e.buffers {
+		if p == rel {
+			continue
+		}
+		all += len(b.Text)
+		if b.peer == c.peer {
+			mine += len(b.Text)
+		}
+	}
+	switch {
+	case mine > MaxEditorBuffers:
+		return &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("%s: this editor's unsaved buffers would hold %d bytes; the host keeps at most %d per editor (save some files)", rel, mine, MaxEditorBuffers)}
+	case all > MaxBuffers:
+		return &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("%s: the editors' unsaved buffers would hold %d bytes; the host keeps at most %d in all (save some files)", rel, all, MaxBuffers)}
+	}
+	return nil
 }
 
 // setFocus records the editor's focused document and selection; an empty

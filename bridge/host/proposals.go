@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,12 +24,13 @@ import (
 // journal that Open finishes. All methods are safe for concurrent use and
 // each transition happens exactly once.
 type Proposals struct {
-	ws   *Workspace
-	rec  events.Recorder
-	dir  string // state dir
-	now  func() time.Time
-	mu   sync.Mutex
-	byID map[string]*Proposal
+	ws      *Workspace
+	rec     events.Recorder
+	dir     string // state dir
+	now     func() time.Time
+	mu      sync.Mutex
+	applyMu sync.Mutex // held through an apply; mu is let go while an editor answers
+	byID    map[string]*Proposal
 
 	// Editors, when set, hold unsaved buffers: a file an editor holds with
 	// unsaved changes is proposed against, checked against and applied to
@@ -115,6 +117,12 @@ func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs even
 // is there and the change creates it).
 func (p *Proposals) current(f FileChange) ([]byte, *Buffer, error) {
 	if b, ok := p.Editors.Buffer(f.Path); ok {
+		// Through an editor's buffer the same confinement holds as on
+		// disk: a symlink (say, to a file outside the root) is refused,
+		// even if it became one after the editor reported the buffer.
+		if _, err := p.ws.regular(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, err
+		}
 		return []byte(b.Text), &b, nil
 	}
 	if f.Create {
@@ -270,17 +278,20 @@ func (p *Proposals) inStateLocked(id, want string, code events.Code) (*Proposal,
 // written, the intent is durable in the log and the journal before the
 // first write, and the set is applied whole.
 func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
+	p.applyMu.Lock() // one apply at a time; the state lock is let go while an editor answers
+	defer p.applyMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			p.mu.Unlock()
+		}
+	}()
 	pr, err := p.inStateLocked(id, Approved, events.CodeNotApproved)
 	if err != nil {
 		return nil, err
 	}
 	j := journal{ID: id}
-	type bufferEdit struct {
-		buf  Buffer
-		next []byte
-	}
 	var inEditor []bufferEdit
 	var preview strings.Builder
 	for _, f := range pr.Files {
@@ -322,17 +333,20 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 	}
 	// Unsaved buffers first, each an undoable edit in its editor: one the
 	// editor refuses (its text moved on) fails the proposal before any file
-	// is written on disk.
-	for i, b := range inEditor {
-		if err := p.Editors.ApplyToBuffer(ctx, pr.RequestID, pr.ID, b.buf, b.next); err != nil {
-			e := events.AsErr(err, events.CodeToolError)
-			msg := e.Msg
-			if i > 0 {
-				msg += fmt.Sprintf(" (already applied in the editor, undoable there: %s)", strings.Join(j.Editor[:i], ", "))
-			}
-			pr.Applying = false
-			return p.failLocked(pr, e.Code, msg)
-		}
+	// is written on disk. The host's other operations do not wait on an
+	// editor: the state lock is let go meanwhile (the proposal is marked
+	// applying; applies are serialized by applyMu).
+	p.mu.Unlock()
+	locked = false
+	failed := p.applyInEditors(ctx, pr, inEditor, j.Editor)
+	p.mu.Lock()
+	locked = true
+	if p.byID[id] != pr {
+		return nil, &events.Err{Code: events.CodeNotApproved, Msg: "proposal " + id + " was reset while an editor applied it"}
+	}
+	if failed != nil {
+		pr.Applying = false
+		return p.failLocked(pr, failed.Code, failed.Msg)
 	}
 	beforeJournal()
 	jb, _ := json.Marshal(j)
@@ -343,6 +357,29 @@ func (p *Proposals) Apply(ctx context.Context, id string) (*Proposal, error) {
 		return nil, err
 	}
 	return clone(pr), nil
+}
+
+// bufferEdit is a new text for an editor's unsaved buffer.
+type bufferEdit struct {
+	buf  Buffer
+	next []byte
+}
+
+// applyInEditors asks each editor holding one of pr's buffers to take its
+// new text, in order; the first refusal ends it, saying which were applied
+// before (undoable there).
+func (p *Proposals) applyInEditors(ctx context.Context, pr *Proposal, edits []bufferEdit, paths []string) *events.Err {
+	for i, b := range edits {
+		if err := p.Editors.ApplyToBuffer(ctx, pr.RequestID, pr.ID, b.buf, b.next); err != nil {
+			e := events.AsErr(err, events.CodeToolError)
+			msg := e.Msg
+			if i > 0 {
+				msg += fmt.Sprintf(" (already applied in the editor, undoable there: %s)", strings.Join(paths[:i], ", "))
+			}
+			return &events.Err{Code: e.Code, Msg: msg}
+		}
+	}
+	return nil
 }
 
 // finishLocked replaces the journal's files, records the outcome and
