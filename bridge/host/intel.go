@@ -1,9 +1,12 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -156,8 +159,9 @@ func fromLSP(lines []string, line, ch int, utf8Positions bool) int {
 func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
 	out := make([]Location, 0, len(raw))
 	type file struct {
-		path  string   // workspace-relative, else absolute
-		lines []string // its text as the user sees it, split once per answer
+		path    string   // workspace-relative, else absolute
+		lines   []string // its text as the user sees it, split once per answer
+		refused bool     // in the root, but not a file workspace.file serves
 	}
 	files := map[string]*file{} // by URI: a file is resolved and read once
 	for _, l := range raw {
@@ -166,6 +170,9 @@ func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
 			u, r = l.TargetURI, l.TargetRange
 		}
 		f := files[u]
+		if f != nil && f.refused {
+			continue
+		}
 		if f == nil {
 			abs := lsp.PathOf(u)
 			if abs == "" {
@@ -173,6 +180,13 @@ func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
 			}
 			f = &file{path: abs}
 			if rel, err := h.relative(abs); err == nil {
+				if h.unconfined(rel) != nil {
+					// A workspace symlink (or hard link…) to a file the
+					// server read outside the root: not shown, as
+					// workspace.file would not show it.
+					files[u] = &file{refused: true}
+					continue
+				}
 				f.path = rel
 			}
 			if b, ok := h.Editors().Buffer(f.path); ok {
@@ -195,6 +209,16 @@ func (h *Host) locations(srv *lsp.Server, raw []lspLocation) []Location {
 		out = append(out, loc)
 	}
 	return out
+}
+
+// unconfined says why a workspace path is not a file workspace.file would
+// serve (a symlink, a hard link, not regular, outside once resolved), or
+// nil; a path with nothing there is not refused.
+func (h *Host) unconfined(rel string) error {
+	if _, err := h.WS.regular(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // relative is the workspace path of an absolute one a language server
@@ -250,6 +274,28 @@ func (h *Host) hover(ctx context.Context, req pipe.Request) (any, error) {
 	srv, params, err := h.docAt(ctx, rid, a)
 	if err != nil {
 		return nil, err
+	}
+	// A hover quotes the declaration: one the server read through a
+	// workspace symlink from outside the root is refused, as
+	// workspace.file refuses the symlink.
+	var defs json.RawMessage
+	if err := srv.Call(ctx, rid, "textDocument/definition", params, &defs); err == nil {
+		var many []lspLocation
+		if len(defs) > 0 && defs[0] == '{' {
+			var one lspLocation
+			json.Unmarshal(defs, &one)
+			many = []lspLocation{one}
+		} else {
+			json.Unmarshal(defs, &many)
+		}
+		for _, l := range many {
+			u := cmp.Or(l.URI, l.TargetURI)
+			if rel, err := h.relative(lsp.PathOf(u)); err == nil {
+				if err := h.unconfined(rel); err != nil {
+					return nil, coded(err)
+				}
+			}
+		}
 	}
 	var res struct {
 		Contents json.RawMessage `json:"contents"`

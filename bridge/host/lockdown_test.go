@@ -126,3 +126,49 @@ func TestServerEnv(t *testing.T) {
 		t.Fatalf("env:\n got %s\nwant %s", got, want)
 	}
 }
+
+// F-L3: a workspace symlink to a Go file outside the root is read by gopls
+// as part of the package; the host does not pass on what it read there: a
+// hover quoting its declaration is PathRefused (as workspace.file refuses
+// the symlink), and definitions drop the location. The twin: the same
+// package with keys.go a regular file answers the hover.
+func TestLanguageAnswersDoNotQuoteFilesOutsideTheRoot(t *testing.T) {
+	gp := gopls(t)
+	main := "package m\n\nfunc Use() string { return Key }\n"
+	for _, symlinked := range []bool{true, false} {
+		outside := filepath.Join(t.TempDir(), "keys.go")
+		os.WriteFile(outside, []byte("package m\n\nconst Key = \"OUTSIDE-SECRET-4242\"\n"), 0o644)
+		dir, _ := hostileWorkspace(t, map[string]string{"go.mod": "module example.com/m\n\ngo 1.26\n", "main.go": main})
+		if symlinked {
+			if err := os.Symlink(outside, filepath.Join(dir, "keys.go")); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			b, _ := os.ReadFile(outside)
+			os.WriteFile(filepath.Join(dir, "keys.go"), b, 0o644)
+		}
+		langs := []Language{{Name: "go", Command: []string{gp}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: time.Minute}}
+		ws, err := OpenWorkspace(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &Host{WS: ws, Rec: storetest.Open(t).Emitter, LanguageServers: langs}
+		at := PositionArgs{Path: "main.go", Line: 3, Column: 28}
+		hover, herr := call(t, h, "lsp.hover", at)
+		def, derr := call(t, h, "lsp.definition", at)
+		h.Close()
+		ws.Close()
+		if symlinked {
+			if events.CodeOf(herr) != events.CodePathRefused || strings.Contains(string(hover), "OUTSIDE-SECRET") {
+				t.Fatalf("hover through a symlink to outside: %s %v", hover, herr)
+			}
+			if derr != nil || strings.Contains(string(def), "keys.go") {
+				t.Fatalf("definition through a symlink to outside: %s %v", def, derr)
+			}
+			continue
+		}
+		if herr != nil || !strings.Contains(string(hover), "OUTSIDE-SECRET-4242") || !strings.Contains(string(def), "keys.go") {
+			t.Fatalf("the twin with a regular keys.go: hover %s %v, definition %s %v", hover, herr, def, derr)
+		}
+	}
+}
