@@ -41,11 +41,11 @@ type ExportInput struct {
 func Export(in ExportInput) (*Session, error) {
 	s := &Session{Header: SessionHeader{Name: in.Name, SessionID: in.Session, Config: in.Config, Tracebridge: in.Version}}
 	if s.Header.Config == "" {
-		cfg, err := recordedConfig(in)
+		cfg, redacted, err := recordedConfig(in)
 		if err != nil {
 			return nil, err
 		}
-		s.Header.Config = cfg
+		s.Header.Config, s.Header.Redacted = cfg, redacted
 	}
 	for _, it := range inOrder(in) {
 		if err := exportItem(s, it); err != nil {
@@ -89,7 +89,11 @@ func inOrder(in ExportInput) []item {
 
 // recordedConfig is the configuration the bridge recorded when the session
 // started, not today's (today's only for a log older than that record).
-func recordedConfig(in ExportInput) (string, error) {
+// One with redacted values (a credential in a server's argv) is exported as
+// recorded, the markers in place, and says so (redacted): a re-drive runs
+// no server, so nothing needs the value. One cut, or whose redaction broke
+// it, cannot be.
+func recordedConfig(in ExportInput) (cfg string, redacted bool, err error) {
 	cfg, recorded := in.TodayConfig, false
 	for i := range in.Notifications {
 		if e := &in.Notifications[i]; e.Kind == events.KindMCPSessionStarted {
@@ -99,10 +103,16 @@ func recordedConfig(in ExportInput) (string, error) {
 	if !recorded {
 		cfg = in.TodayConfig
 	}
-	if strings.Contains(cfg, "[REDACTED") || strings.Contains(cfg, "[TRUNCATED") || strings.Contains(cfg, "[PAYLOAD:") {
-		return "", fmt.Errorf("session %s: the recorded configuration was redacted or cut in the log; export with --config FILE", in.Session)
+	if strings.Contains(cfg, "[TRUNCATED") || strings.Contains(cfg, "[PAYLOAD:") {
+		return "", false, fmt.Errorf("session %s: the recorded configuration was cut in the log; export with --config FILE", in.Session)
 	}
-	return cfg, nil
+	if !strings.Contains(cfg, "[REDACTED") {
+		return cfg, false, nil
+	}
+	if _, err := config.Parse("tracebridge.toml", []byte(cfg)); err != nil {
+		return "", false, fmt.Errorf("session %s: the recorded configuration holds redacted values and no longer parses (%v); export with --config FILE", in.Session, err)
+	}
+	return cfg, true, nil
 }
 
 // exportItem adds a notification's step, or a run's steps.

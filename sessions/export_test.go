@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -103,4 +104,25 @@ func sorted(cs []Crossing) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// F-U2: a session whose recorded configuration holds a redacted value (a
+// credential in a server's argv) is exported as recorded, the marker in
+// place and the header saying so; one cut in the log still refuses, naming
+// --config. The twin: a clean configuration is exported unmarked.
+func TestRecordedConfigWithARedactedValue(t *testing.T) {
+	started := func(cfg string) ExportInput {
+		return ExportInput{Session: events.NewID(), Notifications: []events.Event{{Kind: events.KindMCPSessionStarted, Attrs: events.A("config", cfg)}}}
+	}
+	redacted := "[servers.cli]\ncommand = \"python3\"\nargs = [\"up.py\", \"--api-key\", \"[REDACTED:secret:0301fafc]\"]\n"
+	if cfg, marked, err := recordedConfig(started(redacted)); err != nil || !marked || cfg != redacted {
+		t.Fatalf("a redacted configuration: %q %v %v", cfg, marked, err)
+	}
+	clean := "[servers.cli]\ncommand = \"python3\"\n"
+	if cfg, marked, err := recordedConfig(started(clean)); err != nil || marked || cfg != clean {
+		t.Fatalf("a clean configuration: %q %v %v", cfg, marked, err)
+	}
+	if _, _, err := recordedConfig(started("[servers.cli]\ncommand = \"py…[TRUNCATED:size=9000]")); err == nil || !strings.Contains(err.Error(), "--config") {
+		t.Fatalf("a cut configuration: %v", err)
+	}
 }

@@ -50,6 +50,10 @@ type SessionHeader struct {
 	Tracebridge     string    `json:"tracebridge"`
 	// Config is the tracebridge.toml in force ("" for the defaults).
 	Config string `json:"config"`
+	// Redacted says Config holds values the log redacted (credentials,
+	// as [REDACTED:…] markers): a re-drive runs no server, so it does not
+	// need them.
+	Redacted bool `json:"redacted,omitempty"`
 	// Host says a workspace host answered; a re-drive without one leaves
 	// the pipe unanswered, as the recording found it.
 	Host bool `json:"host"`

@@ -356,7 +356,12 @@ func (s *Server) sessionExport(w http.ResponseWriter, r *http.Request) {
 	}
 	var buf bytes.Buffer
 	if err := s.opts.ExportSession(r.Context(), id, &buf); err != nil {
-		http.Error(w, "the session could not be exported: "+err.Error(), http.StatusInternalServerError)
+		// Not a server fault: this session's evidence cannot make a file
+		// here. Say why and what does it.
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		s.render(w, r, "sessions", page{Title: "Sessions", Nav: "sessions", Data: sessionsData{},
+			Error: "Session " + id.String() + " cannot be exported from here: " + err.Error() +
+				". From a shell: tracebridge session export " + id.String() + " --config FILE (the tracebridge.toml it ran with) -o FILE"})
 		return
 	}
 	w.Header().Set("Content-Type", "application/jsonl")
