@@ -48,11 +48,11 @@ const RuleTimeout = 100 * time.Millisecond
 
 // RuleInput is what a rule sees of one call.
 type RuleInput struct {
-	Tool        string          // the catalog id (server__tool, or the tool's own name with prefix = false)
-	Server      string          // the upstream server ("" for the bridge's own tools)
+	Tool   string // the catalog id (server__tool, or the tool's own name with prefix = false)
+	Server string // the upstream server ("" for the bridge's own tools)
 	// Qualified is an upstream tool's server__tool whatever its listing
 	// name: a rule's tools match either ("" for the bridge's own tools).
-	Qualified string
+	Qualified   string
 	Annotations map[string]bool // the tool's MCP annotations, with the specification's defaults
 	Args        map[string]any  // the arguments, parsed JSON
 	Client      string          // the MCP client (name/version)
