@@ -133,6 +133,12 @@ func ECS(l AuditLine) (map[string]any, error) {
 		d.set("labels.checkpoint_hash", cp.Hash.String())
 	}
 	by := l.Attrs[events.AttrBy]
+	if member := l.Attrs[events.AttrOriginUser]; member != "" && by != "" {
+		// In cluster mode the decider is the member that published the
+		// decision (authenticated by the cluster), not the name it claims.
+		d.set("labels.claimed_by", by)
+		by = member
+	}
 	d.set("user.name", by)
 	d.set("related.user", nonEmpty(by))
 	d.set("user.id", l.Attrs["uid"])

@@ -58,10 +58,8 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 	for {
 		evs, err := log.ByRequest(ctx, req)
 		if err == nil {
-			for _, e := range evs {
-				if e.Kind == events.KindApprovalDecided && e.Attrs.Get(events.AttrApprovalID) == approvalID.String() {
-					return e, true, nil
-				}
+			if e, ok := decisionOf(evs, approvalID); ok {
+				return e, true, nil
 			}
 		}
 		wait := deadline.Sub(now())
@@ -79,6 +77,32 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 			deadline = now()
 		}
 	}
+}
+
+// decisionOf finds the decision of approvalID among a request's events. In
+// cluster mode every event names the member that published it (its origin,
+// which the cluster's permissions and the collectors hold to the member's
+// credentials): a decision counts only when published by the member whose
+// call asked for it, whatever name it claims to be "by". Another member's
+// is not taken (the call waits, and times out denied).
+func decisionOf(evs []events.Event, approvalID events.ID) (events.Event, bool) {
+	id := approvalID.String()
+	asker := ""
+	for _, e := range evs {
+		if e.Kind == events.KindApprovalRequested && e.Attrs.Get(events.AttrApprovalID) == id {
+			asker = e.Attrs.Get(events.AttrOriginUser)
+		}
+	}
+	for _, e := range evs {
+		if e.Kind != events.KindApprovalDecided || e.Attrs.Get(events.AttrApprovalID) != id {
+			continue
+		}
+		if asker != "" && e.Attrs.Get(events.AttrOriginUser) != asker {
+			continue
+		}
+		return e, true
+	}
+	return events.Event{}, false
 }
 
 // approvalProgressEvery is how often a call waiting for an operator tells
