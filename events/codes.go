@@ -10,6 +10,7 @@ const (
 	// Log and bus.
 	CodeMalformedAppend Code = "MalformedAppend" // an append request could not be decoded
 	CodeOriginMismatch  Code = "OriginMismatch"  // a stream message's origin is not the subject it was published on
+	CodeStreamGap       Code = "StreamGap"       // stream messages a collector never received (purged or deleted)
 	CodeInvalidEvent    Code = "InvalidEvent"    // an event lacks an id, has an unknown kind…
 	CodeTooLarge        Code = "TooLarge"        // a request or event exceeds its size cap
 	CodeChainBroken     Code = "ChainBroken"     // the stored hash chain does not verify
@@ -100,6 +101,7 @@ type codeInfo struct {
 var codeTable = map[Code]codeInfo{
 	CodeMalformedAppend: {outcome: Error, action: "a process sent the hub an append it could not decode: check that every process of the data dir runs the same tracebridge version"},
 	CodeOriginMismatch:  {outcome: Denied, action: "an event claims an origin other than the subject its publisher published on: that machine is misconfigured (--nats-user, --nats-machine) or forging another's events; check it and the cluster's per-user permissions"},
+	CodeStreamGap:       {outcome: Error, action: "messages of the cluster's stream were deleted or purged before this collector stored them: the evidence they held is gone from every collector that had not stored it; find who purged (the cluster's audit), and give members no purge or delete permission (docs/cluster.md)"},
 	CodeInvalidEvent:    {outcome: Error, action: "a process recorded an event the catalog does not know: check that every process of the data dir runs the same tracebridge version"},
 	CodeTooLarge:        {outcome: Error, action: "something exceeded its size limit (the message names it): send less in one request", status: http.StatusRequestEntityTooLarge},
 	CodeChainBroken:     {outcome: Denied, action: "the log's hash chain does not verify: run `tracebridge verify` to find the first bad seq, and keep a copy of the data dir before anything else"},

@@ -191,6 +191,7 @@ const (
 	KindArchived         = "log.archived"          // events moved into a sealed archive segment; the log starts after them
 	KindJournalRepaired  = "log.journal.repaired"  // a damaged journal was set aside: what was applied, where it is kept, from which seq events were lost
 	KindStreamRefused    = "log.stream.refused"    // a collector did not store a stream message: not an event, or not from where it claims
+	KindStreamGap        = "log.stream.gap"        // a collector found stream messages gone (deleted, purged) before it stored them
 	KindExportIdle       = "log.export.idle"       // a process's [otlp] exports nothing: it does not hold the hub, or its exporter cannot be built
 )
 
@@ -278,6 +279,7 @@ func init() {
 	kind(KindArchived, BoundaryLog, Hub, Hub, true)
 	kind(KindJournalRepaired, BoundaryLog, Operator, Hub, true)
 	kind(KindStreamRefused, BoundaryLog, Hub, Hub, true)
+	kind(KindStreamGap, BoundaryLog, Hub, Hub, true)
 	kind(KindExportIdle, BoundaryLog, Hub, Hub, true)
 }
 

@@ -156,7 +156,10 @@ func dial(ctx context.Context, cfg *Cluster, data DataDir, name string, log *slo
 
 // ensureStream creates the stream when it is missing: file storage,
 // replicas min(3, the servers the client knows of), a two-minute window in
-// which a re-sent event id is dropped. An existing stream is used as it is.
+// which a re-sent event id is dropped, and no purge and no message deletion
+// by anyone (deny_purge, deny_delete: evidence is archived by collectors,
+// never removed from the stream). An existing stream is used as it is,
+// given those two protections when it lacks them and this member may.
 func (l *link) ensureStream(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -180,7 +183,8 @@ func (l *link) ensureStream(ctx context.Context) error {
 func (l *link) createStream(ctx context.Context, name string) error {
 	try, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if _, err := l.js.Stream(try, name); err == nil {
+	if s, err := l.js.Stream(try, name); err == nil {
+		l.protect(try, s)
 		return nil
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("cluster: stream %s: %w", name, err)
@@ -189,6 +193,7 @@ func (l *link) createStream(ctx context.Context, name string) error {
 	_, err := l.js.CreateStream(try, jetstream.StreamConfig{
 		Name: name, Subjects: []string{streamSubjects}, Storage: jetstream.FileStorage,
 		Replicas: replicas, Duplicates: 2 * time.Minute, MaxMsgSize: events.MaxEventSize + 1024,
+		DenyDelete: true, DenyPurge: true,
 		Description: "tracebridge events (ADR 0012)",
 	})
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -198,6 +203,23 @@ func (l *link) createStream(ctx context.Context, name string) error {
 		l.log.Info("cluster: stream created", "stream", name, "replicas", replicas)
 	}
 	return nil
+}
+
+// protect gives an existing stream deny_purge and deny_delete when it
+// lacks them (a stream made before they were set, or by hand); a member
+// not allowed to update it says so once.
+func (l *link) protect(ctx context.Context, s jetstream.Stream) {
+	cfg := s.CachedInfo().Config
+	if cfg.DenyPurge && cfg.DenyDelete {
+		return
+	}
+	cfg.DenyPurge, cfg.DenyDelete = true, true
+	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+		l.log.Warn("cluster: the stream lets members purge it or delete its messages, and this member may not change that: set deny_purge and deny_delete on it (docs/cluster.md)",
+			"stream", cfg.Name, "err", err)
+		return
+	}
+	l.log.Info("cluster: the stream now refuses purges and message deletions", "stream", cfg.Name)
 }
 
 // appendRetryFor bounds how long append keeps re-publishing what the
@@ -369,7 +391,10 @@ func (l *link) advance(seq uint64) {
 // stop closes.
 //
 // A message that is not a valid event, or whose origin is not the subject
-// it was published on, is not stored; refused is told (and records it).
+// it was published on, is not stored; record is told (a log.stream.refused,
+// which the hub aggregates). So is a gap: stream messages gone before this
+// collector reached them (log.stream.gap; the store keeps the count for
+// verify).
 func (l *link) collect(st *store.Store, stop <-chan struct{}, refused func(events.Event)) {
 	backoff := 100 * time.Millisecond
 	for {
@@ -463,6 +488,11 @@ func (l *link) collectOnce(st *store.Store, stop <-chan struct{}, refused func(e
 			if seq != last+1 {
 				l.log.Warn("stream messages are gone (deleted or past the stream's limits); the collector goes on after them",
 					"stream", name, "from", last+1, "to", seq-1)
+				if err := st.RecordLoss(last+1, seq-1); err != nil {
+					return err
+				}
+				refusals = append(refusals, events.Event{Kind: events.KindStreamGap, Outcome: events.Error, Code: events.CodeStreamGap,
+					Attrs: events.A("stream", name, "from", fmt.Sprint(last+1), "to", fmt.Sprint(seq-1), "count", fmt.Sprint(seq-1-last))})
 			}
 			last = seq
 			got, code, err := checkMessage(m.Subject(), m.Headers().Get(batchHeader) != "", m.Data())

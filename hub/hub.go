@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/loopback"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/store"
 )
@@ -327,9 +328,24 @@ func (h *Hub) joinCluster(opts Options) error {
 		return err
 	}
 	h.collectDone = make(chan struct{})
+	// A member can flood the stream with messages every collector refuses:
+	// the first of each code and origin are recorded, the rest counted
+	// (loopback.Refusals), as every refusal is.
+	refusals := loopback.NewRefusals(events.KindStreamRefused, h.now, func(e events.Event) events.ID { h.record(e); return events.ID{} })
 	go func() {
 		defer close(h.collectDone)
-		h.cl.collect(h.st, h.stop, h.record)
+		ctx, cancel := context.WithCancel(context.Background())
+		flushed := make(chan struct{})
+		go func() { refusals.Run(ctx); close(flushed) }()
+		h.cl.collect(h.st, h.stop, func(e events.Event) {
+			if e.Kind == events.KindStreamRefused {
+				refusals.Record(e.Code, e.Attrs.Get("subject"), e.Attrs.Map())
+				return
+			}
+			h.record(e)
+		})
+		cancel()
+		<-flushed
 	}()
 	return nil
 }

@@ -32,6 +32,9 @@ type Report struct {
 	// Source is the stream position of a collector's store (ADR 0012);
 	// nil for a store that is the log itself.
 	Source *Source `json:"source,omitempty"`
+	// Lost is what the stream lost before this collector stored it (nil:
+	// nothing): the chain holds what it got, and evidence is missing.
+	Lost *Lost `json:"lost,omitempty"`
 }
 
 // OK reports whether the log verified.
@@ -49,6 +52,9 @@ func (r Report) String() string {
 		if r.Source != nil {
 			s += fmt.Sprintf("; collected stream %s up to its seq %d", r.Source.Stream, r.Source.Seq)
 		}
+		if r.Lost != nil {
+			s += "\nbut " + r.Lost.String() + ": their events are missing (" + string(events.CodeStreamGap) + ")"
+		}
 		if r.Appends != "" {
 			s += "\nbut appends are refused: " + r.Appends
 		}
@@ -57,8 +63,9 @@ func (r Report) String() string {
 	return fmt.Sprintf("broken at seq %d: %s", r.FirstBad, r.Problem)
 }
 
-// Healthy reports whether the log verified and takes appends.
-func (r Report) Healthy() bool { return r.OK() && r.Appends == "" }
+// Healthy reports whether the log verified, takes appends and (a
+// collector's) lost nothing of its stream.
+func (r Report) Healthy() bool { return r.OK() && r.Appends == "" && r.Lost == nil }
 
 // Verify reads the whole log in one read transaction and checks that seqs
 // run 1, 2, 3… without gaps, that each record's own seq matches its key,
@@ -133,6 +140,9 @@ func (v *verifier) readMeta() {
 		}
 		if b := meta.Get(keySource); len(b) >= 8 {
 			v.r.Source = &Source{Stream: string(b[8:]), Seq: binary.BigEndian.Uint64(b)}
+		}
+		if l := readLost(v.tx); l.Count > 0 {
+			v.r.Lost = &l
 		}
 	}
 	v.anchor = readAnchor(v.tx)
