@@ -379,7 +379,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		// decision per approval, and the call follows the one it kept.
 		if c.flush(ctx) == nil {
 			if evs, err := c.x.opts.Log.ByRequest(ctx, c.inv.RequestID); err == nil {
-				if held, found := projections.Decided(evs, c.ask.String()); found && held.Attrs.Get(events.AttrBy) != "timeout" {
+				if held, found := decisionOf(evs, c.ask); found && held.Attrs.Get(events.AttrBy) != "timeout" {
 					return c.follow(held, hash, rec)
 				}
 			}
