@@ -40,6 +40,9 @@ type Editors struct {
 	focus   *editorFocus
 	buffers map[string]Buffer // unsaved texts by workspace-relative path
 	last    *editorConn       // the editor that pushed diagnostics last
+	// room bounds the unsaved text kept: per editor, in all (NewEditors:
+	// MaxEditorBuffers, MaxBuffers).
+	room struct{ perEditor, all int }
 }
 
 // Buffer is a document an editor holds with unsaved changes.
@@ -78,7 +81,9 @@ type editorConn struct {
 
 // NewEditors returns the editor state of a host serving ws.
 func NewEditors(ws *Workspace, rec events.Recorder) *Editors {
-	return &Editors{ws: ws, rec: rec, conns: map[*pipe.Peer]*editorConn{}, buffers: map[string]Buffer{}}
+	e := &Editors{ws: ws, rec: rec, conns: map[*pipe.Peer]*editorConn{}, buffers: map[string]Buffer{}}
+	e.room.perEditor, e.room.all = MaxEditorBuffers, MaxBuffers
+	return e
 }
 
 func (e *Editors) emit(ev events.Event) {
@@ -224,8 +229,8 @@ func (e *Editors) document(c *editorConn, a DocumentArgs) (string, error) {
 }
 
 // roomLocked refuses a buffer of n bytes for rel from c that would take
-// c's buffers past MaxEditorBuffers or all past MaxBuffers (rel's own
-// buffer, replaced, does not count).
+// c's buffers or all past their bounds (rel's own buffer, replaced, does
+// not count).
 func (e *Editors) roomLocked(c *editorConn, rel string, n int) error {
 	mine, all := n, n
 	for p, b := range e.buffers {
@@ -238,10 +243,10 @@ func (e *Editors) roomLocked(c *editorConn, rel string, n int) error {
 		}
 	}
 	switch {
-	case mine > MaxEditorBuffers:
-		return &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("%s: this editor's unsaved buffers would hold %d bytes; the host keeps at most %d per editor (save some files)", rel, mine, MaxEditorBuffers)}
-	case all > MaxBuffers:
-		return &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("%s: the editors' unsaved buffers would hold %d bytes; the host keeps at most %d in all (save some files)", rel, all, MaxBuffers)}
+	case mine > e.room.perEditor:
+		return &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("%s: this editor's unsaved buffers would hold %d bytes; the host keeps at most %d per editor (save some files)", rel, mine, e.room.perEditor)}
+	case all > e.room.all:
+		return &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("%s: the editors' unsaved buffers would hold %d bytes; the host keeps at most %d in all (save some files)", rel, all, e.room.all)}
 	}
 	return nil
 }

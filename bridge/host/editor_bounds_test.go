@@ -56,14 +56,18 @@ func TestBufferThatBecameASymlinkIsNotAppliedThrough(t *testing.T) {
 	}
 }
 
-// F-E3: one editor's unsaved buffers are bounded: past MaxEditorBuffers a
-// buffer is refused TooLarge and the host keeps what it had. The twin: a
-// buffer within the bound, and one replacing its own earlier text, are
-// kept.
+// F-E3: one editor's unsaved buffers are bounded: past its bound a buffer
+// is refused TooLarge and the host keeps what it had. The twin: a buffer
+// within the bound, and one replacing its own earlier text, are kept. (The
+// bound is 64 MiB; here 5 MiB, so that the frames stay small.)
 func TestEditorBuffersAreBounded(t *testing.T) {
 	e := newEditorRig(t)
+	ed := e.h.Editors()
+	ed.mu.Lock()
+	ed.room.perEditor = 5 << 20
+	ed.mu.Unlock()
 	e.send(t, pipe.CmdEditorAttach, map[string]any{"editor": "test"})
-	big := strings.Repeat("x", 12<<20)
+	big := strings.Repeat("x", 1<<20)
 	kept := 0
 	for i := range 8 {
 		ans := e.send(t, pipe.CmdEditorDocument, map[string]any{"path": e.abs(strings.Repeat("b", i+1) + ".txt"), "version": 1, "dirty": true, "text": big})
@@ -75,8 +79,8 @@ func TestEditorBuffersAreBounded(t *testing.T) {
 			t.Fatalf("buffer %d: %v", i, ans)
 		}
 	}
-	if kept != MaxEditorBuffers/(12<<20) {
-		t.Fatalf("%d buffers of 12 MiB kept, want %d", kept, MaxEditorBuffers/(12<<20))
+	if kept != 5 {
+		t.Fatalf("%d buffers of 1 MiB kept, want 5", kept)
 	}
 	// The same path again replaces its own text: not counted twice.
 	if ans := e.send(t, pipe.CmdEditorDocument, map[string]any{"path": e.abs("b.txt"), "version": 2, "dirty": true, "text": big}); ans["ok"] != true {

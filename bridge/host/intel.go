@@ -279,7 +279,11 @@ func (h *Host) hover(ctx context.Context, req pipe.Request) (any, error) {
 	// workspace symlink from outside the root is refused, as
 	// workspace.file refuses the symlink.
 	var defs json.RawMessage
-	if err := srv.Call(ctx, rid, "textDocument/definition", params, &defs); err == nil {
+	err = srv.Call(ctx, rid, "textDocument/definition", params, &defs)
+	if err != nil && !lsp.IsRefusal(err) {
+		return nil, err // the server crashed, hung or broke the protocol: this request's answer
+	}
+	if err == nil {
 		var many []lspLocation
 		if len(defs) > 0 && defs[0] == '{' {
 			var one lspLocation

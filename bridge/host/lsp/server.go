@@ -68,6 +68,16 @@ type Server struct {
 	closed     bool
 }
 
+// refused is how the error of a request the server answered with an error
+// reads (IsRefusal): it is alive, it declined.
+const refused = "refused"
+
+// IsRefusal says whether err is the server declining one request (an
+// error response), not the server failing (a crash, a hang, garbage).
+func IsRefusal(err error) bool {
+	return err != nil && strings.Contains(err.Error(), " language server "+refused+" ")
+}
+
 // NewServer returns a server that starts on its first request.
 func NewServer(cfg Config, rec events.Recorder) *Server {
 	if cfg.Timeout <= 0 {
@@ -368,7 +378,7 @@ func (s *Server) Call(ctx context.Context, req events.ID, method string, params,
 		return nil
 	case errors.As(err, &rpc):
 		s.emit(events.KindLSPResponse, req, op, events.CodeLanguageServerFailed, t0, "method", method, "error", rpc.Error())
-		return &events.Err{Code: events.CodeLanguageServerFailed, Msg: fmt.Sprintf("the %s language server refused %s: %s", s.cfg.Language, method, rpc.Message)}
+		return &events.Err{Code: events.CodeLanguageServerFailed, Msg: fmt.Sprintf("the %s language server "+refused+" %s: %s", s.cfg.Language, method, rpc.Message)}
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		// A server that hangs is stopped: the next request starts another.
 		s.mu.Lock()
