@@ -2,7 +2,7 @@
 // discovered tools, the executor every call runs through
 // (bridge/executor), the gateway to the configured upstream servers
 // (bridge/upstream) and the MCP server over the executor (bridge/mcp),
-// with the client of the workspace hosts (bridge/host, bridge/pipe).
+// with the client of the workspace hosts (host, pipe).
 // `tracebridge mcp` and a recorded session's re-drive build it the same
 // way and differ only in Parts.
 package bridge

@@ -113,7 +113,7 @@ const (
 )
 
 // Kinds of the language-server boundary: the host starts a language server
-// per language and root on demand (bridge/host/lsp); every request to it and
+// per language and root on demand (host/lsp); every request to it and
 // its answer is recorded under the tool call's request id.
 const (
 	KindLSPStarted  = "lsp.started"

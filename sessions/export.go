@@ -6,9 +6,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/projections"
 )
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/projections"
 )
 

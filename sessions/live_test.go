@@ -14,11 +14,11 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/bridge"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/hub/hubtest"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // askingUpstream is a go-sdk server whose tools ask the client mid-call:

@@ -9,9 +9,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/export"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // SessionSchema names the recorded-session format this build reads and

@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host"
 	"github.com/tracebridge/tracebridge/projections"
 )
 

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/hub/hubtest"
+	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/projections"
 )
 

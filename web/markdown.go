@@ -12,7 +12,7 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/host"
 )
 
 // md renders CommonMark with GitHub tables and strikethrough. Raw HTML in

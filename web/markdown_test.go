@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/host"
 )
 
 var hostile = []string{

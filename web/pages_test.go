@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/host"
+	"github.com/tracebridge/tracebridge/pipe"
 
 	"github.com/tracebridge/tracebridge/events"
 )

@@ -24,10 +24,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host"
 	"github.com/tracebridge/tracebridge/internal/loopback"
+	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/projections"
 )
 

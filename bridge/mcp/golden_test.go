@@ -16,13 +16,13 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/hub/hubtest"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/frames from what the bridge answers now")

@@ -9,8 +9,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // HostCaller is what workspace tools need of the pipe client.

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // pipePath is where the host listens: $TRACEBRIDGE_HOST, else run/host.sock

@@ -4,9 +4,9 @@ import (
 	"os"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/bridge/host"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/host"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // listenHost listens for the host of root: on the socket $TRACEBRIDGE_HOST

@@ -85,7 +85,7 @@ func TestLayersReadBottomUp(t *testing.T) {
 // backticks exists.
 func TestDocsNameWhatExists(t *testing.T) {
 	root := filepath.Join("..", "..")
-	path := regexp.MustCompile("`((?:bench|bridge|cmd|config|events|export|hub|internal|mermaid|projections|replay|sessions|store|web)(?:/[A-Za-z0-9_.-]+)*/?)`")
+	path := regexp.MustCompile("`((?:bench|bridge|cmd|config|events|export|host|hub|internal|mermaid|pipe|projections|replay|sessions|store|web)(?:/[A-Za-z0-9_.-]+)*/?)`")
 	for _, doc := range []string{"docs/ARCHITECTURE.md", "docs/EXTENDING.md", "README.md"} {
 		b, err := os.ReadFile(filepath.Join(root, doc))
 		if err != nil {

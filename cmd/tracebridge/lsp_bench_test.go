@@ -11,8 +11,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tracebridge/tracebridge/bridge/host/lsp"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host/lsp"
 	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 

@@ -16,11 +16,11 @@ import (
 	"github.com/tracebridge/tracebridge/bridge"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	bmcp "github.com/tracebridge/tracebridge/bridge/mcp"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/internal/loopback"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 func runMCP(ctx context.Context, m *Main, args []string) error {

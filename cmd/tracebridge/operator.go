@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
+	"github.com/tracebridge/tracebridge/host"
 )
 
 // parseFocus reads FILE[:LINE[:COL[-LINE:COL]]].

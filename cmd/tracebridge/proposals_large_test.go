@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host"
 )
 
 // Large proposals never lock the operator out: one over the documented

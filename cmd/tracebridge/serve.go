@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/web"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/durable"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/web"
 )
 

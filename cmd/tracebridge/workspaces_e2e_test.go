@@ -13,8 +13,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tracebridge/tracebridge/bridge/host"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/internal/testenv"
 )

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // Focus is what the operator points at: the active document and, when set,

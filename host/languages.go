@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/host/lsp"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host/lsp"
 )
 
 // Language is one language server the host may drive: which files it

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // EditorCallTimeout bounds the host's requests to an editor.

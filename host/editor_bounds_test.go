@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // F-E2: an editor's unsaved buffer of a workspace symlink to a file outside

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/host/lsp"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host/lsp"
 )
 
 // MaxDiagnosedFiles bounds how many files a workspace-wide get_diagnostics

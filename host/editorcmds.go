@@ -3,8 +3,8 @@ package host
 import (
 	"context"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // The editor's commands (docs/pipe-protocol.md, "Editors").

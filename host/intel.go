@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/host/lsp"
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/host/lsp"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
-// The host's language intelligence (bridge/host/lsp): definitions,
+// The host's language intelligence (host/lsp): definitions,
 // references, hover, symbols, answered by the workspace's language servers.
 // Lines and columns are 1-based everywhere, columns in bytes as compilers
 // print them; the LSP's 0-based, UTF-16 positions never leave the host.

@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // ide_query answers a question in words (Dialectic's ideCapability RFC)

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
-// The commands in bridge/pipe/commands.go, the host's handlers and the
+// The commands in pipe/commands.go, the host's handlers and the
 // table in docs/pipe-protocol.md (what an editor extension implements)
 // name the same commands.
 func TestEveryCommandIsAnsweredAndDocumented(t *testing.T) {
@@ -39,7 +39,7 @@ func TestEveryCommandIsAnsweredAndDocumented(t *testing.T) {
 	for name := range (&Host{}).Handlers() {
 		handled = append(handled, name)
 	}
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "pipe-protocol.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "pipe-protocol.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 func newHost(t *testing.T) (*Host, *propRig) {

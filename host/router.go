@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // RouterOptions say where a Router finds the hosts.

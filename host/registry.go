@@ -8,9 +8,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/internal/durable"
 	"github.com/tracebridge/tracebridge/internal/proc"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // Several workspace hosts can serve one data dir, one per root: the first

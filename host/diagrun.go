@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bridge/pipe"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 )
 
 // DiagnosticsRunner runs the operator's diagnostics command in the root and
