@@ -122,6 +122,7 @@ lint:
 	GOOS=windows $(GO) vet $(PKGS)
 	GOOS=darwin $(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	@test -z "$$($(GO) tool goimports -local github.com/tracebridge/tracebridge -l $$(git ls-files '*.go'))" || { $(GO) tool goimports -local github.com/tracebridge/tracebridge -l $$(git ls-files '*.go'); echo "goimports: the imports of the files above are not grouped (standard, others, this module): go tool goimports -local github.com/tracebridge/tracebridge -w FILE"; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	@bash .ci/vulncheck

@@ -268,21 +268,40 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	bad := func(key, format string, args ...any) {
 		out = append(out, Problem{Line: lineOf(lines, key), Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
+	c.validateTimes(bad)
+	c.validateLSP(bad)
+	c.validatePolicy(lines, bad)
+	c.validateTools(bad)
+	c.validateServers(bad)
+	c.validateOTLP(bad)
+	c.validateRetention(bad)
+	c.validateCluster(bad)
+	for _, name := range sortedKeys(c.Secrets) {
+		s := c.Secrets[name]
+		if (s.Env == "") == (s.File == "") {
+			bad("secrets."+name, "set exactly one of env or file")
+		}
+	}
+	return out
+}
+
+// validateTimes checks [approval] and [pipe].
+func (c *Config) validateTimes(bad func(key, format string, args ...any)) {
 	switch c.Approval.Mode {
 	case "", ModeDeny, ModeAllow, ModePrompt:
 	default:
 		bad("approval.mode", "%q is not one of deny, allow, prompt", c.Approval.Mode)
 	}
-	if c.Approval.Timeout != "" {
-		if positive(c.Approval.Timeout) == 0 {
-			bad("approval.timeout", "%q is not a positive duration such as \"90s\" or \"5m\"", c.Approval.Timeout)
-		}
+	if c.Approval.Timeout != "" && positive(c.Approval.Timeout) == 0 {
+		bad("approval.timeout", "%q is not a positive duration such as \"90s\" or \"5m\"", c.Approval.Timeout)
 	}
-	if c.Pipe.Timeout != "" {
-		if positive(c.Pipe.Timeout) == 0 {
-			bad("pipe.timeout", "%q is not a positive duration such as \"5s\"", c.Pipe.Timeout)
-		}
+	if c.Pipe.Timeout != "" && positive(c.Pipe.Timeout) == 0 {
+		bad("pipe.timeout", "%q is not a positive duration such as \"5s\"", c.Pipe.Timeout)
 	}
+}
+
+// validateLSP checks each [lsp.NAME].
+func (c *Config) validateLSP(bad func(key, format string, args ...any)) {
 	for _, name := range sortedKeys(c.LSP) {
 		l := c.LSP[name]
 		if len(l.Command) == 0 || l.Command[0] == "" {
@@ -297,6 +316,11 @@ func (c *Config) validate(lines map[string]int) []Problem {
 			bad("lsp."+name+".timeout", "%q is not a positive duration such as \"10s\"", l.Timeout)
 		}
 	}
+}
+
+// validatePolicy checks [policy]: grants, deny patterns, and each rule
+// (its problem placed on the field's line when it names one).
+func (c *Config) validatePolicy(lines map[string]int, bad func(key, format string, args ...any)) {
 	for _, g := range c.Policy.Grant {
 		if g == "" || strings.ContainsAny(g, " \t") {
 			bad("policy.grant", "capability %q is empty or has spaces", g)
@@ -308,20 +332,21 @@ func (c *Config) validate(lines map[string]int) []Problem {
 		}
 	}
 	for _, name := range sortedKeys(c.Policy.Rules) {
-		if _, problems := compileRule(name, c.Policy.Rules[name]); len(problems) > 0 {
-			for _, p := range problems {
-				key := "policy.rules." + name
-				for _, field := range []string{"when", "effect", "tools"} {
-					if strings.HasPrefix(p, field+" ") || strings.HasPrefix(p, field+":") {
-						if _, ok := lines[key+"."+field]; ok {
-							key += "." + field
-						}
-					}
+		_, problems := compileRule(name, c.Policy.Rules[name])
+		for _, p := range problems {
+			key := "policy.rules." + name
+			for _, field := range []string{"when", "effect", "tools"} {
+				if _, ok := lines[key+"."+field]; ok && (strings.HasPrefix(p, field+" ") || strings.HasPrefix(p, field+":")) {
+					key += "." + field
 				}
-				bad(key, "%s", p)
 			}
+			bad(key, "%s", p)
 		}
 	}
+}
+
+// validateTools checks each [tools.ID].
+func (c *Config) validateTools(bad func(key, format string, args ...any)) {
 	for _, id := range sortedKeys(c.Tools) {
 		t := c.Tools[id]
 		switch t.Approval {
@@ -329,10 +354,8 @@ func (c *Config) validate(lines map[string]int) []Problem {
 		default:
 			bad("tools."+id+".approval", "%q is not one of always, never", t.Approval)
 		}
-		if t.Timeout != "" {
-			if positive(t.Timeout) == 0 {
-				bad("tools."+id+".timeout", "%q is not a positive duration", t.Timeout)
-			}
+		if t.Timeout != "" && positive(t.Timeout) == 0 {
+			bad("tools."+id+".timeout", "%q is not a positive duration", t.Timeout)
 		}
 		for _, s := range t.Secrets {
 			if _, ok := c.Secrets[s]; !ok {
@@ -340,17 +363,6 @@ func (c *Config) validate(lines map[string]int) []Problem {
 			}
 		}
 	}
-	c.validateServers(bad)
-	c.validateOTLP(bad)
-	c.validateRetention(bad)
-	c.validateCluster(bad)
-	for _, name := range sortedKeys(c.Secrets) {
-		s := c.Secrets[name]
-		if (s.Env == "") == (s.File == "") {
-			bad("secrets."+name, "set exactly one of env or file")
-		}
-	}
-	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -3,13 +3,14 @@ package events_test
 import (
 	"context"
 	"errors"
-	"github.com/tracebridge/tracebridge/store/storetest"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/store/storetest"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store"

@@ -4,9 +4,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 )
 
 // LoadKeyFile returns the size random bytes kept at path, creating the file

@@ -9,10 +9,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 )
 
 // SecretCache lets the processes of one data dir redact each other's

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // keyAnchor is where the hot log starts after archiving: the seq and hash

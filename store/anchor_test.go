@@ -4,8 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // Dropping archived events leaves a log that starts after its anchor:

@@ -12,8 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 var _ events.Appender = (*Store)(nil)

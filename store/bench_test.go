@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // BenchmarkFsyncProbe measures one fdatasync of a 4 KiB write on this

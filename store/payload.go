@@ -6,8 +6,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // The payload store: attribute values too long for an event, kept whole

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // Values of 1 KiB to 8 MiB emitted through an emitter that keeps payloads

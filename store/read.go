@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // Scan calls fn with each stored record from seq from onward, in order, until

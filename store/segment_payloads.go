@@ -10,10 +10,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/tracebridge/tracebridge/internal/durable"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tracebridge/tracebridge/internal/durable"
 
 	"github.com/tracebridge/tracebridge/events"
 )

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // keySource is where a store materialized from a replicated stream keeps

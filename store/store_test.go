@@ -9,8 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 func TestAppendAssignsContiguousSeqsAndChain(t *testing.T) {

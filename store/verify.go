@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // Report is the result of Verify.

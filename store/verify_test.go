@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // fill makes a closed store of n events and returns its path.

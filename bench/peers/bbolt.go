@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tracebridge/tracebridge/events"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // boltES is a plain bbolt event store in the layout of

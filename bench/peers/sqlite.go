@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/tracebridge/tracebridge/events"
 	_ "modernc.org/sqlite" // pure Go SQLite
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // sqliteStore is SQLite in WAL mode with synchronous=FULL (each commit

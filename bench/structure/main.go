@@ -1,8 +1,10 @@
 // Command structure prints the figures the structure pass is judged by:
 // files and lines per package, functions over 80 lines, functions over a
-// cyclomatic complexity of 15 and 25, exported names, and test/code lines.
+// cyclomatic complexity of 15 and 25, exported names, and test/code lines;
+// -check holds the tree to the structure rules and exits 1 naming
+// what breaks them (its test does the same in `make test`).
 //
-//	go run ./bench/structure [-v] [dir]
+//	go run ./bench/structure [-v] [-check] [dir]
 //
 // Cyclomatic complexity is gocyclo's: 1 + if, for, range, case (not
 // default), comm clause, && and ||. Lines count everything in the file.
@@ -30,24 +32,73 @@ type fn struct {
 	lines, cyclo int
 }
 
+// file is a non-test Go file and its line count.
+type file struct {
+	path  string
+	lines int
+}
+
+// The structure rules (ADR 0018, issue 42), which TestTreeKeepsToTheRules
+// holds the tree to: no function over a cyclomatic complexity of MaxCyclo
+// anywhere, no function of cmd/ over MaxCmdLines lines (cmd is wiring and
+// printing), no non-test file over MaxFileLines lines (split it along its
+// seams).
+const (
+	MaxCyclo     = 25
+	MaxCmdLines  = 80
+	MaxFileLines = 600
+)
+
+// rules lists what breaks the structure rules, one line each.
+func rules(fns []fn, files []file) []string {
+	var out []string
+	for _, f := range fns {
+		if f.cyclo > MaxCyclo {
+			out = append(out, fmt.Sprintf("%s: cyclomatic complexity %d, over %d: split it", f.name, f.cyclo, MaxCyclo))
+		}
+		if strings.HasPrefix(f.name, "cmd/") && f.lines > MaxCmdLines {
+			out = append(out, fmt.Sprintf("%s: %d lines, over %d in cmd (wiring and printing only): move the work into its package", f.name, f.lines, MaxCmdLines))
+		}
+	}
+	for _, f := range files {
+		if f.lines > MaxFileLines {
+			out = append(out, fmt.Sprintf("%s: %d lines, over %d: split it along its seams", f.path, f.lines, MaxFileLines))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func main() {
 	verbose := flag.Bool("v", false, "list the long and complex functions")
+	check := flag.Bool("check", false, "hold the tree to the structure rules; exit 1 naming what breaks them")
 	flag.Parse()
 	root := "."
 	if flag.NArg() > 0 {
 		root = flag.Arg(0)
 	}
-	pkgs, fns, err := measure(root)
+	pkgs, fns, files, err := measure(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "structure:", err)
 		os.Exit(1)
 	}
+	if *check {
+		broken := rules(fns, files)
+		for _, b := range broken {
+			fmt.Println(b)
+		}
+		if len(broken) > 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	report(pkgs, fns, *verbose)
 }
 
-func measure(root string) (map[string]*pkg, []fn, error) {
+func measure(root string) (map[string]*pkg, []fn, []file, error) {
 	pkgs := map[string]*pkg{}
 	var fns []fn
+	var files []file
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -83,10 +134,12 @@ func measure(root string) (map[string]*pkg, []fn, error) {
 			return nil
 		}
 		p.code += lines
-		fns = append(fns, decls(fset, dir, f, p)...)
+		rel, _ := filepath.Rel(root, path)
+		files = append(files, file{path: filepath.ToSlash(rel), lines: lines})
+		fns = append(fns, decls(fset, filepath.ToSlash(dir), f, p)...)
 		return nil
 	})
-	return pkgs, fns, err
+	return pkgs, fns, files, err
 }
 
 // skip names the folders that hold no package of the module: hidden ones,

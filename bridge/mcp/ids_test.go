@@ -13,6 +13,7 @@ import (
 	"github.com/tracebridge/tracebridge/store/storetest"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/tools"
 	"github.com/tracebridge/tracebridge/config"

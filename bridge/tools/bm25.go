@@ -2,12 +2,13 @@ package tools
 
 import (
 	"context"
-	"github.com/tracebridge/tracebridge/events"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/tracebridge/tracebridge/events"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/config"

@@ -44,11 +44,12 @@ which; mark those that only read with [servers.NAME] read_only = ["pattern"].`
 
 func runServers(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("servers")
-	write := fs.Bool("write", false, "append the sections to the config file instead of only printing them")
+	var o importOptions
+	fs.BoolVar(&o.write, "write", false, "append the sections to the config file instead of only printing them")
 	cfgFlag := fs.String("config", "", "the tracebridge.toml `FILE` --write appends to (login: reads)")
 	noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL instead of opening a browser")
-	project := fs.String("project", "", "import: also the servers of Claude Code's project `DIR` (~/.claude.json)")
-	workspace := fs.String("workspace", "", "import: the folder VS Code's ${workspaceFolder} names (`DIR`; default: the one holding .vscode/mcp.json)")
+	fs.StringVar(&o.project, "project", "", "import: also the servers of Claude Code's project `DIR` (~/.claude.json)")
+	fs.StringVar(&o.workspace, "workspace", "", "import: the folder VS Code's ${workspaceFolder} names (`DIR`; default: the one holding .vscode/mcp.json)")
 	if err := m.parse(fs, serversHelp+"\n\n"+loginHelp, args); err != nil {
 		return err
 	}
@@ -58,34 +59,23 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() != 2 || fs.Arg(0) != "import" {
 		return usageError{"want: servers import FILE [--write], or servers login NAME"}
 	}
-	src := fs.Arg(1)
-	b, err := os.ReadFile(src)
+	o.src, o.cfgFlag = fs.Arg(1), *cfgFlag
+	return m.importServers(o)
+}
+
+// importOptions is what `servers import` was asked.
+type importOptions struct {
+	src, cfgFlag       string // the client's config; --config
+	write              bool
+	project, workspace string
+}
+
+// importServers reads a client's config and prints (or appends) the
+// [servers.NAME] sections and the client entry that replaces them.
+func (m *Main) importServers(o importOptions) error {
+	servers, format, ws, err := readClientConfig(o)
 	if err != nil {
-		return fmt.Errorf("read the client config: %w", err)
-	}
-	proj := *project
-	if proj != "" {
-		if proj, err = filepath.Abs(proj); err != nil {
-			return err
-		}
-	}
-	servers, format, err := config.ParseClient(b, proj)
-	if err != nil {
-		return fmt.Errorf("%s: %w", src, err)
-	}
-	if len(servers) == 0 && len(format.Projects) > 0 {
-		return fmt.Errorf("%s names no MCP servers of its own, only per project: pass --project DIR for one of %s", src, strings.Join(slices.Sorted(maps.Keys(format.Projects)), ", "))
-	}
-	if len(servers) == 0 {
-		return fmt.Errorf("%s names no MCP servers (looked for \"mcpServers\" and \"servers\")", src)
-	}
-	ws := *workspace
-	if abs, err := filepath.Abs(src); err == nil && ws == "" && filepath.Base(filepath.Dir(abs)) == ".vscode" {
-		ws = filepath.Dir(filepath.Dir(abs))
-	} else if ws != "" {
-		if ws, err = filepath.Abs(ws); err != nil {
-			return err
-		}
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -94,10 +84,10 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	// The entry names the file the sections go to unless the bridge finds
 	// it by itself (the default file): a --config or $TRACEBRIDGE_CONFIG
 	// the client does not have would leave it with the built-in tools.
-	path, named := m.configPath(*cfgFlag)
+	path, named := m.configPath(o.cfgFlag)
 	// --write adds the servers the config lacks and reports the rest.
 	var have []string
-	if *write && path != "" {
+	if o.write && path != "" {
 		if c, err := config.Load(path); err == nil {
 			have = slices.Sorted(maps.Keys(c.Servers))
 		}
@@ -106,44 +96,82 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	for _, dir := range slices.Sorted(maps.Keys(format.Projects)) {
 		im.Notes = append(im.Notes, fmt.Sprintf("Claude Code project %s has servers of its own (%s), not imported: add them with --project %s", dir, strings.Join(format.Projects[dir], ", "), dir))
 	}
-	named = named && path != m.defaultConfigPath()
-	if named {
+	entryCfg := ""
+	if named && path != m.defaultConfigPath() {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}
-	}
-	entryCfg := ""
-	if named {
 		entryCfg = path
 	}
 	line := format.Entry(self, entryCfg, im)
-	if *write {
-		if path == "" {
-			return errors.New("no config file to write to: pass --config FILE")
-		}
-		if len(im.Kept) > 0 {
-			fmt.Fprintf(m.Stdout, "left out %d servers %s has already: %s (edit them there)\n", len(im.Kept), path, strings.Join(im.Kept, ", "))
-		}
-		if len(im.Servers) == 0 {
-			fmt.Fprintf(m.Stdout, "nothing new to write: %s has every server of %s\n", path, src)
-		} else {
-			wrote, err := config.AppendServers(path, im.TOML)
-			if err != nil {
-				return err
-			}
-			via := ""
-			if wrote != path {
-				via = " (the file " + path + " links to)"
-			}
-			fmt.Fprintf(m.Stdout, "wrote %d servers to %s%s: %s (check it: tracebridge config check --config %s)\n", len(im.Servers), wrote, via, strings.Join(im.Servers, ", "), path)
+	if o.write {
+		if err := m.appendImported(path, o.src, im); err != nil {
+			return err
 		}
 	} else {
-		fmt.Fprintf(m.Stdout, "# tracebridge.toml: the servers of %s, behind tracebridge\n%s", src, im.TOML)
+		fmt.Fprintf(m.Stdout, "# tracebridge.toml: the servers of %s, behind tracebridge\n%s", o.src, im.TOML)
 	}
 	im.Notes = append(im.Notes, "tools not annotated readOnlyHint: true need approval for every call: once a client has listed them, `tracebridge tools list` names them; mark those that only read with [servers.NAME] read_only = [\"pattern\"]")
 	for _, n := range im.Notes {
 		fmt.Fprintln(m.Stdout, "# note: "+n)
 	}
-	fmt.Fprintf(m.Stdout, "\n# The client entry that replaces them (in %s):\n%s\n", filepath.Base(src), line)
+	fmt.Fprintf(m.Stdout, "\n# The client entry that replaces them (in %s):\n%s\n", filepath.Base(o.src), line)
+	return nil
+}
+
+// readClientConfig parses the client's config (with Claude Code's project
+// o.project) and finds the workspace VS Code's ${workspaceFolder} names.
+func readClientConfig(o importOptions) (map[string]config.ClientServer, config.ClientFormat, string, error) {
+	b, err := os.ReadFile(o.src)
+	if err != nil {
+		return nil, config.ClientFormat{}, "", fmt.Errorf("read the client config: %w", err)
+	}
+	proj := o.project
+	if proj != "" {
+		if proj, err = filepath.Abs(proj); err != nil {
+			return nil, config.ClientFormat{}, "", err
+		}
+	}
+	servers, format, err := config.ParseClient(b, proj)
+	switch {
+	case err != nil:
+		return nil, format, "", fmt.Errorf("%s: %w", o.src, err)
+	case len(servers) == 0 && len(format.Projects) > 0:
+		return nil, format, "", fmt.Errorf("%s names no MCP servers of its own, only per project: pass --project DIR for one of %s", o.src, strings.Join(slices.Sorted(maps.Keys(format.Projects)), ", "))
+	case len(servers) == 0:
+		return nil, format, "", fmt.Errorf("%s names no MCP servers (looked for \"mcpServers\" and \"servers\")", o.src)
+	}
+	ws := o.workspace
+	if abs, err := filepath.Abs(o.src); err == nil && ws == "" && filepath.Base(filepath.Dir(abs)) == ".vscode" {
+		ws = filepath.Dir(filepath.Dir(abs))
+	} else if ws != "" {
+		if ws, err = filepath.Abs(ws); err != nil {
+			return nil, format, "", err
+		}
+	}
+	return servers, format, ws, nil
+}
+
+// appendImported appends the imported servers path lacks to it.
+func (m *Main) appendImported(path, src string, im config.Imported) error {
+	if path == "" {
+		return errors.New("no config file to write to: pass --config FILE")
+	}
+	if len(im.Kept) > 0 {
+		fmt.Fprintf(m.Stdout, "left out %d servers %s has already: %s (edit them there)\n", len(im.Kept), path, strings.Join(im.Kept, ", "))
+	}
+	if len(im.Servers) == 0 {
+		fmt.Fprintf(m.Stdout, "nothing new to write: %s has every server of %s\n", path, src)
+		return nil
+	}
+	wrote, err := config.AppendServers(path, im.TOML)
+	if err != nil {
+		return err
+	}
+	via := ""
+	if wrote != path {
+		via = " (the file " + path + " links to)"
+	}
+	fmt.Fprintf(m.Stdout, "wrote %d servers to %s%s: %s (check it: tracebridge config check --config %s)\n", len(im.Servers), wrote, via, strings.Join(im.Servers, ", "), path)
 	return nil
 }

@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	berrors "go.etcd.io/bbolt/errors"
+
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/store"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Log is a real store and an emitter writing to it, for tests.
