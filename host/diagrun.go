@@ -40,10 +40,7 @@ type DiagnosticsResult struct {
 }
 
 func (h *Host) diagnostics(ctx context.Context, req pipe.Request) (any, error) {
-	var a struct {
-		Refresh bool   `json:"refresh"`
-		Path    string `json:"path"`
-	}
+	var a pipe.DiagnosticsArgs
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}

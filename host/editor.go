@@ -92,8 +92,8 @@ func (e *Editors) emit(ev events.Event) {
 	}
 }
 
-// AttachArgs is the payload of editor.attach.
-type AttachArgs struct {
+// EditorAttach is the payload of editor.attach.
+type EditorAttach struct {
 	Editor  string `json:"editor"`
 	Version string `json:"version,omitempty"`
 }
@@ -101,7 +101,7 @@ type AttachArgs struct {
 // attach makes the connection of ctx an editor's: it is told what happens
 // (notifications, in order) until it closes, and then forgotten with all it
 // said.
-func (e *Editors) attach(ctx context.Context, a AttachArgs) error {
+func (e *Editors) attach(ctx context.Context, a EditorAttach) error {
 	peer := pipe.PeerOf(ctx)
 	if peer == nil {
 		return &events.Err{Code: events.CodeInvalidArguments, Msg: "editor.attach is only served on a pipe connection"}
@@ -184,10 +184,10 @@ func (e *Editors) attached(ctx context.Context) (*editorConn, error) {
 	return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "this connection is not an editor's: send editor.attach first"}
 }
 
-// DocumentArgs is a document as an editor describes it (editor.document,
+// EditorDocument is a document as an editor describes it (editor.document,
 // and editor.focus with a selection). Text is sent when Dirty: the buffer
 // differs from the file.
-type DocumentArgs struct {
+type EditorDocument struct {
 	Path      string     `json:"path"`
 	Language  string     `json:"language,omitempty"`
 	Version   int        `json:"version,omitempty"`
@@ -199,7 +199,7 @@ type DocumentArgs struct {
 
 // document records what an editor says of one document: its unsaved text,
 // or that it has none. It returns the workspace-relative path.
-func (e *Editors) document(c *editorConn, a DocumentArgs) (string, error) {
+func (e *Editors) document(c *editorConn, a EditorDocument) (string, error) {
 	rel, err := e.ws.Relative(a.Path)
 	if err != nil {
 		return "", coded(err)
@@ -253,7 +253,7 @@ func (e *Editors) roomLocked(c *editorConn, rel string, n int) error {
 
 // setFocus records the editor's focused document and selection; an empty
 // path means nothing has focus.
-func (e *Editors) setFocus(c *editorConn, a DocumentArgs) error {
+func (e *Editors) setFocus(c *editorConn, a EditorDocument) error {
 	if a.Path == "" {
 		e.mu.Lock()
 		e.focus = nil
@@ -333,8 +333,8 @@ func (e *Editors) Buffer(rel string) (Buffer, bool) {
 	return b, ok
 }
 
-// ApplyEditArgs is the payload of editor.apply_edit (host → editor).
-type ApplyEditArgs struct {
+// EditorApplyEdit is the payload of editor.apply_edit (host → editor).
+type EditorApplyEdit struct {
 	Path     string `json:"path"` // absolute, as the editor knows it
 	Version  int    `json:"version"`
 	Text     string `json:"text"`
@@ -346,7 +346,7 @@ type ApplyEditArgs struct {
 // Drift otherwise. The crossing is recorded under requestID.
 func (e *Editors) ApplyToBuffer(ctx context.Context, requestID, proposal string, b Buffer, text []byte) error {
 	req := pipe.Request{Command: pipe.CmdEditorApplyEdit, RequestID: requestID, OperationID: events.NewID().String()}
-	req.Payload, _ = json.Marshal(ApplyEditArgs{Path: filepath.Join(e.ws.Dir(), filepath.FromSlash(b.Path)), Version: b.Version, Text: string(text), Proposal: proposal})
+	req.Payload, _ = json.Marshal(EditorApplyEdit{Path: filepath.Join(e.ws.Dir(), filepath.FromSlash(b.Path)), Version: b.Version, Text: string(text), Proposal: proposal})
 	rid, _ := events.ParseID(requestID)
 	op, _ := events.ParseID(req.OperationID)
 	attrs := events.A(events.AttrCommand, req.Command, "path", b.Path, "version", strconv.Itoa(b.Version), events.AttrProposal, proposal)

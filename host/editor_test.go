@@ -356,7 +356,7 @@ func FuzzEditorPayloads(f *testing.F) {
 	c := &editorConn{name: "fuzz"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := pipe.Request{Payload: data}
-		var doc DocumentArgs
+		var doc EditorDocument
 		if decode(req, &doc) == nil {
 			if e.setFocus(c, doc) == nil && doc.Path != "" {
 				if f, buf, ok := e.Focus(); !ok || !isInside(f.Path) || (buf != nil && !isInside(buf.Path)) {
@@ -365,7 +365,7 @@ func FuzzEditorPayloads(f *testing.F) {
 			}
 			e.document(c, doc)
 		}
-		var diags DiagnosticsArgs
+		var diags EditorDiagnostics
 		if decode(req, &diags) == nil {
 			e.setDiagnostics(c, diags.Diagnostics)
 			got, _, _ := e.Diagnostics()

@@ -19,7 +19,7 @@ type Attached struct {
 }
 
 func (h *Host) editorAttach(ctx context.Context, req pipe.Request) (any, error) {
-	var a AttachArgs
+	var a EditorAttach
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (h *Host) fromEditor(ctx context.Context, req pipe.Request, a any) (*editor
 }
 
 func (h *Host) editorFocus(ctx context.Context, req pipe.Request) (any, error) {
-	var a DocumentArgs
+	var a EditorDocument
 	c, err := h.fromEditor(ctx, req, &a)
 	if err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func (h *Host) editorFocus(ctx context.Context, req pipe.Request) (any, error) {
 }
 
 func (h *Host) editorDocument(ctx context.Context, req pipe.Request) (any, error) {
-	var a DocumentArgs
+	var a EditorDocument
 	c, err := h.fromEditor(ctx, req, &a)
 	if err != nil {
 		return nil, err
@@ -78,14 +78,14 @@ func (h *Host) editorDocument(ctx context.Context, req pipe.Request) (any, error
 	return map[string]any{"path": rel, "unsaved": held}, nil
 }
 
-// DiagnosticsArgs is the payload of editor.diagnostics: every diagnostic the
+// EditorDiagnostics is the payload of editor.diagnostics: every diagnostic the
 // editor knows now (it replaces what the editor sent before).
-type DiagnosticsArgs struct {
+type EditorDiagnostics struct {
 	Diagnostics []Diagnostic `json:"diagnostics"`
 }
 
 func (h *Host) editorDiagnostics(ctx context.Context, req pipe.Request) (any, error) {
-	var a DiagnosticsArgs
+	var a EditorDiagnostics
 	c, err := h.fromEditor(ctx, req, &a)
 	if err != nil {
 		return nil, err

@@ -175,7 +175,7 @@ func (h *Host) setFocus(_ context.Context, req pipe.Request) (any, error) {
 		}
 	}
 	f.Path = rel
-	h.Editors().setFocus(nil, DocumentArgs{}) // the operator's focus wins until an editor says otherwise
+	h.Editors().setFocus(nil, EditorDocument{}) // the operator's focus wins until an editor says otherwise
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.focus = &f

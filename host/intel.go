@@ -20,13 +20,6 @@ import (
 // Lines and columns are 1-based everywhere, columns in bytes as compilers
 // print them; the LSP's 0-based, UTF-16 positions never leave the host.
 
-// PositionArgs names a place in a workspace file.
-type PositionArgs struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-}
-
 // Location is a place a language server answered with.
 type Location struct {
 	Path      string `json:"path"`
@@ -67,7 +60,7 @@ type lspLocation struct {
 // docAt opens path in its language's server (as the user sees it: an
 // editor's unsaved text wins) and returns the server, the document's text
 // and the LSP position of line:column.
-func (h *Host) docAt(ctx context.Context, req events.ID, a PositionArgs) (*lsp.Server, map[string]any, error) {
+func (h *Host) docAt(ctx context.Context, req events.ID, a pipe.PositionArgs) (*lsp.Server, map[string]any, error) {
 	rel, err := h.WS.Relative(a.Path)
 	if err != nil {
 		return nil, nil, coded(err)
@@ -233,7 +226,7 @@ func (h *Host) relative(abs string) (string, error) {
 
 func (h *Host) positionCall(method string, extra map[string]any) pipe.Handler {
 	return func(ctx context.Context, req pipe.Request) (any, error) {
-		var a PositionArgs
+		var a pipe.PositionArgs
 		if err := decode(req, &a); err != nil {
 			return nil, err
 		}
@@ -266,7 +259,7 @@ func (h *Host) positionCall(method string, extra map[string]any) pipe.Handler {
 }
 
 func (h *Host) hover(ctx context.Context, req pipe.Request) (any, error) {
-	var a PositionArgs
+	var a pipe.PositionArgs
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
@@ -355,7 +348,7 @@ type lspSymbol struct {
 }
 
 func (h *Host) documentSymbols(ctx context.Context, req pipe.Request) (any, error) {
-	var a PositionArgs
+	var a pipe.PositionArgs
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
@@ -392,15 +385,8 @@ func (h *Host) documentSymbols(ctx context.Context, req pipe.Request) (any, erro
 	return map[string]any{"language": srv.Language(), "path": rel, "symbols": orEmpty(out)}, nil
 }
 
-// SymbolArgs is the payload of lsp.symbols.
-type SymbolArgs struct {
-	Query    string `json:"query"`
-	Language string `json:"language,omitempty"`
-	Limit    int    `json:"limit,omitempty"`
-}
-
 func (h *Host) findSymbol(ctx context.Context, req pipe.Request) (any, error) {
-	var a SymbolArgs
+	var a pipe.SymbolArgs
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}

@@ -76,35 +76,35 @@ func TestGoplsAnswersTheLanguageTools(t *testing.T) {
 		return strings.Join(s, " ")
 	}
 
-	syms := ask("lsp.symbols", SymbolArgs{Query: "ValidateToken"})
+	syms := ask("lsp.symbols", pipe.SymbolArgs{Query: "ValidateToken"})
 	if len(syms.Symbols) == 0 || syms.Symbols[0].Name != "ValidateToken" || syms.Symbols[0].Kind != "function" || where([]Location{syms.Symbols[0].Location}) != "a.go:4:6" || syms.Symbols[0].Ref != "[a.go:4][]" {
 		t.Fatalf("find_symbol: %+v", syms.Symbols)
 	}
 	// b.go line 4: "\treturn ValidateToken(..." — the call starts at byte 9.
-	if def := ask("lsp.definition", PositionArgs{Path: "b.go", Line: 4, Column: 9}); where(def.Locations) != "a.go:4:6" {
+	if def := ask("lsp.definition", pipe.PositionArgs{Path: "b.go", Line: 4, Column: 9}); where(def.Locations) != "a.go:4:6" {
 		t.Fatalf("find_definition: %s", where(def.Locations))
 	}
-	refs := ask("lsp.references", PositionArgs{Path: "a.go", Line: 4, Column: 6})
+	refs := ask("lsp.references", pipe.PositionArgs{Path: "a.go", Line: 4, Column: 6})
 	if got := where(refs.Locations); got != "a.go:4:6 b.go:4:9 b.go:4:31" {
 		t.Fatalf("find_references: %s", got)
 	}
 	if refs.Locations[1].Text != `return ValidateToken("x") && ValidateToken("y")` {
 		t.Fatalf("a reference's line: %q", refs.Locations[1].Text)
 	}
-	if hov := ask("lsp.hover", PositionArgs{Path: "b.go", Line: 4, Column: 9}); !strings.Contains(hov.Text, "func ValidateToken(t string) bool") || !strings.Contains(hov.Text, "reports whether the token is good") {
+	if hov := ask("lsp.hover", pipe.PositionArgs{Path: "b.go", Line: 4, Column: 9}); !strings.Contains(hov.Text, "func ValidateToken(t string) bool") || !strings.Contains(hov.Text, "reports whether the token is good") {
 		t.Fatalf("hover: %q", hov.Text)
 	}
-	if ds := ask("lsp.document_symbols", DocumentArgs{Path: "b.go"}); len(ds.Symbols) != 1 || ds.Symbols[0].Name != "Use" || ds.Symbols[0].Line != 3 {
+	if ds := ask("lsp.document_symbols", pipe.DocumentArgs{Path: "b.go"}); len(ds.Symbols) != 1 || ds.Symbols[0].Name != "Use" || ds.Symbols[0].Line != 3 {
 		t.Fatalf("document_symbols: %+v", ds.Symbols)
 	}
 
 	// No server for .rs: refused at once, not after a timeout.
 	t0 := time.Now()
-	if _, err := call(t, h, "lsp.document_symbols", DocumentArgs{Path: "notes.rs"}); events.AsErr(err, "").Code != events.CodeLanguageServerUnavailable || time.Since(t0) > time.Second {
+	if _, err := call(t, h, "lsp.document_symbols", pipe.DocumentArgs{Path: "notes.rs"}); events.AsErr(err, "").Code != events.CodeLanguageServerUnavailable || time.Since(t0) > time.Second {
 		t.Fatalf("a language with no server: %v in %v", err, time.Since(t0))
 	}
 	// A position outside the file is the caller's mistake, said so.
-	if _, err := call(t, h, "lsp.definition", PositionArgs{Path: "a.go", Line: 99, Column: 1}); events.AsErr(err, "").Code != events.CodeInvalidArguments {
+	if _, err := call(t, h, "lsp.definition", pipe.PositionArgs{Path: "a.go", Line: 99, Column: 1}); events.AsErr(err, "").Code != events.CodeInvalidArguments {
 		t.Fatalf("a line outside the file: %v", err)
 	}
 
@@ -205,7 +205,7 @@ func TestABrokenLanguageServerGivesACodedError(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Setenv("TB_FAKE_LSP", tc.mode)
 			h, log := langHost(t, []Language{{Name: "go", Command: []string{self}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: 500 * time.Millisecond}})
-			_, err := call(t, h, "lsp.hover", PositionArgs{Path: "a.go", Line: 4, Column: 6})
+			_, err := call(t, h, "lsp.hover", pipe.PositionArgs{Path: "a.go", Line: 4, Column: 6})
 			if e := events.AsErr(err, ""); e.Code != tc.code {
 				t.Fatalf("hover: %v", err)
 			}
@@ -218,7 +218,7 @@ func TestABrokenLanguageServerGivesACodedError(t *testing.T) {
 			}
 			var again error
 			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-				if _, again = call(t, h, "lsp.hover", PositionArgs{Path: "a.go", Line: 4, Column: 6}); events.AsErr(again, "").Code != events.CodeLanguageServerUnavailable {
+				if _, again = call(t, h, "lsp.hover", pipe.PositionArgs{Path: "a.go", Line: 4, Column: 6}); events.AsErr(again, "").Code != events.CodeLanguageServerUnavailable {
 					break
 				}
 			}
@@ -249,7 +249,7 @@ func TestIDEQueryOutcomes(t *testing.T) {
 	os.WriteFile(filepath.Join(h.WS.Dir(), "c.go"), []byte("package m\n\ntype A struct{}\n\nfunc (A) Run() {}\n\ntype B struct{}\n\nfunc (B) Run() {}\n"), 0o644)
 	ask := func(q string) QueryResult {
 		t.Helper()
-		out, err := call(t, h, "lsp.query", QueryArgs{Query: q})
+		out, err := call(t, h, "lsp.query", pipe.QueryArgs{Query: q})
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -277,7 +277,7 @@ func TestIDEQueryOutcomes(t *testing.T) {
 	none, _ := langHost(t, []Language{})
 	os.Remove(filepath.Join(none.WS.Dir(), "go.mod"))
 	t0 := time.Now()
-	out, err := call(t, none, "lsp.query", QueryArgs{Query: "where is `X`?"})
+	out, err := call(t, none, "lsp.query", pipe.QueryArgs{Query: "where is `X`?"})
 	if err != nil || !strings.Contains(string(out), `"outcome":"unavailable"`) || time.Since(t0) > time.Second {
 		t.Fatalf("unavailable: %s %v in %v", out, err, time.Since(t0))
 	}
@@ -376,7 +376,7 @@ func TestTypeScriptLanguageServerAnswers(t *testing.T) {
 	// for the load it reports, so the answer is the declaration in auth.ts,
 	// not the import in main.ts tsserver gives before.
 	// main.ts line 3: "console.log(validateToken(..." — the call is at byte 13.
-	if got := where(ask("lsp.definition", PositionArgs{Path: "src/main.ts", Line: 3, Column: 13})["locations"]); got != "src/auth.ts:1:17" {
+	if got := where(ask("lsp.definition", pipe.PositionArgs{Path: "src/main.ts", Line: 3, Column: 13})["locations"]); got != "src/auth.ts:1:17" {
 		t.Fatalf("definition: %s", got)
 	}
 	// Under load tsserver may still be loading its project when the first
@@ -392,13 +392,13 @@ func TestTypeScriptLanguageServerAnswers(t *testing.T) {
 	if !strings.Contains(diags, `"file":"src/bad.ts","line":1,"column":14`) || !strings.Contains(diags, `"code":"2322"`) {
 		t.Fatalf("diagnostics: %s", diags)
 	}
-	if got := where(ask("lsp.references", PositionArgs{Path: "src/auth.ts", Line: 1, Column: 17})["locations"]); got != "src/auth.ts:1:17 src/main.ts:1:10 src/main.ts:3:13 src/main.ts:3:33" {
+	if got := where(ask("lsp.references", pipe.PositionArgs{Path: "src/auth.ts", Line: 1, Column: 17})["locations"]); got != "src/auth.ts:1:17 src/main.ts:1:10 src/main.ts:3:13 src/main.ts:3:33" {
 		t.Fatalf("references: %s", got)
 	}
-	if hov := string(ask("lsp.hover", PositionArgs{Path: "src/main.ts", Line: 3, Column: 13})["text"]); !strings.Contains(hov, "validateToken(t: string): boolean") {
+	if hov := string(ask("lsp.hover", pipe.PositionArgs{Path: "src/main.ts", Line: 3, Column: 13})["text"]); !strings.Contains(hov, "validateToken(t: string): boolean") {
 		t.Fatalf("hover: %s", hov)
 	}
-	if syms := string(ask("lsp.document_symbols", DocumentArgs{Path: "src/auth.ts"})["symbols"]); !strings.Contains(syms, `"name":"validateToken","kind":"function"`) {
+	if syms := string(ask("lsp.document_symbols", pipe.DocumentArgs{Path: "src/auth.ts"})["symbols"]); !strings.Contains(syms, `"name":"validateToken","kind":"function"`) {
 		t.Fatalf("document symbols: %s", syms)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/store/storetest"
 )
 
@@ -62,7 +63,7 @@ func TestWorkspaceTypeScriptDoesNotRun(t *testing.T) {
 		"node_modules/.bin/tsserver":                "#!/bin/sh\necho bin > MARKER\n",
 	})
 	ts := Language{Name: "typescript", Command: cmd, Extensions: []string{".ts"}, Markers: []string{"tsconfig.json"}, LanguageID: "typescript", Timeout: time.Minute}
-	out, err := langAsk(t, dir, []Language{ts}, "lsp.document_symbols", DocumentArgs{Path: "a.ts"})
+	out, err := langAsk(t, dir, []Language{ts}, "lsp.document_symbols", pipe.DocumentArgs{Path: "a.ts"})
 	noMarker(t, marker)
 	if err != nil || !strings.Contains(string(out), "validateToken") {
 		t.Fatalf("document_symbols with the pinned TypeScript: %s %v", out, err)
@@ -70,7 +71,7 @@ func TestWorkspaceTypeScriptDoesNotRun(t *testing.T) {
 	// The operator may name a tsserver; one inside the workspace is refused
 	// before anything starts.
 	ts.TSServer = filepath.Join(dir, "node_modules", "typescript", "lib", "tsserver.js")
-	_, err = langAsk(t, dir, []Language{ts}, "lsp.document_symbols", DocumentArgs{Path: "a.ts"})
+	_, err = langAsk(t, dir, []Language{ts}, "lsp.document_symbols", pipe.DocumentArgs{Path: "a.ts"})
 	noMarker(t, marker)
 	if events.CodeOf(err) != events.CodeLanguageServerUnavailable || !strings.Contains(err.Error(), "inside the workspace") {
 		t.Fatalf("a tsserver inside the workspace: %v", err)
@@ -108,7 +109,7 @@ func TestWorkspaceGoToolchainDoesNotRun(t *testing.T) {
 		"c.go":   "package m\n\n// #cgo pkg-config: evil\nimport \"C\"\n\nvar _ = C.int(0)\n",
 	})
 	langs := []Language{{Name: "go", Command: []string{gp}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: time.Minute}}
-	out, err := langAsk(t, dir, langs, "lsp.document_symbols", DocumentArgs{Path: "a.go"})
+	out, err := langAsk(t, dir, langs, "lsp.document_symbols", pipe.DocumentArgs{Path: "a.go"})
 	time.Sleep(2 * time.Second) // gopls loads the package in the background too
 	noMarker(t, marker)
 	if err != nil || !strings.Contains(string(out), "ValidateToken") {
@@ -153,7 +154,7 @@ func TestLanguageAnswersDoNotQuoteFilesOutsideTheRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := &Host{WS: ws, Rec: storetest.Open(t).Emitter, LanguageServers: langs}
-		at := PositionArgs{Path: "main.go", Line: 3, Column: 28}
+		at := pipe.PositionArgs{Path: "main.go", Line: 3, Column: 28}
 		hover, herr := call(t, h, "lsp.hover", at)
 		def, derr := call(t, h, "lsp.definition", at)
 		h.Close()

@@ -16,11 +16,6 @@ import (
 // references), ambiguous (the candidates, each with the call that would
 // answer for it), or unavailable (why, and what to configure).
 
-// QueryArgs is the payload of lsp.query.
-type QueryArgs struct {
-	Query string `json:"query"`
-}
-
 // QueryResult is lsp.query's answer.
 type QueryResult struct {
 	Outcome     string       `json:"outcome"` // success | ambiguous | unavailable
@@ -79,7 +74,7 @@ func subject(q string) string {
 }
 
 func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
-	var a QueryArgs
+	var a pipe.QueryArgs
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
@@ -118,7 +113,7 @@ func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 		return out, nil
 	}
 	s := exact[0]
-	at := PositionArgs{Path: s.Path, Line: s.Line, Column: s.Column}
+	at := pipe.PositionArgs{Path: s.Path, Line: s.Line, Column: s.Column}
 	sub := pipe.Request{RequestID: req.RequestID, Payload: mustJSON(at)}
 	switch what {
 	case "hover":

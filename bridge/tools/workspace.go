@@ -20,12 +20,6 @@ type HostCaller interface {
 
 type noArgs struct{}
 
-// DiagnosticsArgs are the arguments of get_diagnostics.
-type DiagnosticsArgs struct {
-	Refresh bool   `json:"refresh,omitempty" jsonschema:"run the command now instead of reusing a recent result"`
-	Path    string `json:"path,omitempty" jsonschema:"only this file (default: the whole workspace)"`
-}
-
 // ProposeOneArgs are the arguments of propose_text_edit.
 type ProposeOneArgs struct {
 	Path        string `json:"path" jsonschema:"file to edit, relative to the workspace root"`
@@ -44,30 +38,6 @@ type ProposeManyArgs struct {
 		} `json:"edits"`
 	} `json:"files" jsonschema:"the files of an all-or-nothing change"`
 	Description string `json:"description,omitempty" jsonschema:"why: what the change does and why, in a sentence or two, shown to the operator who approves it"`
-}
-
-// PositionArgs name a place in a workspace file (language tools).
-type PositionArgs struct {
-	Path   string `json:"path" jsonschema:"a file, relative to the workspace root"`
-	Line   int    `json:"line" jsonschema:"1-based line"`
-	Column int    `json:"column,omitempty" jsonschema:"1-based column in bytes (default 1); put it on the identifier"`
-}
-
-// DocumentArgs name a workspace file.
-type DocumentArgs struct {
-	Path string `json:"path" jsonschema:"a file, relative to the workspace root"`
-}
-
-// SymbolArgs are the arguments of find_symbol.
-type SymbolArgs struct {
-	Query    string `json:"query" jsonschema:"a symbol's name, or part of it"`
-	Language string `json:"language,omitempty" jsonschema:"go, typescript, python or c (default: the languages of the workspace root)"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many (default 100)"`
-}
-
-// QueryArgs are the arguments of ide_query.
-type QueryArgs struct {
-	Query string `json:"query" jsonschema:"a question about the code naming the symbol (in backticks when it is also an English word): where is ValidateToken called? what does Parse do? where is Config defined?"`
 }
 
 // ReviewArgs are the arguments of present_review.
@@ -119,7 +89,7 @@ func Workspace(c HostCaller) []*executor.Tool {
 		tool("get_active_document", pipe.CmdActiveDocument, "The document the operator has in focus: path, language, content, version; null when nothing has focus.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("get_selection", pipe.CmdSelection, "The text the operator selected: path, range, text; null when nothing is selected.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("get_diagnostics", pipe.CmdDiagnostics, "Problems (file, line, column, severity, source, code, message; 1-based): what the operator's editor reports when one is attached to the workspace, else the output of the diagnostics command the operator configured on the host (e.g. go vet ./...; a recent result is reused unless refresh is true), else what the workspace's language servers find (path: one file).",
-			read, false, executor.SchemaFor[DiagnosticsArgs](), same),
+			read, false, executor.SchemaFor[pipe.DiagnosticsArgs](), same),
 		tool("list_projects", pipe.CmdListProjects, "Project manifests under the workspace root (go.mod, package.json, Cargo.toml, pyproject.toml, *.csproj…), skipping hidden and vendored trees.", read, false, executor.SchemaFor[noArgs](), nil),
 		tool("propose_text_edit", pipe.CmdProposeEdits, "Propose replacing one exact text in one file (or creating a file: empty original). Nothing is written until an operator approves; the result gives the proposal id.", propose, true, executor.SchemaFor[ProposeOneArgs](),
 			func(a json.RawMessage) (any, error) {
@@ -132,12 +102,12 @@ func Workspace(c HostCaller) []*executor.Tool {
 			}),
 		tool("propose_text_edits", pipe.CmdProposeEdits, "Propose an all-or-nothing change to several files, each edit an exact text occurring once (a new file: one edit with an empty original). Nothing is written until an operator approves.", propose, true, executor.SchemaFor[ProposeManyArgs](), same),
 		tool("present_review", pipe.CmdPresentReview, reviewGuide, read, true, reviewSchema(), defaultMode),
-		tool("ide_query", pipe.CmdIDEQuery, "Ask the workspace's language servers a question in words (where is X called / defined, what does X do). The outcome is success (an answer with [file:line][] references), ambiguous (several symbols match: each refinement is the tool call that answers for one), or unavailable (no language server: why, and what to configure).", read, false, executor.SchemaFor[QueryArgs](), same),
-		tool("find_symbol", pipe.CmdFindSymbol, "Where symbols named like query are declared in the workspace, from its language server (workspace/symbol): name, kind, container, path, 1-based line and column, and a [path:line][] reference.", read, false, executor.SchemaFor[SymbolArgs](), same),
-		tool("find_definition", pipe.CmdFindDefinition, "Where the identifier at path:line:column is defined, from the workspace's language server: 1-based locations with [path:line][] references.", read, false, executor.SchemaFor[PositionArgs](), same),
-		tool("find_references", pipe.CmdFindReferences, "Every place the identifier at path:line:column is used (its declaration included), from the workspace's language server: 1-based locations with the line's text and [path:line][] references.", read, false, executor.SchemaFor[PositionArgs](), same),
-		tool("hover", pipe.CmdHover, "What the workspace's language server says of the identifier at path:line:column: its type, signature and documentation.", read, false, executor.SchemaFor[PositionArgs](), same),
-		tool("document_symbols", pipe.CmdDocumentSymbols, "The symbols a file declares (functions, types, methods, fields…), from the workspace's language server, with 1-based lines.", read, false, executor.SchemaFor[DocumentArgs](), same),
+		tool("ide_query", pipe.CmdIDEQuery, "Ask the workspace's language servers a question in words (where is X called / defined, what does X do). The outcome is success (an answer with [file:line][] references), ambiguous (several symbols match: each refinement is the tool call that answers for one), or unavailable (no language server: why, and what to configure).", read, false, executor.SchemaFor[pipe.QueryArgs](), same),
+		tool("find_symbol", pipe.CmdFindSymbol, "Where symbols named like query are declared in the workspace, from its language server (workspace/symbol): name, kind, container, path, 1-based line and column, and a [path:line][] reference.", read, false, executor.SchemaFor[pipe.SymbolArgs](), same),
+		tool("find_definition", pipe.CmdFindDefinition, "Where the identifier at path:line:column is defined, from the workspace's language server: 1-based locations with [path:line][] references.", read, false, executor.SchemaFor[pipe.PositionArgs](), same),
+		tool("find_references", pipe.CmdFindReferences, "Every place the identifier at path:line:column is used (its declaration included), from the workspace's language server: 1-based locations with the line's text and [path:line][] references.", read, false, executor.SchemaFor[pipe.PositionArgs](), same),
+		tool("hover", pipe.CmdHover, "What the workspace's language server says of the identifier at path:line:column: its type, signature and documentation.", read, false, executor.SchemaFor[pipe.PositionArgs](), same),
+		tool("document_symbols", pipe.CmdDocumentSymbols, "The symbols a file declares (functions, types, methods, fields…), from the workspace's language server, with 1-based lines.", read, false, executor.SchemaFor[pipe.DocumentArgs](), same),
 	}
 }
 
