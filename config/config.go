@@ -20,6 +20,8 @@ import (
 	"time"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	"github.com/tracebridge/tracebridge/policy"
 )
 
 // Config is the parsed file.
@@ -76,7 +78,7 @@ type Policy struct {
 	ReadOnlyWithoutLog *bool `toml:"read_only_without_log"`
 	// Rules decide calls by their arguments and context ([policy.rules.NAME],
 	// rules.go), after the grants and denials above.
-	Rules map[string]Rule `toml:"rules"`
+	Rules map[string]policy.Rule `toml:"rules"`
 }
 
 // ToolConfig overrides one tool's descriptor.
@@ -332,8 +334,7 @@ func (c *Config) validatePolicy(lines map[string]int, bad func(key, format strin
 		}
 	}
 	for _, name := range sortedKeys(c.Policy.Rules) {
-		_, problems := compileRule(name, c.Policy.Rules[name])
-		for _, p := range problems {
+		for _, p := range policy.Check(name, c.Policy.Rules[name]) {
 			key := "policy.rules." + name
 			for _, field := range []string{"when", "effect", "tools"} {
 				if _, ok := lines[key+"."+field]; ok && (strings.HasPrefix(p, field+" ") || strings.HasPrefix(p, field+":")) {

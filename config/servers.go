@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/policy"
 )
 
 // Server is one upstream MCP server the gateway puts behind the executor:
@@ -93,8 +94,8 @@ type OAuth struct {
 // the server.
 func (s Server) Shared() bool { return s.Sessions == "shared" }
 
-// Sep joins a server's name and its tool's name: SERVER__tool.
-const Sep = "__"
+// Sep joins a server's name and its tool's name: SERVER__tool (policy.Sep).
+const Sep = policy.Sep
 
 // Prefixed reports whether the server's tools and prompts are exposed as
 // NAME__tool (the default).

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/policy"
 )
 
 // Server is the upstream server the tool belongs to ("" for the bridge's
@@ -20,7 +20,7 @@ func (d *Descriptor) Server() string {
 // Qualified is an upstream tool's policy name, server__tool, whatever name
 // it is listed under ("" for the bridge's own tools).
 func (d *Descriptor) Qualified() string {
-	return config.Qualified(d.Server(), d.Name)
+	return policy.Qualified(d.Server(), d.Name)
 }
 
 // annotationsOf is what t tells clients of itself (MCP tool annotations),

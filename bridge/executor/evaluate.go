@@ -5,6 +5,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/policy"
 )
 
 // Verdicts of Evaluate: what the policy makes of a call before it runs.
@@ -31,7 +32,7 @@ type Evaluation struct {
 // re-decides recorded calls with it.
 type Evaluator struct {
 	cfg *config.Config
-	p   *policy
+	p   *gate
 }
 
 // NewEvaluator compiles cfg's policy once for many calls.
@@ -40,7 +41,7 @@ func NewEvaluator(cfg *config.Config) *Evaluator {
 }
 
 // Evaluate decides a call of d with in under cfg (NewEvaluator).
-func Evaluate(ctx context.Context, cfg *config.Config, d Descriptor, in config.RuleInput) Evaluation {
+func Evaluate(ctx context.Context, cfg *config.Config, d Descriptor, in policy.Input) Evaluation {
 	return NewEvaluator(cfg).Evaluate(ctx, d, in)
 }
 
@@ -48,9 +49,9 @@ func Evaluate(ctx context.Context, cfg *config.Config, d Descriptor, in config.R
 // then whether it needs approval (the tool's own requirement, [tools.ID]
 // approval, and for an upstream server's tool its server's read_only and
 // approval lists).
-func (x *Evaluator) Evaluate(ctx context.Context, d Descriptor, in config.RuleInput) Evaluation {
+func (x *Evaluator) Evaluate(ctx context.Context, d Descriptor, in policy.Input) Evaluation {
 	cfg, p := x.cfg, x.p
-	dec := p.decide(ctx, &d, func() config.RuleInput { return in })
+	dec := p.decide(ctx, &d, func() policy.Input { return in })
 	ev := Evaluation{Rule: dec.Rule, Effect: dec.Effect, Matched: dec.Matched, Reason: dec.Reason, Version: dec.Version, Code: dec.Code}
 	if !dec.Allowed {
 		ev.Verdict = VerdictDenied

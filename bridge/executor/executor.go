@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/policy"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -59,7 +60,7 @@ type Executor struct {
 // one snapshot from start to end.
 type rules struct {
 	cfg    *config.Config
-	policy *policy
+	policy *gate
 	broker *broker
 }
 
@@ -307,9 +308,9 @@ func (c *call) secrets() (map[string]string, Result, bool) {
 
 // approvalRequired applies the per-tool override to the descriptor.
 func (c *call) approvalRequired() bool {
-	if p := c.env.Policy; p != nil && p.Effect == config.EffectApprove {
+	if p := c.env.Policy; p != nil && p.Effect == policy.EffectApprove {
 		return true
-	} else if p != nil && p.Effect == config.EffectAllow {
+	} else if p != nil && p.Effect == policy.EffectAllow {
 		return false
 	}
 	req := c.tool.Approval

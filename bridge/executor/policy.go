@@ -2,13 +2,13 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/policy"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -30,19 +30,19 @@ type decision struct {
 	Code events.Code `json:"-"`
 }
 
-// policy grants capabilities, denies tools and applies the rules on
+// gate grants capabilities, denies tools and applies the rules on
 // arguments, from tracebridge.toml. A broken file (broken != nil) denies
 // everything.
-type policy struct {
+type gate struct {
 	grants  map[string]bool
 	deny    []string // tool ids or path.Match patterns of them
-	rules   *config.RuleSet
+	rules   *policy.RuleSet
 	version string
 	broken  error
 }
 
-func newPolicy(c *config.Config, broken error) *policy {
-	p := &policy{grants: map[string]bool{}, broken: broken}
+func newPolicy(c *config.Config, broken error) *gate {
+	p := &gate{grants: map[string]bool{}, broken: broken}
 	if c != nil && broken == nil {
 		rs, err := c.Rules()
 		if err != nil {
@@ -68,7 +68,7 @@ func newPolicy(c *config.Config, broken error) *policy {
 // decide applies the grants and denials to d, then the rules to the call
 // input gives (asked for only when there are rules: parsing the
 // arguments is not free): a rule may deny, require approval or waive it.
-func (p *policy) decide(ctx context.Context, d *Descriptor, input func() config.RuleInput) decision {
+func (p *gate) decide(ctx context.Context, d *Descriptor, input func() policy.Input) decision {
 	dec := p.decideTool(d)
 	dec.Version = p.version
 	if !dec.Allowed || p.rules.Len() == 0 {
@@ -79,11 +79,11 @@ func (p *policy) decide(ctx context.Context, d *Descriptor, input func() config.
 	switch {
 	case v.Failed != "":
 		dec.Allowed, dec.Code, dec.Reason = false, events.CodePolicyRuleFailed, v.Message
-	case v.Effect == config.EffectDeny:
+	case v.Effect == policy.EffectDeny:
 		dec.Allowed, dec.Code, dec.Reason = false, events.CodePolicyDenied, "rule "+v.Rule+" denies it"+colon(v.Message)
-	case v.Effect == config.EffectApprove:
+	case v.Effect == policy.EffectApprove:
 		dec.Reason += "; rule " + v.Rule + " requires approval" + colon(v.Message)
-	case v.Effect == config.EffectAllow:
+	case v.Effect == policy.EffectAllow:
 		dec.Reason += "; rule " + v.Rule + " allows it without approval" + colon(v.Message)
 	}
 	return dec
@@ -96,7 +96,7 @@ func colon(msg string) string {
 	return ": " + msg
 }
 
-func (p *policy) decideTool(d *Descriptor) decision {
+func (p *gate) decideTool(d *Descriptor) decision {
 	if p.broken != nil {
 		return decision{Code: events.CodeConfigInvalid, Reason: "the configuration is broken, so every tool is denied until it is fixed: " + p.broken.Error()}
 	}
@@ -104,7 +104,7 @@ func (p *policy) decideTool(d *Descriptor) decision {
 		if pat == d.ID {
 			return decision{Code: events.CodePolicyDenied, Reason: fmt.Sprintf("tool %s is listed in policy.deny", d.ID)}
 		}
-		if config.MatchesTool(pat, d.ID, d.Qualified()) {
+		if policy.MatchesTool(pat, d.ID, d.Qualified()) {
 			return decision{Code: events.CodePolicyDenied, Reason: fmt.Sprintf("tool %s matches %q in policy.deny", d.ID, pat)}
 		}
 	}
@@ -127,11 +127,7 @@ func (p *policy) decideTool(d *Descriptor) decision {
 // ruleInput is what the rules see of the call: the tool, its server and
 // annotations, the arguments parsed, the client and session, the caller,
 // the time.
-func (c *call) ruleInput() config.RuleInput {
-	in := config.RuleInput{Tool: c.tool.ID, Server: c.tool.Server(), Qualified: c.tool.Qualified(), Client: c.inv.Client, Session: c.inv.SessionID.String(), Time: c.x.opts.Now(),
-		Annotations: projections.AnnotationFlags(annotationsOf(c.tool)), Caller: config.CallerOf(c.inv.Transport)}
-	if len(c.inv.Args) > 0 {
-		json.Unmarshal(c.inv.Args, &in.Args) // validated JSON already; not an object: no fields
-	}
-	return in
+func (c *call) ruleInput() policy.Input {
+	t := policy.Tool{ID: c.tool.ID, Server: c.tool.Server(), Name: c.tool.Name, Annotations: projections.AnnotationFlags(annotationsOf(c.tool))}
+	return policy.NewInput(t, c.inv.Args, c.inv.Client, c.inv.SessionID.String(), policy.CallerOf(c.inv.Transport), c.x.opts.Now())
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/policy"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -30,13 +31,13 @@ func BenchmarkPolicyStep(b *testing.B) {
 			}
 			p := newPolicy(c, nil)
 			d := &Descriptor{ID: "fs__write_file", Capabilities: []string{"upstream.fs"}}
-			in := config.RuleInput{Tool: d.ID, Server: "fs", Annotations: projections.AnnotationFlags(`{"readOnlyHint":false}`),
+			in := policy.Input{Tool: d.ID, Server: "fs", Annotations: projections.AnnotationFlags(`{"readOnlyHint":false}`),
 				Args: map[string]any{"path": "/srv/app/docs/a.md", "owner": "acme", "size": 12.0, "content": strings.Repeat("x", 512)}, Time: time.Now()}
 			ctx := context.Background()
 			lat := make([]time.Duration, 0, 1<<16)
 			for b.Loop() {
 				t0 := time.Now()
-				p.decide(ctx, d, func() config.RuleInput { return in })
+				p.decide(ctx, d, func() policy.Input { return in })
 				if len(lat) < cap(lat) {
 					lat = append(lat, time.Since(t0))
 				}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/policy"
 )
 
 // G15: policy.deny takes patterns as [servers.*] deny does, so a glob
@@ -69,8 +70,8 @@ prefix = false
 	p := newPolicy(c, nil)
 	decide := func(server, name string, args map[string]any) decision {
 		d := &Descriptor{ID: name, Name: name, Source: "upstream:" + server, Capabilities: []string{"upstream." + server}}
-		return p.decide(t.Context(), d, func() config.RuleInput {
-			return config.RuleInput{Tool: d.ID, Server: d.Server(), Qualified: d.Qualified(), Args: args}
+		return p.decide(t.Context(), d, func() policy.Input {
+			return policy.Input{Tool: d.ID, Server: d.Server(), Qualified: d.Qualified(), Args: args}
 		})
 	}
 	if d := decide("gh", "delete_repo", nil); d.Allowed || !strings.Contains(d.Reason, "gh__delete_*") {

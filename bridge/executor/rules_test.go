@@ -82,7 +82,7 @@ func TestRulesDecideByArguments(t *testing.T) {
 }
 
 // Hostile arguments cannot make a rule slow: a rule whose cost would pass
-// the limit, or that runs past config.RuleTimeout, fails (and denies)
+// the limit, or that runs past policy.Timeout, fails (and denies)
 // rather than running on.
 func TestRuleCostIsBounded(t *testing.T) {
 	h := newHarness(t, `

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
-	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/policy"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -21,7 +21,7 @@ type Call struct {
 	RequestID  events.ID           `json:"requestId"`
 	Time       time.Time           `json:"time"`
 	Descriptor executor.Descriptor `json:"-"`
-	Input      config.RuleInput    `json:"-"`
+	Input      policy.Input        `json:"-"`
 	Was        executor.Evaluation `json:"was"`
 }
 
@@ -183,7 +183,7 @@ func finish(req events.ID, p *partial, annotations map[string]string, fn func(Ca
 	}
 	c := Call{RequestID: req, Time: p.time, Descriptor: *env.Descriptor}
 	c.Input = Input(c.Descriptor, args, p.client, p.time, annotations[c.Descriptor.ID])
-	c.Input.Caller = config.CallerOf(p.transport)
+	c.Input.Caller = policy.CallerOf(p.transport)
 	if !p.session.IsZero() {
 		c.Input.Session = p.session.String()
 	}
@@ -202,14 +202,12 @@ func finish(req events.ID, p *partial, annotations map[string]string, fn func(Ca
 // recorded: redacted), client, time, and annotations (JSON; "" when the
 // log does not pin the tool: a built-in's read-only hint from its side
 // effects).
-func Input(d executor.Descriptor, args json.RawMessage, client string, at time.Time, annotations string) config.RuleInput {
-	in := config.RuleInput{Tool: d.ID, Server: d.Server(), Qualified: d.Qualified(), Client: client, Time: at}
-	in.Annotations = projections.AnnotationFlags(annotations)
+func Input(d executor.Descriptor, args json.RawMessage, client string, at time.Time, annotations string) policy.Input {
+	flags := projections.AnnotationFlags(annotations)
 	if annotations == "" { // a built-in's, from its side effects, as the MCP server lists it
-		in.Annotations["readOnlyHint"] = !d.SideEffects
+		flags["readOnlyHint"] = !d.SideEffects
 	}
-	json.Unmarshal(args, &in.Args)
-	return in
+	return policy.NewInput(policy.Tool{ID: d.ID, Server: d.Server(), Name: d.Name, Annotations: flags}, args, client, "", policy.Caller{}, at)
 }
 
 // Annotations is each pinned upstream tool's annotations (JSON), by its id

@@ -1,4 +1,4 @@
-package config
+package policy
 
 import (
 	"encoding/json"
@@ -12,47 +12,41 @@ import (
 	"github.com/google/cel-go/common/types"
 )
 
-// ruleFields checks each rule's args.FIELD paths against the input schemas
-// of the tools it applies to: a field none of them has is a problem on the
-// rule's when line (the rule would fail, and deny, on every call). Tools
-// whose schema is not known (an upstream the log has not pinned yet) are
-// not checked.
-func (c *Config) ruleFields(file string, schemas map[string]json.RawMessage) []string {
+// Fields checks rule name's args.FIELD paths against the input schemas
+// (JSON, by tool id) of the tools it applies to: for a field none of them
+// has it returns the field and why (the rule would fail, and deny, on every
+// call). Tools whose schema is not known are not checked.
+func Fields(name string, r Rule, schemas map[string]json.RawMessage) []string {
 	var problems []string
-	for _, name := range sortedKeys(c.Policy.Rules) {
-		r := c.Policy.Rules[name]
-		cr, errs := compileRule(name, r)
-		if len(errs) > 0 || cr.ast == nil {
+	cr, errs := compile(name, r)
+	if len(errs) > 0 || cr.ast == nil {
+		return nil
+	}
+	var tools []string
+	for id := range schemas {
+		if cr.appliesTo(id) {
+			tools = append(tools, id)
+		}
+	}
+	if len(tools) == 0 {
+		return nil
+	}
+	slices.Sort(tools)
+	seen := map[string]bool{}
+	for _, p := range argsPaths(cr.ast.NativeRep().Expr()) {
+		key := strings.Join(p, ".")
+		if seen[key] {
 			continue
 		}
-		var tools []string
-		for id := range schemas {
-			if cr.appliesTo(id) {
-				tools = append(tools, id)
+		seen[key] = true
+		var missing []string
+		for _, id := range tools {
+			if at, lacks := schemaLacks(schemas[id], p); lacks {
+				missing = append(missing, fmt.Sprintf("%s (its %s has %s)", id, at, fieldList(schemas[id], p)))
 			}
 		}
-		if len(tools) == 0 {
-			continue
-		}
-		slices.Sort(tools)
-		seen := map[string]bool{}
-		for _, p := range argsPaths(cr.ast.NativeRep().Expr()) {
-			key := strings.Join(p, ".")
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			var missing []string
-			for _, id := range tools {
-				if at, lacks := schemaLacks(schemas[id], p); lacks {
-					missing = append(missing, fmt.Sprintf("%s (its %s has %s)", id, at, fieldList(schemas[id], p)))
-				}
-			}
-			if len(missing) == len(tools) {
-				k := "policy.rules." + name + ".when"
-				problems = append(problems, fmt.Sprintf("%s:%d: %s: args.%s: no tool the rule applies to has it in its input schema: %s",
-					file, lineOf(c.lines, k), k, key, strings.Join(missing, "; ")))
-			}
+		if len(missing) == len(tools) {
+			problems = append(problems, fmt.Sprintf("args.%s: no tool the rule applies to has it in its input schema: %s", key, strings.Join(missing, "; ")))
 		}
 	}
 	return problems

@@ -1,14 +1,13 @@
-package config
+package policy
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +28,9 @@ type Rule struct {
 	Message string   `toml:"message"`
 }
 
+// Sep joins a server's name and its tool's name: SERVER__tool.
+const Sep = "__"
+
 // Rule effects. When several rules match a call, deny wins over approve,
 // and approve over allow: the order of the file does not matter.
 const (
@@ -37,17 +39,17 @@ const (
 	EffectDeny    = "deny"
 )
 
-// RuleCostLimit bounds one rule's evaluation (CEL's cost units: about one
+// CostLimit bounds one rule's evaluation (CEL's cost units: about one
 // per operation, a string function one per byte it reads); a rule that
 // would cost more fails, and a failed rule denies the call.
-const RuleCostLimit = 1_000_000
+const CostLimit = 1_000_000
 
-// RuleTimeout bounds the evaluation of every rule of one call, whatever
+// Timeout bounds the evaluation of every rule of one call, whatever
 // its cost: a hostile argument cannot hold a call in the policy step.
-const RuleTimeout = 100 * time.Millisecond
+const Timeout = 100 * time.Millisecond
 
-// RuleInput is what a rule sees of one call.
-type RuleInput struct {
+// Input is what a rule sees of one call.
+type Input struct {
 	Tool   string // the catalog id (server__tool, or the tool's own name with prefix = false)
 	Server string // the upstream server ("" for the bridge's own tools)
 	// Qualified is an upstream tool's server__tool whatever its listing
@@ -79,9 +81,9 @@ func CallerOf(transport string) Caller {
 	return c
 }
 
-// RuleVerdict is what the rules say of one call: the effect of the rule
+// Verdict is what the rules say of one call: the effect of the rule
 // that decides (none: no rule matched) and every rule that matched.
-type RuleVerdict struct {
+type Verdict struct {
 	Effect  string   `json:"effect,omitempty"`
 	Rule    string   `json:"rule,omitempty"`
 	Message string   `json:"message,omitempty"`
@@ -126,8 +128,8 @@ var ruleEnv = func() *cel.Env {
 	return env
 }()
 
-// compileRule checks one rule and compiles its expression.
-func compileRule(name string, r Rule) (compiledRule, []string) {
+// compile checks one rule and compiles its expression.
+func compile(name string, r Rule) (compiledRule, []string) {
 	var problems []string
 	if !ruleNameRE.MatchString(name) {
 		problems = append(problems, fmt.Sprintf("rule name %q: use letters, digits, '-' and '_'", name))
@@ -153,7 +155,7 @@ func compileRule(name string, r Rule) (compiledRule, []string) {
 	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType { // dyn (args.flag) is checked when evaluated
 		return c, append(problems, fmt.Sprintf("when is a %s, not true or false", ast.OutputType()))
 	}
-	prg, err := ruleEnv.Program(ast, cel.CostLimit(RuleCostLimit), cel.InterruptCheckFrequency(100))
+	prg, err := ruleEnv.Program(ast, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return c, append(problems, "when: "+err.Error())
 	}
@@ -161,52 +163,28 @@ func compileRule(name string, r Rule) (compiledRule, []string) {
 	return c, problems
 }
 
-// Rules compiles c's [policy.rules]; Load has checked them, so an error
-// here is a configuration Parse did not check.
-func (c *Config) Rules() (*RuleSet, error) {
-	rs := &RuleSet{}
-	for _, name := range sortedKeys(c.Policy.Rules) {
-		cr, problems := compileRule(name, c.Policy.Rules[name])
+// NewRuleSet compiles rules (by name) into a rule set of policy version
+// version; a rule that does not compile is an error naming it.
+func NewRuleSet(rules map[string]Rule, version string) (*RuleSet, error) {
+	rs := &RuleSet{version: version}
+	for _, name := range slices.Sorted(maps.Keys(rules)) {
+		cr, problems := compile(name, rules[name])
 		if len(problems) > 0 {
 			return nil, fmt.Errorf("rule %s: %s", name, strings.Join(problems, "; "))
 		}
 		rs.rules = append(rs.rules, cr)
 	}
-	rs.version = c.PolicyVersion()
 	return rs, nil
 }
 
-// PolicyVersion is a hash of what decides calls: [policy] (grants, denials,
-// rules), [approval] mode, the tools' approval overrides and the servers'
-// read_only and approval lists. An approval given under one version is
-// decided again under another.
-func (c *Config) PolicyVersion() string {
-	type serverPolicy struct {
-		ReadOnly []string          `json:"readOnly,omitempty"`
-		Approval map[string]string `json:"approval,omitempty"`
-	}
-	v := struct {
-		Policy    Policy                  `json:"policy"`
-		Mode      string                  `json:"mode"`
-		Approvals map[string]string       `json:"approvals,omitempty"`
-		Servers   map[string]serverPolicy `json:"servers,omitempty"`
-	}{Policy: c.Policy, Mode: c.Approval.Mode, Approvals: map[string]string{}, Servers: map[string]serverPolicy{}}
-	for id, t := range c.Tools {
-		if t.Approval != "" {
-			v.Approvals[id] = t.Approval
-		}
-	}
-	for name, s := range c.Servers {
-		if len(s.ReadOnly) > 0 || len(s.Approval) > 0 {
-			v.Servers[name] = serverPolicy{s.ReadOnly, s.Approval}
-		}
-	}
-	b, _ := json.Marshal(v) // maps marshal in key order
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+// Check lists what is wrong with rule name (its name, effect, tools
+// patterns, when expression); none when it compiles.
+func Check(name string, r Rule) []string {
+	_, problems := compile(name, r)
+	return problems
 }
 
-// Version is the policy version the rules belong to (Config.PolicyVersion).
+// Version is the policy version the rules belong to (config.PolicyVersion).
 func (rs *RuleSet) Version() string { return rs.version }
 
 // Len is how many rules there are.
@@ -220,10 +198,10 @@ func (rs *RuleSet) Len() int {
 // Decide evaluates every rule whose tools match in.Tool. Deny wins over
 // approve, approve over allow; among rules of the same effect the first by
 // name decides. A rule that cannot be evaluated (a field the arguments
-// lack, its cost limit, RuleTimeout, ctx ending) denies: rules fail
+// lack, its cost limit, Timeout, ctx ending) denies: rules fail
 // closed.
-func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
-	var v RuleVerdict
+func (rs *RuleSet) Decide(ctx context.Context, in Input) Verdict {
+	var v Verdict
 	if rs == nil || len(rs.rules) == 0 {
 		return v
 	}
@@ -238,9 +216,9 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 	}
 	act, err := interpreter.NewActivation(vars) // once for every rule
 	if err != nil {
-		return RuleVerdict{Effect: EffectDeny, Failed: "(input)", Error: err.Error(), Message: "the call could not be given to the rules: " + err.Error()}
+		return Verdict{Effect: EffectDeny, Failed: "(input)", Error: err.Error(), Message: "the call could not be given to the rules: " + err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(ctx, RuleTimeout)
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	for _, r := range rs.rules {
 		if !r.appliesTo(in.Tool, in.Qualified) {
@@ -248,12 +226,12 @@ func (rs *RuleSet) Decide(ctx context.Context, in RuleInput) RuleVerdict {
 		}
 		out, _, err := r.prg.ContextEval(ctx, act)
 		if err != nil {
-			return RuleVerdict{Effect: EffectDeny, Rule: r.name, Matched: v.Matched, Failed: r.name, Error: err.Error(),
+			return Verdict{Effect: EffectDeny, Rule: r.name, Matched: v.Matched, Failed: r.name, Error: err.Error(),
 				Message: fmt.Sprintf("rule %s could not be evaluated (%v): a rule that fails denies the call", r.name, err)}
 		}
 		match, ok := out.Value().(bool)
 		if !ok {
-			return RuleVerdict{Effect: EffectDeny, Rule: r.name, Matched: v.Matched, Failed: r.name, Error: fmt.Sprintf("when is %v, not true or false", out.Value()),
+			return Verdict{Effect: EffectDeny, Rule: r.name, Matched: v.Matched, Failed: r.name, Error: fmt.Sprintf("when is %v, not true or false", out.Value()),
 				Message: fmt.Sprintf("rule %s could not be evaluated (when is %v, not true or false): a rule that fails denies the call", r.name, out.Value())}
 		}
 		if !match {
@@ -317,8 +295,8 @@ func (rs *RuleSet) Names() []string {
 	return out
 }
 
-// RuleResult is one rule's part in a call's decision (RuleSet.Explain).
-type RuleResult struct {
+// Result is one rule's part in a call's decision (RuleSet.Explain).
+type Result struct {
 	Name    string `json:"name"`
 	Effect  string `json:"effect"`
 	When    string `json:"when"`
@@ -329,13 +307,13 @@ type RuleResult struct {
 
 // Explain evaluates every rule on in, one by one: which apply to the
 // tool, which matched, which could not be evaluated.
-func (rs *RuleSet) Explain(ctx context.Context, in RuleInput) []RuleResult {
+func (rs *RuleSet) Explain(ctx context.Context, in Input) []Result {
 	if rs == nil {
 		return nil
 	}
-	out := make([]RuleResult, 0, len(rs.rules))
+	out := make([]Result, 0, len(rs.rules))
 	for _, r := range rs.rules {
-		res := RuleResult{Name: r.name, Effect: r.Effect, When: r.When, Applies: r.appliesTo(in.Tool, in.Qualified)}
+		res := Result{Name: r.name, Effect: r.Effect, When: r.When, Applies: r.appliesTo(in.Tool, in.Qualified)}
 		if res.Applies {
 			one := &RuleSet{rules: []compiledRule{r}}
 			v := one.Decide(ctx, in)
