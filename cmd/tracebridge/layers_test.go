@@ -85,8 +85,8 @@ func TestLayersReadBottomUp(t *testing.T) {
 // backticks exists.
 func TestDocsNameWhatExists(t *testing.T) {
 	root := filepath.Join("..", "..")
-	path := regexp.MustCompile("`((?:bench|bridge|cmd|config|events|export|host|hub|internal|mermaid|pipe|projections|replay|sessions|store|web)(?:/[A-Za-z0-9_.-]+)*/?)`")
-	for _, doc := range []string{"docs/ARCHITECTURE.md", "docs/EXTENDING.md", "README.md"} {
+	path := regexp.MustCompile("`((?:bench|bridge|cmd|config|events|export|host|hub|internal|mermaid|pipe|policy|projections|replay|sessions|store|web)(?:/[A-Za-z0-9_.-]+)*/?)`")
+	for _, doc := range []string{"docs/ARCHITECTURE.md", "docs/EXTENDING.md", "docs/LIFE.md", "README.md"} {
 		b, err := os.ReadFile(filepath.Join(root, doc))
 		if err != nil {
 			t.Fatal(err)
