@@ -5,6 +5,10 @@
 // A missing file means the documented safe defaults (Default). A file that
 // does not parse or does not validate is reported with its line numbers;
 // the bridge then fails closed (every tool denied) rather than guess.
+//
+// config keeps the file's shape; what decides a call lives in package
+// policy ([policy.rules] is a map of policy.Rule, compiled by Rules), and
+// config versions it (PolicyVersion).
 package config
 
 import (

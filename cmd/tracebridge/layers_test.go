@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,4 +111,102 @@ func TestDocsNameWhatExists(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPackageTableNamesWhatExists: every Go name the package table quotes
+// for a package (`Name`, or `Type.Method`) is declared in that package, so
+// the table does not drift from the code it describes.
+func TestPackageTableNamesWhatExists(t *testing.T) {
+	root := filepath.Join("..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| \\d+ [a-z]+ \\| `([a-z/]+)` \\| ([^\\n]*)\\| [^|\\n]+ \\|$")
+	name := regexp.MustCompile("`([A-Z][A-Za-z0-9]*)(?:\\.([A-Z][A-Za-z0-9]*))?(?:\\(\\))?`")
+	checked := 0
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		pkg, text := m[1], m[2]
+		src := declaredNames(t, filepath.Join(root, pkg))
+		for _, n := range name.FindAllStringSubmatch(text, -1) {
+			want := n[1]
+			if n[2] != "" {
+				want = n[1] + "." + n[2]
+			}
+			if strings.ToUpper(want) == want {
+				continue // a file name (SHA256SUMS), not a Go name
+			}
+			checked++
+			if !src[want] && !src["."+want] {
+				t.Errorf("docs/ARCHITECTURE.md's row for %s names `%s`, which %s does not declare", pkg, want, pkg)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d names: the table's shape changed", checked)
+	}
+}
+
+// declaredNames is every top-level name a package's non-test files
+// declare, and Type.Method for each method.
+func declaredNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	fset := token.NewFileSet()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv != nil && len(d.Recv.List) > 0 {
+					typ := d.Recv.List[0].Type
+					if s, ok := typ.(*ast.StarExpr); ok {
+						typ = s.X
+					}
+					if g, ok := typ.(*ast.IndexExpr); ok {
+						typ = g.X
+					}
+					if id, ok := typ.(*ast.Ident); ok {
+						out[id.Name+"."+d.Name.Name] = true
+					}
+					out["."+d.Name.Name] = true // a method named by itself (`Verify`)
+					continue
+				}
+				out[d.Name.Name] = true
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						out[s.Name.Name] = true
+						if st, ok := s.Type.(*ast.StructType); ok {
+							for _, fld := range st.Fields.List {
+								for _, n := range fld.Names {
+									out[s.Name.Name+"."+n.Name] = true
+								}
+							}
+						}
+						if it, ok := s.Type.(*ast.InterfaceType); ok {
+							for _, m := range it.Methods.List {
+								for _, n := range m.Names {
+									out[s.Name.Name+"."+n.Name] = true
+								}
+							}
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							out[n.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
