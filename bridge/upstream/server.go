@@ -215,50 +215,14 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	var inner sdk.Transport
 	switch {
 	case s.g.opts.Dial != nil:
-		t, err := s.g.opts.Dial(ctx, s.name)
-		if err != nil {
-			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: %v", s.name, err)
-		}
-		inner = t
+		inner, err = s.dialed(ctx)
 	case s.cfg.URL != "":
-		u, err := url.Parse(s.cfg.URL)
-		if err != nil {
-			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: url: %v", s.name, err)
-		}
-		ht := &headerTransport{origin: origin(u), headers: map[string]string{}, sent: s.sentOverHTTP, order: &l.order, maxFrame: s.g.opts.MaxFrame}
-		for k, v := range s.cfg.Headers {
-			ht.headers[k] = expand(v)
-		}
-		hc := &http.Client{Transport: ht, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
-			if origin(r.URL) != ht.origin {
-				return fmt.Errorf("server %s redirected to %s, another origin than %s: refused (its configured headers go to %s only)",
-					s.name, origin(r.URL), ht.origin, ht.origin)
-			}
-			return nil
-		}}
-		if s.cfg.Transport == "sse" {
-			inner = detached{&sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}}
-		} else {
-			st := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
-			if s.cfg.OAuth != nil {
-				l.oauth = s.grant()
-				st.OAuthHandler = l.oauth
-			}
-			inner = st
-		}
+		inner, err = s.overHTTP(l, expand)
 	default:
-		env := s.g.opts.Config.ChildEnv(s.name, s.g.opts.Getenv)
-		for _, k := range sortedKeys(s.cfg.Env) {
-			env = append(env, k+"="+expand(s.cfg.Env[k]))
-		}
-		p, err := startProcess(s.cfg, env, s.g.opts.Logger.With("server", s.name), s.g.opts.Emitter.Redactor())
-		if err != nil {
-			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
-		}
-		l.proc = p
-		s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, events.A("command", s.cfg.Describe(), "pid", fmt.Sprint(p.pid())))
-		go s.recordExit(p, req, op)
-		inner = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.g.opts.MaxFrame}
+		inner, err = s.child(req, op, l, expand)
+	}
+	if err != nil {
+		return err
 	}
 	var t sdk.Transport = &evidenceTransport{inner: inner, l: l}
 	if _, streamable := inner.(*sdk.StreamableClientTransport); streamable {
@@ -297,6 +261,62 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	// (info when it did not say); a server without logging says no.
 	l.setLevel(cctx, l.level())
 	return nil
+}
+
+// dialed is the transport a re-drive's recording serves (Options.Dial).
+func (s *Server) dialed(ctx context.Context) (sdk.Transport, error) {
+	t, err := s.g.opts.Dial(ctx, s.name)
+	if err != nil {
+		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: %v", s.name, err)
+	}
+	return t, nil
+}
+
+// overHTTP is a url server's transport (Streamable HTTP, or SSE): its
+// configured headers sent to its own origin only, a redirect elsewhere
+// refused, its OAuth grant when it has one.
+func (s *Server) overHTTP(l *link, expand func(string) string) (sdk.Transport, error) {
+	u, err := url.Parse(s.cfg.URL)
+	if err != nil {
+		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: url: %v", s.name, err)
+	}
+	ht := &headerTransport{origin: origin(u), headers: map[string]string{}, sent: s.sentOverHTTP, order: &l.order, maxFrame: s.g.opts.MaxFrame}
+	for k, v := range s.cfg.Headers {
+		ht.headers[k] = expand(v)
+	}
+	hc := &http.Client{Transport: ht, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		if origin(r.URL) != ht.origin {
+			return fmt.Errorf("server %s redirected to %s, another origin than %s: refused (its configured headers go to %s only)",
+				s.name, origin(r.URL), ht.origin, ht.origin)
+		}
+		return nil
+	}}
+	if s.cfg.Transport == "sse" {
+		return detached{&sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}}, nil
+	}
+	st := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
+	if s.cfg.OAuth != nil {
+		l.oauth = s.grant()
+		st.OAuthHandler = l.oauth
+	}
+	return st, nil
+}
+
+// child starts a stdio server as l's process: its own environment (never
+// another server's secrets), its own process group, its exit recorded.
+func (s *Server) child(req, op events.ID, l *link, expand func(string) string) (sdk.Transport, error) {
+	env := s.g.opts.Config.ChildEnv(s.name, s.g.opts.Getenv)
+	for _, k := range sortedKeys(s.cfg.Env) {
+		env = append(env, k+"="+expand(s.cfg.Env[k]))
+	}
+	p, err := startProcess(s.cfg, env, s.g.opts.Logger.With("server", s.name), s.g.opts.Emitter.Redactor())
+	if err != nil {
+		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
+	}
+	l.proc = p
+	s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, events.A("command", s.cfg.Describe(), "pid", fmt.Sprint(p.pid())))
+	go s.recordExit(p, req, op)
+	return &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.g.opts.MaxFrame}, nil
 }
 
 // connectError says how the handshake failed: the process exited (with its
