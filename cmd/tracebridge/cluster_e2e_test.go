@@ -79,7 +79,10 @@ func TestClusterApprovalDecidedOnAnotherCollector(t *testing.T) {
 	dataA, dataB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	collectorA := start(t, tbBin, dataA, "--nats-url", c.URL(), "--nats-user", "alice", "serve")
 	defer collectorA.cmd.Process.Kill()
-	collectorB := start(t, tbBin, dataB, "--nats-url", c.URL(), "--nats-user", "bob", "serve")
+	// The same operator on another machine: a decision counts only from the
+	// member whose call asked (another member's is not taken: F-C2,
+	// bridge/executor's TestDecisionComesFromTheAskingMember).
+	collectorB := start(t, tbBin, dataB, "--nats-url", c.URL(), "--nats-user", "alice", "--nats-machine", "machine-b", "serve")
 	defer collectorB.cmd.Process.Kill()
 	for _, d := range []string{dataA, dataB} {
 		eventually(t, 30*time.Second, "the collector of "+d+" serves", func() bool {
