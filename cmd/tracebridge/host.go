@@ -178,7 +178,9 @@ func (m *Main) hostClient(ctx context.Context) (c host.Client, done func(), err 
 		node.Close()
 		return c, nil, err
 	}
-	pc := pipe.NewClient(pipe.ClientOptions{Path: path, Recorder: em, Logger: m.logger()})
+	// As long as the UI's: an approval applied through an editor waits for
+	// the editor (host.EditorCallTimeout) before it answers.
+	pc := pipe.NewClient(pipe.ClientOptions{Path: path, Recorder: em, Logger: m.logger(), Timeout: 35 * time.Second})
 	return host.Client{Host: pc, NewID: em.NewID}, func() { pc.Close(); em.Close(context.Background()); node.Close() }, nil
 }
 
