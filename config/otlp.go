@@ -51,7 +51,7 @@ func (c *Config) validateOTLP(bad func(key, format string, args ...any)) {
 		bad("otlp.protocol", "%q is not one of http/protobuf, grpc", o.Protocol)
 	}
 	for _, k := range sortedKeys(o.Headers) {
-		for _, ref := range SecretRefs(o.Headers[k]) {
+		for _, ref := range secretRefs(o.Headers[k]) {
 			if _, ok := c.Secrets[ref]; !ok {
 				bad("otlp.headers", "%s refers to secret %q, which is not defined (add a [secrets.%s] table with env or file)", k, ref, ref)
 			}

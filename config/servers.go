@@ -108,8 +108,8 @@ var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,31}$`)
 // secretRefRE finds ${secret:NAME} references in env and header values.
 var secretRefRE = regexp.MustCompile(`\$\{secret:([^}]*)\}`)
 
-// SecretRefs returns the secret names referenced in v, in order.
-func SecretRefs(v string) []string {
+// secretRefs returns the secret names referenced in v, in order.
+func secretRefs(v string) []string {
 	var out []string
 	for _, m := range secretRefRE.FindAllStringSubmatch(v, -1) {
 		out = append(out, m[1])
@@ -237,7 +237,7 @@ func validateTransport(key string, s Server, bad func(key, format string, args .
 		}
 	}
 	for _, a := range s.Args {
-		if len(SecretRefs(a)) > 0 {
+		if len(secretRefs(a)) > 0 {
 			bad(key+".args", "a secret in argv is visible to every local user (ps): pass it in env instead")
 		}
 	}
@@ -245,7 +245,7 @@ func validateTransport(key string, s Server, bad func(key, format string, args .
 		if s.URL == "" {
 			bad(key+".oauth", "oauth is for url servers")
 		}
-		if o.ClientSecret != "" && len(SecretRefs(o.ClientSecret)) == 0 {
+		if o.ClientSecret != "" && len(secretRefs(o.ClientSecret)) == 0 {
 			bad(key+".oauth.client_secret", "a client secret in the file would be recorded: use a ${secret:NAME} reference")
 		}
 		if o.RedirectPort < 0 || o.RedirectPort > 65535 {
@@ -318,7 +318,7 @@ func (c *Config) validateSecretRefs(key string, s Server, bad func(key, format s
 		vals  map[string]string
 	}{{"env", s.Env}, {"headers", s.Headers}} {
 		for _, k := range sortedKeys(f.vals) {
-			for _, ref := range SecretRefs(f.vals[k]) {
+			for _, ref := range secretRefs(f.vals[k]) {
 				if _, ok := c.Secrets[ref]; !ok {
 					bad(key+"."+f.field, "%s refers to secret %q, which is not defined (add a [secrets.%s] table with env or file)", k, ref, ref)
 				}
@@ -332,13 +332,13 @@ func (s Server) ServerSecrets() []string {
 	seen := map[string]bool{}
 	for _, vals := range []map[string]string{s.Env, s.Headers} {
 		for _, v := range vals {
-			for _, r := range SecretRefs(v) {
+			for _, r := range secretRefs(v) {
 				seen[r] = true
 			}
 		}
 	}
 	if s.OAuth != nil {
-		for _, r := range SecretRefs(s.OAuth.ClientSecret) {
+		for _, r := range secretRefs(s.OAuth.ClientSecret) {
 			seen[r] = true
 		}
 	}

@@ -24,7 +24,7 @@ func EncodeBatch(evs []Event) []byte {
 	b = binary.AppendUvarint(b, uint64(len(evs)))
 	var rec []byte
 	for i := range evs {
-		rec = AppendEncode(rec[:0], &evs[i])
+		rec = appendEncode(rec[:0], &evs[i])
 		b = binary.AppendUvarint(b, uint64(len(rec)))
 		b = append(b, rec...)
 	}

@@ -20,7 +20,7 @@ func BenchmarkCodec(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
 		for b.Loop() {
-			buf = AppendEncode(buf[:0], &e)
+			buf = appendEncode(buf[:0], &e)
 		}
 		b.ReportMetric(float64(len(bin)), "bytes/event")
 	})

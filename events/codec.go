@@ -44,10 +44,10 @@ const (
 var ErrMalformed = errors.New("malformed event")
 
 // Encode returns the canonical record of e.
-func Encode(e *Event) []byte { return AppendEncode(make([]byte, 0, 256), e) }
+func Encode(e *Event) []byte { return appendEncode(make([]byte, 0, 256), e) }
 
-// AppendEncode appends the canonical record of e to dst.
-func AppendEncode(dst []byte, e *Event) []byte {
+// appendEncode appends the canonical record of e to dst.
+func appendEncode(dst []byte, e *Event) []byte {
 	dst = AppendBody(dst, e)
 	dst = append(dst, e.Prev[:]...)
 	return append(dst, e.Hash[:]...)

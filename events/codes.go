@@ -164,8 +164,8 @@ var codeTable = map[Code]codeInfo{
 	CodeNoProposal:      {outcome: Error, action: "list the proposals with `tracebridge proposals list` and use an id from it", status: http.StatusNotFound},
 }
 
-// Codes lists every code, for tests and docs.
-func Codes() []Code {
+// codes lists every code, for tests and docs.
+func codes() []Code {
 	out := make([]Code, 0, len(codeTable))
 	for c := range codeTable {
 		out = append(out, c)
@@ -245,7 +245,7 @@ func HTTPStatus(c Code) int {
 	return http.StatusInternalServerError
 }
 
-// Retryable reports whether a request refused with c may succeed when sent
+// retryable reports whether a request refused with c may succeed when sent
 // again unchanged (the hub was busy or changing); every other refusal is
 // for good.
-func Retryable(c Code) bool { return codeTable[c].retry }
+func retryable(c Code) bool { return codeTable[c].retry }

@@ -51,7 +51,7 @@ func TestEveryCodeHasAnOutcomeAndAnAction(t *testing.T) {
 			t.Errorf("code %s has no outcome or action in codeTable", c)
 		}
 	}
-	for _, c := range Codes() {
+	for _, c := range codes() {
 		if !declared[c] {
 			t.Errorf("codeTable names %s, which is not declared", c)
 		}
@@ -62,7 +62,7 @@ func TestEveryCodeHasAnOutcomeAndAnAction(t *testing.T) {
 // HTTP request with a real status; the refusals by the UI's and the front
 // door's access rules keep the statuses clients rely on.
 func TestEveryCodeHasARatingAndAStatus(t *testing.T) {
-	for _, c := range Codes() {
+	for _, c := range codes() {
 		if s := SeverityOf(c); s != "warning" && s != "error" {
 			t.Errorf("%s: severity %q", c, s)
 		}
@@ -83,9 +83,9 @@ func TestEveryCodeHasARatingAndAStatus(t *testing.T) {
 			t.Errorf("%s: HTTP %d, want %d", c, got, want)
 		}
 	}
-	for _, c := range Codes() {
-		if Retryable(c) != (c == CodeHubUnavailable) {
-			t.Errorf("%s: retryable %v", c, Retryable(c))
+	for _, c := range codes() {
+		if retryable(c) != (c == CodeHubUnavailable) {
+			t.Errorf("%s: retryable %v", c, retryable(c))
 		}
 	}
 }
@@ -119,7 +119,7 @@ func TestEveryCodeIsProduced(t *testing.T) {
 	if len(used) < 40 {
 		t.Fatalf("found %d codes in use; the walk missed the module", len(used))
 	}
-	for _, c := range Codes() {
+	for _, c := range codes() {
 		if !used["Code"+string(c)] {
 			t.Errorf("code %s is declared but nothing produces it", c)
 		}
@@ -140,7 +140,7 @@ func TestHintsAreForTheModel(t *testing.T) {
 			t.Errorf("%s: no hint for the client", c)
 		}
 	}
-	for _, c := range Codes() {
+	for _, c := range codes() {
 		if h := HintFor(c); operatorWords.MatchString(h) {
 			t.Errorf("%s: the hint %q tells the model what only the operator can do", c, h)
 		}

@@ -356,7 +356,7 @@ func (e *Emitter) send(ctx context.Context, batch []Event) error {
 		// may succeed (events/codes.go); an error without a code (a broken
 		// connection) is retried.
 		var rej *Err
-		if errors.As(err, &rej) && !Retryable(rej.Code) {
+		if errors.As(err, &rej) && !retryable(rej.Code) {
 			e.opts.Logger.Error("log refused events", "events", len(batch), "code", rej.Code, "err", rej.Msg)
 			return err
 		}
@@ -409,7 +409,7 @@ func externalize(ev *Event, limit int) []string {
 	var out []string
 	for i, a := range ev.Attrs {
 		v := a.Value
-		if len(v) <= MaxAttrLen && !LooksLikeRef(v) {
+		if len(v) <= MaxAttrLen && !looksLikeRef(v) {
 			continue
 		}
 		if len(v) > limit {

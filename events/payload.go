@@ -64,9 +64,9 @@ func ParseRef(v string) (sum Hash, size int, ok bool) {
 	return sum, n, true
 }
 
-// LooksLikeRef reports whether v starts as a reference does: such a value
+// looksLikeRef reports whether v starts as a reference does: such a value
 // is stored as a payload even when it is short (see the package comment).
-func LooksLikeRef(v string) bool { return strings.HasPrefix(v, PayloadPrefix) }
+func looksLikeRef(v string) bool { return strings.HasPrefix(v, PayloadPrefix) }
 
 // Refs returns the payloads e's attributes refer to.
 func (e *Event) Refs() []Hash {

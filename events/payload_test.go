@@ -39,7 +39,7 @@ func FuzzParseRef(f *testing.F) {
 		if ok && RefOf(sum, size) != v {
 			t.Fatalf("%q parsed, but its canonical spelling is %q", v, RefOf(sum, size))
 		}
-		if ok && !LooksLikeRef(v) {
+		if ok && !looksLikeRef(v) {
 			t.Fatalf("%q parsed but does not look like a reference", v)
 		}
 	})

@@ -153,7 +153,7 @@ func LoadSharedRedactor(keyPath, cachePath string) (*Redactor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redaction: %w", err)
 	}
-	c, err := OpenSecretCache(cachePath, key)
+	c, err := openSecretCache(cachePath, key)
 	if err != nil {
 		return nil, err
 	}
@@ -456,7 +456,7 @@ func isSecretKey(k string) bool {
 // Redact rewrites e.Attrs in place: secret-like keys, known secret formats
 // and registered secrets are replaced, then long values are truncated. The
 // attributes are copied first, so the caller's are never changed.
-func (r *Redactor) Redact(e *Event) { r.redact(e, Truncate) }
+func (r *Redactor) Redact(e *Event) { r.redact(e, truncate) }
 
 // RedactWhole is Redact without the truncation, for an emitter that keeps
 // long values whole in a payload store.
@@ -493,7 +493,7 @@ func (r *Redactor) value(k, v string) string {
 	if isSecretKey(k) {
 		return r.mark("key", v)
 	}
-	return Truncate(r.scrub(v))
+	return truncate(r.scrub(v))
 }
 
 // Scrub removes registered secrets and known secret shapes from a document
@@ -521,9 +521,9 @@ func (r *Redactor) scrub(v string) string {
 	return v
 }
 
-// Truncate shortens a value longer than MaxAttrLen, keeping its first
+// truncate shortens a value longer than MaxAttrLen, keeping its first
 // TruncatedPrefix bytes (cut at a rune boundary) and its size and SHA-256.
-func Truncate(v string) string {
+func truncate(v string) string {
 	if len(v) <= MaxAttrLen {
 		return v
 	}

@@ -81,7 +81,7 @@ func TestEqualSecretsCorrelateAcrossKeys(t *testing.T) {
 
 func TestLongValuesAreTruncatedWithSizeAndHash(t *testing.T) {
 	v := strings.Repeat("é", MaxAttrLen) // 2 bytes each: cut must respect runes
-	got := Truncate(v)
+	got := truncate(v)
 	if len(got) > TruncatedPrefix+200 || !strings.Contains(got, "size=8192") || !strings.Contains(got, "sha256=") {
 		t.Fatalf("truncated to %d bytes: %q", len(got), got[len(got)-120:])
 	}

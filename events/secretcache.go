@@ -38,8 +38,8 @@ type SecretCache struct {
 // maxSecretRecord caps one record: a secret is a token, not a document.
 const maxSecretRecord = 64 << 10
 
-// OpenSecretCache returns the cache at path for redaction key key.
-func OpenSecretCache(path string, key []byte) (*SecretCache, error) {
+// openSecretCache returns the cache at path for redaction key key.
+func openSecretCache(path string, key []byte) (*SecretCache, error) {
 	aead, err := SealingAEAD(key, "tracebridge secret cache v1")
 	if err != nil {
 		return nil, err

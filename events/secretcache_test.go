@@ -40,7 +40,7 @@ func TestSecretCacheSharesAcrossRedactors(t *testing.T) {
 		t.Errorf("cache mode %v", fi.Mode())
 	}
 	// Another key's record and a torn one: ignored, nothing lost.
-	other, _ := OpenSecretCache(cache, make([]byte, 32))
+	other, _ := openSecretCache(cache, make([]byte, 32))
 	other.Add("someone-elses")
 	f, _ := os.OpenFile(cache, os.O_WRONLY|os.O_APPEND, 0)
 	f.Write([]byte{0, 0, 1})

@@ -33,9 +33,9 @@ var (
 // MaxDiagnostics caps what one parse returns.
 const MaxDiagnostics = 1000
 
-// ParseDiagnostics reads a command's output line by line and returns what it
+// parseDiagnostics reads a command's output line by line and returns what it
 // recognises; other lines are ignored.
-func ParseDiagnostics(out string) []Diagnostic {
+func parseDiagnostics(out string) []Diagnostic {
 	diags := []Diagnostic{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -86,7 +86,7 @@ func (h *Host) diagnostics(ctx context.Context, req pipe.Request) (any, error) {
 	var out limitedOut
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	res := &DiagnosticsResult{Command: strings.Join(d.Command, " "), RanAt: time.Now().UTC(), Diagnostics: ParseDiagnostics(out.String())}
+	res := &DiagnosticsResult{Command: strings.Join(d.Command, " "), RanAt: time.Now().UTC(), Diagnostics: parseDiagnostics(out.String())}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):

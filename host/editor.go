@@ -79,8 +79,8 @@ type editorConn struct {
 	hasDiags      bool
 }
 
-// NewEditors returns the editor state of a host serving ws.
-func NewEditors(ws *Workspace, rec events.Recorder) *Editors {
+// newEditors returns the editor state of a host serving ws.
+func newEditors(ws *Workspace, rec events.Recorder) *Editors {
 	e := &Editors{ws: ws, rec: rec, conns: map[*pipe.Peer]*editorConn{}, buffers: map[string]Buffer{}}
 	e.room.perEditor, e.room.all = MaxEditorBuffers, MaxBuffers
 	return e

@@ -352,7 +352,7 @@ func FuzzEditorPayloads(f *testing.F) {
 	f.Add([]byte(`{"diagnostics":[{"file":"/etc/passwd","line":1,"severity":"error","message":"m"},{"file":"a.go","line":0,"message":"m"}]}`))
 	f.Add([]byte(`{"path":"a.go","closed":true}`))
 	tr := newTree(f)
-	e := NewEditors(tr.ws, nil)
+	e := newEditors(tr.ws, nil)
 	c := &editorConn{name: "fuzz"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req := pipe.Request{Payload: data}

@@ -29,7 +29,7 @@ func (h *Host) editorAttach(ctx context.Context, req pipe.Request) (any, error) 
 	out := Attached{Protocol: pipe.Version, Root: h.WS.Dir(), Proposals: []*Proposal{}}
 	for _, pr := range h.Proposals.List() {
 		if pr.State == Pending {
-			out.Proposals = append(out.Proposals, Summary(pr))
+			out.Proposals = append(out.Proposals, summary(pr))
 		}
 	}
 	out.Review = h.Reviews.Latest()

@@ -52,7 +52,7 @@ type Host struct {
 
 // Languages returns the host's language servers, created on first use.
 func (h *Host) Languages() *Languages {
-	h.lsOnce.Do(func() { h.ls = NewLanguages(h.WS, h.Rec, h.LanguageServers) })
+	h.lsOnce.Do(func() { h.ls = newLanguages(h.WS, h.Rec, h.LanguageServers) })
 	return h.ls
 }
 
@@ -63,7 +63,7 @@ func (h *Host) Close() { h.Languages().Close() }
 // "Editors"), wired to its proposals and reviews on first use.
 func (h *Host) Editors() *Editors {
 	h.edOnce.Do(func() {
-		h.ed = NewEditors(h.WS, h.Rec)
+		h.ed = newEditors(h.WS, h.Rec)
 		if h.Proposals != nil {
 			h.Proposals.Editors = h.ed
 			h.Proposals.OnChange = func(pr *Proposal) { h.ed.Broadcast(pipe.NotifyProposalChanged, pr) }
@@ -106,7 +106,7 @@ func (h *Host) Handlers() map[string]pipe.Handler {
 		pipe.CmdProposalsList: func(context.Context, pipe.Request) (any, error) {
 			list := h.Proposals.List()
 			for i, pr := range list {
-				list[i] = Summary(pr)
+				list[i] = summary(pr)
 			}
 			return list, nil
 		},

@@ -50,8 +50,8 @@ type Languages struct {
 	installed map[string]bool // command → found on PATH, looked up once
 }
 
-// NewLanguages returns the servers for ws; langs nil: DefaultLanguages.
-func NewLanguages(ws *Workspace, rec events.Recorder, langs []Language) *Languages {
+// newLanguages returns the servers for ws; langs nil: DefaultLanguages.
+func newLanguages(ws *Workspace, rec events.Recorder, langs []Language) *Languages {
 	if langs == nil {
 		langs = DefaultLanguages
 	}

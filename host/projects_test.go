@@ -43,7 +43,7 @@ func TestParseDiagnostics(t *testing.T) {
 		"no position here",
 		"a.go:0:1: line zero is not a line",
 	}, "\n")
-	got := ParseDiagnostics(out)
+	got := parseDiagnostics(out)
 	want := []Diagnostic{
 		{File: "./main.go", Line: 12, Column: 5, Severity: "error", Message: "undefined: foo"},
 		{File: "pkg/a.go", Line: 3, Severity: "error", Message: "possible misuse of unsafe.Pointer"},
@@ -63,7 +63,7 @@ func TestParseDiagnostics(t *testing.T) {
 func FuzzParseDiagnostics(f *testing.F) {
 	f.Add("./main.go:12:5: undefined: foo\nlib/y.ts(4,10): error TS2304: x")
 	f.Fuzz(func(t *testing.T, out string) {
-		ds := ParseDiagnostics(out)
+		ds := parseDiagnostics(out)
 		if len(ds) > MaxDiagnostics {
 			t.Fatal("more than the cap")
 		}

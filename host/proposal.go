@@ -78,9 +78,9 @@ const MaxDescriptionBytes = 4 << 10
 // MaxPreviewBytes bounds the diff `proposals.show` carries.
 const MaxPreviewBytes = 512 << 10
 
-// Summary is pr as lists carry it: no edits, no diff (show has them), so a
+// summary is pr as lists carry it: no edits, no diff (show has them), so a
 // list stays small however large the proposals are.
-func Summary(pr *Proposal) *Proposal {
+func summary(pr *Proposal) *Proposal {
 	s := *pr
 	s.Files = make([]FileChange, len(pr.Files))
 	for i, f := range pr.Files {

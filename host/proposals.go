@@ -108,7 +108,7 @@ func (p *Proposals) emit(pr *Proposal, kind string, code events.Code, attrs even
 	req, _ := events.ParseID(pr.RequestID)
 	p.rec.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OutcomeOf(code), Code: code, Attrs: attrs})
 	if p.OnChange != nil {
-		p.OnChange(Summary(pr))
+		p.OnChange(summary(pr))
 	}
 }
 

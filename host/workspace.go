@@ -166,9 +166,9 @@ func (w *Workspace) WriteFile(p string, data []byte) error {
 	return w.WriteFileVia(p, data, ".tb-"+hex.EncodeToString(rnd[:])+".tmp", nil)
 }
 
-// TempPath is where WriteFileVia puts the temporary file named tmp while it
+// tempPath is where WriteFileVia puts the temporary file named tmp while it
 // replaces p: in p's directory.
-func TempPath(p, tmp string) string { return path.Join(path.Dir(p), tmp) }
+func tempPath(p, tmp string) string { return path.Join(path.Dir(p), tmp) }
 
 // WriteFileVia is WriteFile through a temporary file of a name the caller
 // chose (and can remove after a crash: RemoveTemp). A stale temporary file
@@ -190,7 +190,7 @@ func (w *Workspace) WriteFileVia(p string, data []byte, tmpName string, beforeRe
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	tmp := filepath.FromSlash(TempPath(rel, tmpName))
+	tmp := filepath.FromSlash(tempPath(rel, tmpName))
 	w.root.Remove(tmp) // a stale one from a crash; never follows a symlink
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, mode)
 	if err != nil {
@@ -227,7 +227,7 @@ func (w *Workspace) RemoveTemp(p, tmpName string) error {
 	if err != nil {
 		return err
 	}
-	if err := w.root.Remove(filepath.FromSlash(TempPath(rel, tmpName))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := w.root.Remove(filepath.FromSlash(tempPath(rel, tmpName))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil

@@ -14,9 +14,9 @@ type Options struct {
 	Timings bool
 }
 
-// Other stands for a participant the catalog does not know: producers
+// other stands for a participant the catalog does not know: producers
 // cannot add names to a diagram.
-const Other = "Other"
+const other = "Other"
 
 // noteAttrs are the attributes shown as notes under decisions and failures,
 // in this order.
@@ -42,7 +42,7 @@ func Sequence(evs []events.Event, opts Options) string {
 			return
 		}
 		if repeat > 1 {
-			pending = strings.TrimSuffix(pending, "\n") + Escape(fmt.Sprintf(" ×%d", repeat)) + "\n"
+			pending = strings.TrimSuffix(pending, "\n") + escape(fmt.Sprintf(" ×%d", repeat)) + "\n"
 		}
 		b.WriteString(pending)
 		pending, repeat = "", 0
@@ -83,7 +83,7 @@ func writeParticipants(b *strings.Builder, evs []events.Event) {
 		}
 	}
 	slices.Sort(upstreams)
-	for _, p := range append(slices.Clone(events.Participants), Other) {
+	for _, p := range append(slices.Clone(events.Participants), other) {
 		if p == events.Upstream {
 			for _, u := range upstreams {
 				fmt.Fprintf(b, "    participant %s as %s\n", u, strings.Replace(u, "_", " ", 1))
@@ -117,12 +117,12 @@ func arrowOf(evs []events.Event, i int, opts Options) (line, note string) {
 	if e.Outcome.Failed() {
 		arrow = "-x"
 	}
-	line = fmt.Sprintf("    %s%s%s: %s\n", from, arrow, to, Escape(label))
+	line = fmt.Sprintf("    %s%s%s: %s\n", from, arrow, to, escape(label))
 	info, _ := events.Lookup(e.Kind)
 	if e.Outcome.Failed() || info.Boundary == events.BoundaryPolicy || info.Boundary == events.BoundaryApproval {
 		for _, k := range noteAttrs {
 			if v := e.Attrs.Get(k); v != "" {
-				return line, fmt.Sprintf("    Note over %s: %s\n", to, Escape(truncate(v, 120)))
+				return line, fmt.Sprintf("    Note over %s: %s\n", to, escape(truncate(v, 120)))
 			}
 		}
 	}
@@ -156,7 +156,7 @@ func participant(p string) string {
 	if slices.Contains(events.Participants, p) {
 		return p
 	}
-	return Other
+	return other
 }
 
 func truncate(s string, n int) string {
@@ -175,10 +175,10 @@ func truncate(s string, n int) string {
 	return s[:cut] + "…"
 }
 
-// Escape keeps letters, digits, spaces and . _ / ( ) , = + - as they are and
+// escape keeps letters, digits, spaces and . _ / ( ) , = + - as they are and
 // writes every other character as a Mermaid entity (#<code>;), so a label is
 // always one inert piece of text.
-func Escape(s string) string {
+func escape(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {

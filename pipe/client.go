@@ -184,7 +184,7 @@ func (c *Client) read(conn net.Conn) {
 			c.drop(conn, err)
 			return
 		}
-		resp, err := DecodeResponse(line)
+		resp, err := decodeResponse(line)
 		if err != nil {
 			c.opts.Logger.Warn("pipe: unreadable response from the host", "err", err)
 			continue

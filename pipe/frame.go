@@ -77,12 +77,12 @@ func newReader(r interface{ Read([]byte) (int, error) }) *bufio.Reader {
 	return bufio.NewReaderSize(r, readBuffer)
 }
 
-// DecodeRequest parses one request frame strictly: version 1, known fields
+// decodeRequest parses one request frame strictly: version 1, known fields
 // only, a command in commands, an operation id. A frame that cannot be used
 // is an *events.Err saying why (TooLarge, MalformedEnvelope,
 // UnknownCommand); the request comes back with it when it was readable
 // enough to name its operation, so the refusal can be answered.
-func DecodeRequest(b []byte, commands map[string]bool) (Request, error) {
+func decodeRequest(b []byte, commands map[string]bool) (Request, error) {
 	var req Request
 	if len(b) > MaxFrame {
 		return Request{}, events.Errorf(events.CodeTooLarge, "frame of %d bytes exceeds %d", len(b), MaxFrame)
@@ -111,8 +111,8 @@ func DecodeRequest(b []byte, commands map[string]bool) (Request, error) {
 	return req, nil
 }
 
-// DecodeResponse parses one response frame.
-func DecodeResponse(b []byte) (Response, error) {
+// decodeResponse parses one response frame.
+func decodeResponse(b []byte) (Response, error) {
 	var resp Response
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

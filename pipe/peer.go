@@ -127,7 +127,7 @@ func (p *Peer) answer(line []byte) bool {
 	if json.Unmarshal(line, &probe) != nil || probe.Command != nil || probe.OK == nil {
 		return false
 	}
-	resp, err := DecodeResponse(line)
+	resp, err := decodeResponse(line)
 	if err != nil {
 		return true // unreadable: its caller times out, with the reason in its code
 	}

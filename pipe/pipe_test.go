@@ -164,7 +164,7 @@ func TestBadFramesFailClosed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.frame, err)
 		}
-		resp, err := DecodeResponse(line)
+		resp, err := decodeResponse(line)
 		if tc.code == "" {
 			if err != nil || !resp.OK {
 				t.Fatalf("the connection did not survive the bad frames: %s", line)
@@ -322,7 +322,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`[]`))
 	cmds := map[string]bool{"echo": true}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		req, err := DecodeRequest(b, cmds)
+		req, err := decodeRequest(b, cmds)
 		if err != nil {
 			var fe *events.Err
 			if !errors.As(err, &fe) || fe.Code == "" {
@@ -346,7 +346,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Add([]byte(`{"v":1,"operationId":"o","ok":false,"code":"NoSuchCode"}`))
 	f.Add([]byte(`{"v":2}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		resp, err := DecodeResponse(b)
+		resp, err := decodeResponse(b)
 		if err != nil {
 			if events.CodeOf(err) == "" {
 				t.Fatalf("uncoded error %v", err)
@@ -363,12 +363,12 @@ func FuzzDecodeResponse(f *testing.F) {
 // know, answers its caller MalformedEnvelope naming what it sent.
 func TestARefusalWithoutACodeIsTheHostsFault(t *testing.T) {
 	for _, in := range []string{`{"v":1,"operationId":"o","ok":false}`, `{"v":1,"operationId":"o","ok":false,"code":"Nope","message":"m"}`} {
-		resp, err := DecodeResponse([]byte(in))
+		resp, err := decodeResponse([]byte(in))
 		if err != nil || resp.Code != events.CodeMalformedEnvelope || !strings.Contains(resp.Message, "without a known code") {
 			t.Errorf("%s: %+v %v", in, resp, err)
 		}
 	}
-	resp, err := DecodeResponse([]byte(`{"v":1,"operationId":"o","ok":false,"code":"Drift","message":"changed"}`))
+	resp, err := decodeResponse([]byte(`{"v":1,"operationId":"o","ok":false,"code":"Drift","message":"changed"}`))
 	if err != nil || resp.Code != events.CodeDrift || resp.Message != "changed" {
 		t.Errorf("a coded refusal: %+v %v", resp, err)
 	}

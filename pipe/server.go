@@ -127,7 +127,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		if len(line) == 0 || peer.answer(line) {
 			continue
 		}
-		req, err := DecodeRequest(line, s.commands)
+		req, err := decodeRequest(line, s.commands)
 		if err != nil {
 			s.refuse(write, req, events.AsErr(err, events.CodeMalformedEnvelope))
 			continue

@@ -37,9 +37,9 @@ func SaveDescriptor(dir, desc, hash string) error {
 	return durable.WriteFileAtomic(path, []byte(desc), 0o600)
 }
 
-// LoadDescriptor returns the descriptor kept in dir under hash, when there
+// loadDescriptor returns the descriptor kept in dir under hash, when there
 // is one whose bytes hash to it.
-func LoadDescriptor(dir, hash string) (string, bool) {
+func loadDescriptor(dir, hash string) (string, bool) {
 	if dir == "" || !hashRE.MatchString(hash) {
 		return "", false
 	}
@@ -57,7 +57,7 @@ func LoadDescriptor(dir, hash string) (string, bool) {
 // WholeDescriptor is the descriptor with hash, whole: from dir, else the
 // recorded one when it was not cut.
 func WholeDescriptor(dir, hash, recorded string) (string, bool) {
-	if d, ok := LoadDescriptor(dir, hash); ok {
+	if d, ok := loadDescriptor(dir, hash); ok {
 		return d, true
 	}
 	sum := sha256.Sum256([]byte(recorded))

@@ -33,7 +33,7 @@ func (runs) Present(_, v []byte, q Query) (json.RawMessage, bool, error) {
 		return nil, false, err
 	}
 	s := f.Summary()
-	if q.Kind != "" && q.Kind != RunKind(s) {
+	if q.Kind != "" && q.Kind != runKind(s) {
 		return nil, false, nil
 	}
 	if (q.Status != "" && s.Status != q.Status) || (q.Tool != "" && s.Tool != q.Tool) ||
@@ -50,8 +50,8 @@ const (
 	KindOther = "other" // an operator action, a UI view, synthetic load
 )
 
-// RunKind says whether a run is an MCP client's request or something else.
-func RunKind(s replay.Summary) string {
+// runKind says whether a run is an MCP client's request or something else.
+func runKind(s replay.Summary) string {
 	if s.Method != "" {
 		return KindMCP
 	}

@@ -139,7 +139,7 @@ func compareReply(ctx context.Context, node Log, idx int, st *Step, evs []events
 	if len(st.Reply) == 0 {
 		return nil, nil
 	}
-	got, err := Reply(ctx, node, evs)
+	got, err := reply(ctx, node, evs)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +150,8 @@ func compareReply(ctx context.Context, node Log, idx int, st *Step, evs []events
 	return &Drift{Step: idx, Label: st.Label(), At: at, Want: w, Got: g}, nil
 }
 
-// Reply is the answer a run's client got, whole (nil: none recorded).
-func Reply(ctx context.Context, r events.PayloadReader, evs []events.Event) (json.RawMessage, error) {
+// reply is the answer a run's client got, whole (nil: none recorded).
+func reply(ctx context.Context, r events.PayloadReader, evs []events.Event) (json.RawMessage, error) {
 	for i := range evs {
 		if evs[i].Kind == events.KindMCPResponseSent {
 			a, err := events.ResolveValue(ctx, r, evs[i].Attrs.Get(events.AttrAnswer))
@@ -191,8 +191,8 @@ func sideName(host bool) string {
 func Crossings(evs []events.Event) []Crossing {
 	var out []Crossing
 	for i := range evs {
-		if InScopeEvent(&evs[i]) {
-			out = append(out, CrossingOf(&evs[i]))
+		if inScopeEvent(&evs[i]) {
+			out = append(out, crossingOf(&evs[i]))
 		}
 	}
 	return out
@@ -205,7 +205,7 @@ func (r *Redriven) Accept(ctx context.Context, log events.PayloadReader, s *Sess
 		st := &s.Steps[r.Steps[k]]
 		st.Expect = Crossings(run.Events)
 		if st.Step == StepClient {
-			reply, err := Reply(ctx, log, run.Events)
+			reply, err := reply(ctx, log, run.Events)
 			if err != nil {
 				return err
 			}

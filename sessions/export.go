@@ -216,8 +216,8 @@ func exportRun(s *Session, run []events.Event) ([]Step, error) {
 	x := &runExport{s: s}
 	for i := range run {
 		e := &run[i]
-		if InScopeEvent(e) {
-			x.expect = append(x.expect, CrossingOf(e))
+		if inScopeEvent(e) {
+			x.expect = append(x.expect, crossingOf(e))
 		}
 		if err := x.add(e); err != nil {
 			return nil, err

@@ -112,7 +112,7 @@ func Redrive(ctx context.Context, s *Session, opts RedriveOptions) (*Redriven, e
 		}
 		defer stop()
 	}
-	upstreams := NewRecordedUpstreams(s)
+	upstreams := newRecordedUpstreams(s)
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	closeBridge, err := d.startBridge(bctx, cfg, hosts, upstreams)
@@ -175,7 +175,7 @@ type redrive struct {
 func (d *redrive) startBridge(ctx context.Context, cfg *config.Config, hosts []host.Entry, upstreams *RecordedUpstreams) (func(), error) {
 	b, err := bridge.New(bridge.Parts{Config: cfg, ConfigText: d.s.Header.Config, Emitter: d.em, Log: d.node, Host: redriveHost(d.opts, cfg, d.em, hosts),
 		Getenv: d.secrets.Getenv, ReadFile: d.secrets.ReadFile, After: d.secrets.After, Now: d.now, Logger: d.opts.Logger, Version: d.opts.Version,
-		Dial: upstreams.Dial, Extra: append(RecordedTools(d.s), d.opts.Extra...)})
+		Dial: upstreams.Dial, Extra: append(recordedTools(d.s), d.opts.Extra...)})
 	if err != nil {
 		return nil, err
 	}

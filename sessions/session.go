@@ -156,8 +156,8 @@ func (c Crossing) String() string {
 	return s
 }
 
-// CrossingOf is e as a drift check sees it.
-func CrossingOf(e *events.Event) Crossing {
+// crossingOf is e as a drift check sees it.
+func crossingOf(e *events.Event) Crossing {
 	return Crossing{Kind: e.Kind, Boundary: e.Boundary, From: e.From, To: e.To, Outcome: e.Outcome, Code: e.Code}
 }
 
@@ -170,11 +170,11 @@ var outOfScopeKinds = map[string]bool{
 	events.KindUpstreamToolRemoved: true, events.KindUpstreamToolAccepted: true, events.KindUpstreamOffers: true,
 }
 
-// InScopeEvent says whether a re-drive reproduces e.
-func InScopeEvent(e *events.Event) bool { return InScope(e.Boundary) && !outOfScopeKinds[e.Kind] }
+// inScopeEvent says whether a re-drive reproduces e.
+func inScopeEvent(e *events.Event) bool { return inScope(e.Boundary) && !outOfScopeKinds[e.Kind] }
 
-// InScope says whether a re-drive reproduces events of boundary b.
-func InScope(b events.Boundary) bool {
+// inScope says whether a re-drive reproduces events of boundary b.
+func inScope(b events.Boundary) bool {
 	for _, x := range export.ScopeExclusions {
 		if b == x {
 			return false

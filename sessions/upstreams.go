@@ -32,8 +32,8 @@ type RecordedUpstreams struct {
 	drift  []Drift
 }
 
-// NewRecordedUpstreams reads s's upstream steps.
-func NewRecordedUpstreams(s *Session) *RecordedUpstreams {
+// newRecordedUpstreams reads s's upstream steps.
+func newRecordedUpstreams(s *Session) *RecordedUpstreams {
 	r := &RecordedUpstreams{tools: s.Header.Upstreams, offers: s.Header.Offers, queue: map[string][]int{}, steps: s.Steps}
 	for i := range s.Steps {
 		if st := &s.Steps[i]; st.Step == StepUpstream {
@@ -309,10 +309,10 @@ func sameJSON(a, b json.RawMessage) bool {
 	return bytes.Equal(xb, yb)
 }
 
-// RecordedTools stands in for the recorded tools (discovered ones) the
+// recordedTools stands in for the recorded tools (discovered ones) the
 // session called: each answers with its next recorded result, in order.
 // Nothing runs.
-func RecordedTools(s *Session) []*executor.Tool {
+func recordedTools(s *Session) []*executor.Tool {
 	var mu sync.Mutex
 	queue := map[string][]json.RawMessage{}
 	for i := range s.Steps {

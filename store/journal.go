@@ -38,8 +38,8 @@ import (
 // epoch: what follows the new frames is an older epoch's, and reading stops
 // there, as it stops at a torn or zeroed frame.
 
-// JournalPath is the journal of the log at path.
-func JournalPath(path string) string { return path + ".journal" }
+// journalPath is the journal of the log at path.
+func journalPath(path string) string { return path + ".journal" }
 
 const (
 	journalPrealloc = 256 << 10 // zeros written when the journal is made

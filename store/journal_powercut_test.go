@@ -137,7 +137,7 @@ func TestPowerCutBetweenJournalAndApply(t *testing.T) {
 			if err := os.CopyFS(dmg, os.DirFS(pristine)); err != nil {
 				t.Fatal(err)
 			}
-			jp := JournalPath(filepath.Join(dmg, "events.db"))
+			jp := journalPath(filepath.Join(dmg, "events.db"))
 			b, err := os.ReadFile(jp)
 			if err != nil {
 				t.Fatal(err)

@@ -97,7 +97,7 @@ func TestTornJournalTailIsNotApplied(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "events.db")
 			acked := appendHeld(t, path, 3) // frames: payload, events, ×3
-			b, err := os.ReadFile(JournalPath(path))
+			b, err := os.ReadFile(journalPath(path))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestTornJournalTailIsNotApplied(t *testing.T) {
 			end := offs[5] + 8 + int(beUint32(b[offs[5]:]))
 			tail := slices.Clone(b[end:]) // the preallocated zeros after it
 			b = append(tc.tear(b[:end], offs[5]), tail...)[:len(b)]
-			if err := os.WriteFile(JournalPath(path), b, 0o600); err != nil {
+			if err := os.WriteFile(journalPath(path), b, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			s, err := Open(path, Options{})
@@ -139,7 +139,7 @@ func TestJournalThatDoesNotFollowTheLogIsRefused(t *testing.T) {
 	appendHeld(t, path, 1)
 	other := filepath.Join(dir, "other.db")
 	appendHeld(t, other, 3) // frames past this log's head, from another chain
-	journal, err := os.ReadFile(JournalPath(other))
+	journal, err := os.ReadFile(journalPath(other))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestJournalThatDoesNotFollowTheLogIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if err := os.WriteFile(JournalPath(path), journal, 0o600); err != nil {
+	if err := os.WriteFile(journalPath(path), journal, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s, err = Open(path, Options{})
@@ -215,7 +215,7 @@ func TestJournalStartsAgainOnceApplied(t *testing.T) {
 		}
 	}
 	s.Close()
-	st, err := os.Stat(JournalPath(path))
+	st, err := os.Stat(journalPath(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func FuzzJournal(f *testing.F) {
 	s.Append(context.Background(), []events.Event{ev(req, 1), ev(req, 2)})
 	s.AppendFrom(context.Background(), []events.Event{ev(req, 3)}, Source{Stream: "s", Seq: 7})
 	s.Close()
-	b, _ := os.ReadFile(JournalPath(path))
+	b, _ := os.ReadFile(journalPath(path))
 	offs := frameOffsets(f, b)
 	f.Add(b[:offs[len(offs)-1]+200])
 	f.Add([]byte{})
@@ -337,7 +337,7 @@ func TestJournalDamageIsNamedNotDropped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "events.db")
 			acked := appendHeld(t, path, 6) // frames: payload, events, ×6
-			b, err := os.ReadFile(JournalPath(path))
+			b, err := os.ReadFile(journalPath(path))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -345,7 +345,7 @@ func TestJournalDamageIsNamedNotDropped(t *testing.T) {
 			if len(offs) != 12 {
 				t.Fatalf("%d frames in the journal, want 12", len(offs))
 			}
-			if err := os.WriteFile(JournalPath(path), tc.damage(b, offs), 0o600); err != nil {
+			if err := os.WriteFile(journalPath(path), tc.damage(b, offs), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			s, err := Open(path, Options{})
@@ -353,7 +353,7 @@ func TestJournalDamageIsNamedNotDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := s.AppendStatus()
-			if !strings.HasPrefix(st, string(events.CodeChainBroken)) || !strings.Contains(st, tc.says) || !strings.Contains(st, JournalPath(path)) || !strings.Contains(st, "--repair-journal") {
+			if !strings.HasPrefix(st, string(events.CodeChainBroken)) || !strings.Contains(st, tc.says) || !strings.Contains(st, journalPath(path)) || !strings.Contains(st, "--repair-journal") {
 				t.Fatalf("append status: %q", st)
 			}
 			if _, err := s.Append(context.Background(), []events.Event{ev(testIDs.New(), 1)}); err == nil {
@@ -367,7 +367,7 @@ func TestJournalDamageIsNamedNotDropped(t *testing.T) {
 				t.Fatalf("%d events before the damage are missing", len(missing))
 			}
 			s.Close()
-			if _, err := os.Stat(JournalPath(path)); err != nil {
+			if _, err := os.Stat(journalPath(path)); err != nil {
 				t.Fatalf("the damaged journal is gone after an open: %v", err)
 			}
 			// A read-only open says the same.

@@ -43,8 +43,8 @@ func RepairJournal(path string, now time.Time) (*JournalRepair, error) {
 // keepDamaged moves the damaged journal aside, durably, so the writer
 // starts a new one (the readable frames before the damage are applied).
 func (s *Store) keepDamaged(dmg *JournalDamage) error {
-	kept := JournalPath(s.path) + ".damaged-" + s.opts.repair.at.UTC().Format("20060102T150405Z")
-	if err := os.Rename(JournalPath(s.path), kept); err != nil {
+	kept := journalPath(s.path) + ".damaged-" + s.opts.repair.at.UTC().Format("20060102T150405Z")
+	if err := os.Rename(journalPath(s.path), kept); err != nil {
 		return fmt.Errorf("keep the damaged journal: %w", err)
 	}
 	if err := durable.SyncDir(filepath.Dir(s.path)); err != nil {

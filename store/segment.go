@@ -71,8 +71,8 @@ func ReadManifest(dir string) (Manifest, error) {
 	return m, nil
 }
 
-// SignAt signs a checkpoint of (seq, hash) at now.
-func SignAt(key ed25519.PrivateKey, seq uint64, hash events.Hash, now time.Time) Checkpoint {
+// signAt signs a checkpoint of (seq, hash) at now.
+func signAt(key ed25519.PrivateKey, seq uint64, hash events.Hash, now time.Time) Checkpoint {
 	cp := Checkpoint{Version: 1, Seq: seq, Hash: hash, Time: now.UTC().Round(0), PublicKey: key.Public().(ed25519.PublicKey)}
 	cp.Signature = ed25519.Sign(key, cp.message())
 	return cp
@@ -120,7 +120,7 @@ func (s *Store) ArchiveTo(dir string, upTo uint64, key ed25519.PrivateKey, now t
 			return Segment{}, err
 		}
 	}
-	seg.Checkpoint = SignAt(key, upTo, last, now)
+	seg.Checkpoint = signAt(key, upTo, last, now)
 	step("segment")
 	m, err := ReadManifest(dir)
 	if err != nil {

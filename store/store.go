@@ -140,7 +140,7 @@ func Open(path string, opts Options) (*Store, error) {
 		// A read-only open cannot apply the journal: if it holds frames
 		// bbolt does not (readable ones before damage too), open writable
 		// once to apply them, then again.
-		frames, err := pendingFrames(JournalPath(path), s.head, s.hash)
+		frames, err := pendingFrames(journalPath(path), s.head, s.hash)
 		if len(frames) > 0 && !opts.journalApplied && (err == nil || isDamage(err)) {
 			db.Close()
 			w := opts
@@ -185,7 +185,7 @@ func Open(path string, opts Options) (*Store, error) {
 func (s *Store) recover() error {
 	applied := false
 	if s.refusal == nil {
-		frames, err := pendingFrames(JournalPath(s.path), s.head, s.hash)
+		frames, err := pendingFrames(journalPath(s.path), s.head, s.hash)
 		if err != nil && !isDamage(err) {
 			s.refuseJournal(err)
 			frames = nil
@@ -217,7 +217,7 @@ func (s *Store) recover() error {
 			applied = false // the new journal starts empty
 		}
 	}
-	j, err := openJournal(JournalPath(s.path))
+	j, err := openJournal(journalPath(s.path))
 	if err != nil {
 		return err
 	}

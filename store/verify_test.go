@@ -170,7 +170,7 @@ func TestCheckpointCatchesRollbackToAnOlderCopy(t *testing.T) {
 	s.Close()
 	// An older copy of the log is of both its files: the journal too.
 	old, _ := os.ReadFile(path)
-	oldJournal, _ := os.ReadFile(JournalPath(path))
+	oldJournal, _ := os.ReadFile(journalPath(path))
 
 	s, _ = Open(path, Options{})
 	if _, err := s.Append(context.Background(), []events.Event{ev(req, 3), ev(req, 4)}); err != nil {
@@ -192,7 +192,7 @@ func TestCheckpointCatchesRollbackToAnOlderCopy(t *testing.T) {
 	if err := os.WriteFile(path, old, 0o600); err != nil { // roll back
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(JournalPath(path), oldJournal, 0o600); err != nil {
+	if err := os.WriteFile(journalPath(path), oldJournal, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if rep := verifyPath(t, path); !rep.OK() {

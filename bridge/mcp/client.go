@@ -105,9 +105,9 @@ type RelatedFunc func(out, in json.RawMessage)
 
 type relatedHookKey struct{}
 
-// WithRelated returns ctx for Serve: f hears of every request the
+// withRelated returns ctx for Serve: f hears of every request the
 // session sends the client that belongs to one of the client's requests.
-func WithRelated(ctx context.Context, f RelatedFunc) context.Context {
+func withRelated(ctx context.Context, f RelatedFunc) context.Context {
 	return context.WithValue(ctx, relatedHookKey{}, f)
 }
 

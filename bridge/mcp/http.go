@@ -256,7 +256,7 @@ func (f *front) open(keep bool) (*httpSession, error) {
 		done: make(chan struct{}), served: make(chan struct{}), last: time.Now()}
 	go func() {
 		defer close(sess.served)
-		ctx := withHTTP(WithRelated(f.ctx, sess.relate))
+		ctx := withHTTP(withRelated(f.ctx, sess.relate))
 		if !keep {
 			ctx = withOneRequest(ctx)
 		}

@@ -51,10 +51,10 @@ type BM25Result struct {
 // one: such a term is left out of matchedTerms (the client sent it, but the
 // answer is recorded, and the log must not hold it in any spelling).
 func BM25(secret func(term string) bool) *executor.Tool {
-	run := BM25Rank
+	run := bm25Rank
 	if secret != nil {
 		run = func(ctx context.Context, a BM25Args) (BM25Result, error) {
-			res, err := BM25Rank(ctx, a)
+			res, err := bm25Rank(ctx, a)
 			for i := range res.Results {
 				res.Results[i].MatchedTerms = slices.DeleteFunc(res.Results[i].MatchedTerms, secret)
 			}
@@ -71,8 +71,8 @@ func BM25(secret func(term string) bool) *executor.Tool {
 	}
 }
 
-// BM25Rank scores every entry containing a query term.
-func BM25Rank(ctx context.Context, a BM25Args) (BM25Result, error) {
+// bm25Rank scores every entry containing a query term.
+func bm25Rank(ctx context.Context, a BM25Args) (BM25Result, error) {
 	res := BM25Result{Results: []Scored{}, DocumentCount: len(a.Entries), K1: DefaultK1, B: DefaultB}
 	if a.K1 != nil {
 		res.K1 = *a.K1

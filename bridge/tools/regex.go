@@ -70,7 +70,7 @@ func Regex() *executor.Tool {
 			Description: "Find a regular expression or literal text in given text or named entries. Returns each match with its line, column and byte offsets, the total count, and whether results were limited.",
 		},
 		InputSchema: executor.SchemaFor[RegexArgs](),
-		Run:         typedRun(RegexSearch),
+		Run:         typedRun(regexSearch),
 	}
 }
 
@@ -87,8 +87,8 @@ func typedRun[In, Out any](fn func(context.Context, In) (Out, error)) executor.R
 	}
 }
 
-// RegexSearch runs one search.
-func RegexSearch(ctx context.Context, a RegexArgs) (RegexResult, error) {
+// regexSearch runs one search.
+func regexSearch(ctx context.Context, a RegexArgs) (RegexResult, error) {
 	res := RegexResult{Matches: []Match{}}
 	if (a.Pattern == "") == (a.Query == "") {
 		return res, events.Errorf(events.CodeInvalidArguments, "give exactly one of pattern or query")

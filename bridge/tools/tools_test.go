@@ -14,7 +14,7 @@ import (
 )
 
 func TestRegexSearch(t *testing.T) {
-	res, err := RegexSearch(context.Background(), RegexArgs{
+	res, err := regexSearch(context.Background(), RegexArgs{
 		Pattern: `fo+`, Entries: []Entry{{ID: "a.go", Text: "x\n  FOO foo\nfo"}, {ID: "b.go", Text: "none"}}, MaxResults: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestRegexSearch(t *testing.T) {
 	if m.Entry != "a.go" || m.Line != 2 || m.Column != 3 || m.Text != "FOO" || m.Start != 4 || m.End != 7 {
 		t.Fatalf("first match %+v", m)
 	}
-	res, _ = RegexSearch(context.Background(), RegexArgs{Query: "a.b", Text: "axb a.b", CaseSensitive: true})
+	res, _ = regexSearch(context.Background(), RegexArgs{Query: "a.b", Text: "axb a.b", CaseSensitive: true})
 	if res.TotalCount != 1 || res.Matches[0].Start != 4 {
 		t.Fatalf("literal query matched %+v", res)
 	}
@@ -42,7 +42,7 @@ func TestRegexRejectsBadInput(t *testing.T) {
 		"huge repeat":    {Pattern: "a{1001}", Text: "a"},
 		"oversized text": {Pattern: "a", Text: strings.Repeat("a", MaxTextBytes+1)},
 	} {
-		if _, err := RegexSearch(context.Background(), a); err == nil {
+		if _, err := regexSearch(context.Background(), a); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
@@ -53,7 +53,7 @@ func TestRegexRejectsBadInput(t *testing.T) {
 func TestPathologicalPatternFinishes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
-		_, err := RegexSearch(context.Background(), RegexArgs{Pattern: `(a+)+$`, Text: strings.Repeat("a", 1<<16) + "!"})
+		_, err := regexSearch(context.Background(), RegexArgs{Pattern: `(a+)+$`, Text: strings.Repeat("a", 1<<16) + "!"})
 		done <- err
 	}()
 	select {
@@ -68,7 +68,7 @@ func TestPathologicalPatternFinishes(t *testing.T) {
 
 func TestBM25MatchesHandComputedScores(t *testing.T) {
 	entries := []Entry{{ID: "d1", Text: "the cat sat"}, {ID: "d2", Text: "the dog sat on the cat"}, {ID: "d3", Text: "birds fly"}}
-	res, err := BM25Rank(context.Background(), BM25Args{Query: "cat", Entries: entries})
+	res, err := bm25Rank(context.Background(), BM25Args{Query: "cat", Entries: entries})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func TestBM25MatchesHandComputedScores(t *testing.T) {
 		t.Fatalf("got %+v, want d1 %.6f then d2 %.6f", res, score(3), score(6))
 	}
 	zero := 0.0
-	res, _ = BM25Rank(context.Background(), BM25Args{Query: "cat", Entries: entries, B: &zero})
+	res, _ = bm25Rank(context.Background(), BM25Args{Query: "cat", Entries: entries, B: &zero})
 	if res.Results[0].Score != res.Results[1].Score || res.Results[0].ID != "d1" {
 		t.Fatalf("b=0 ignores length, ties break by id: %+v", res.Results)
 	}
-	if _, err := BM25Rank(context.Background(), BM25Args{Query: "!!", Entries: entries}); err == nil {
+	if _, err := bm25Rank(context.Background(), BM25Args{Query: "!!", Entries: entries}); err == nil {
 		t.Fatal("a query without words was accepted")
 	}
 }
@@ -93,21 +93,21 @@ func TestBM25MatchesHandComputedScores(t *testing.T) {
 // work, with InvalidArguments; the same pattern over a little text runs.
 func TestRegexCostIsBoundedUpFront(t *testing.T) {
 	big := strings.Repeat("a", 1<<20)
-	_, err := RegexSearch(context.Background(), RegexArgs{Pattern: `(?:a?){1000}a{1000}`, Text: big, CaseSensitive: true})
+	_, err := regexSearch(context.Background(), RegexArgs{Pattern: `(?:a?){1000}a{1000}`, Text: big, CaseSensitive: true})
 	var ce *events.Err
 	if !errors.As(err, &ce) || ce.Code != events.CodeInvalidArguments || !strings.Contains(ce.Msg, "instruction-bytes") {
 		t.Fatalf("the costly search: %v", err)
 	}
-	if _, err := RegexSearch(context.Background(), RegexArgs{Pattern: `(?:a?){1000}a{1000}`, Text: strings.Repeat("a", 2000), CaseSensitive: true}); err != nil {
+	if _, err := regexSearch(context.Background(), RegexArgs{Pattern: `(?:a?){1000}a{1000}`, Text: strings.Repeat("a", 2000), CaseSensitive: true}); err != nil {
 		t.Fatalf("the same pattern over 2000 bytes: %v", err)
 	}
-	if _, err := RegexSearch(context.Background(), RegexArgs{Pattern: `func \w+\(`, Text: strings.Repeat("func a(\n", 1<<18)}); err != nil {
+	if _, err := regexSearch(context.Background(), RegexArgs{Pattern: `func \w+\(`, Text: strings.Repeat("func a(\n", 1<<18)}); err != nil {
 		t.Fatalf("an ordinary pattern over 2 MB: %v", err)
 	}
 	// A call that already ended does no work.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := RegexSearch(ctx, RegexArgs{Pattern: "a", Text: big}); !errors.Is(err, context.Canceled) {
+	if _, err := regexSearch(ctx, RegexArgs{Pattern: "a", Text: big}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled search: %v", err)
 	}
 }
@@ -156,7 +156,7 @@ func TestRegexStopsWithinAnEntryWhenTheCallEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
 	// ~300 instructions over 2 MB: seconds of work, well within the cost bound.
-	_, err := RegexSearch(ctx, RegexArgs{Pattern: `(?:a?){100}a{100}`, Text: text, CaseSensitive: true})
+	_, err := regexSearch(ctx, RegexArgs{Pattern: `(?:a?){100}a{100}`, Text: text, CaseSensitive: true})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("the search finished the entry after its call ended: %v", err)
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/tracebridge/tracebridge/projections"
 )
 
-// Describe returns the canonical JSON of what a tool's pin covers — every
+// describe returns the canonical JSON of what a tool's pin covers — every
 // field clients are shown: its name, title, description, input and output
 // schemas, annotations, and its icons and _meta when it has them (absent
 // ones are left out, so pins made before they were covered still hold) —
 // and its SHA-256. Canonical: keys sorted at every level (encoding/json
 // sorts map keys), no insignificant space, so the same descriptor always
 // hashes the same whatever order the upstream wrote it in.
-func Describe(t *sdk.Tool) (desc, hash string) {
+func describe(t *sdk.Tool) (desc, hash string) {
 	d := map[string]any{"name": t.Name, "title": t.Title, "description": t.Description,
 		"inputSchema": canonical(t.InputSchema), "outputSchema": canonical(t.OutputSchema), "annotations": canonical(t.Annotations)}
 	if len(t.Icons) > 0 {
@@ -54,7 +54,7 @@ func pinnedTool(p projections.Pin, dir string) (*sdk.Tool, bool) {
 	if !ok || json.Unmarshal([]byte(desc), &t) != nil {
 		return nil, false
 	}
-	if _, hash := Describe(&t); hash != p.Hash {
+	if _, hash := describe(&t); hash != p.Hash {
 		return nil, false
 	}
 	return &t, true

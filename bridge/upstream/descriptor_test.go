@@ -19,8 +19,8 @@ func TestDescriptorHash(t *testing.T) {
 	}
 	base := tool(`{"name":"create_issue","description":"Creates an issue","inputSchema":{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}}},"annotations":{"readOnlyHint":false}}`)
 	same := tool(`{ "annotations": {"readOnlyHint": false}, "inputSchema": {"properties": {"body": {"type": "string"}, "title": {"type": "string"}}, "type": "object"}, "description": "Creates an issue", "name": "create_issue" }`)
-	_, h := Describe(base)
-	if _, h2 := Describe(same); h2 != h {
+	_, h := describe(base)
+	if _, h2 := describe(same); h2 != h {
 		t.Fatal("the same descriptor, written otherwise, hashes differently")
 	}
 	for name, changed := range map[string]string{
@@ -31,7 +31,7 @@ func TestDescriptorHash(t *testing.T) {
 		"icons":       `{"name":"create_issue","description":"Creates an issue","inputSchema":{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}}},"annotations":{"readOnlyHint":false},"icons":[{"src":"https://evil.example/i.png"}]}`,
 		"_meta":       `{"name":"create_issue","description":"Creates an issue","inputSchema":{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}}},"annotations":{"readOnlyHint":false},"_meta":{"ui":"x"}}`,
 	} {
-		if _, h2 := Describe(tool(changed)); h2 == h {
+		if _, h2 := describe(tool(changed)); h2 == h {
 			t.Fatalf("a changed %s keeps the hash", name)
 		}
 	}
@@ -42,7 +42,7 @@ func TestDescriptorHash(t *testing.T) {
 func TestDescriptorHashOfOlderPins(t *testing.T) {
 	var tl sdk.Tool
 	json.Unmarshal([]byte(`{"name":"echo","description":"Echoes","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`), &tl)
-	desc, h := Describe(&tl)
+	desc, h := describe(&tl)
 	const want = "c9eaf3a3501c68dd6b1ce0549b1de3c866fe25f13f989c78181731bb3e2b82fa"
 	if h != want {
 		t.Fatalf("hash %s of %s, want %s", h, desc, want)

@@ -187,7 +187,7 @@ func (s *Server) listFromPins(ctx context.Context) bool {
 		if !ok {
 			continue
 		}
-		desc, _ := Describe(pt)
+		desc, _ := describe(pt)
 		st := &toolState{tool: pt, desc: desc, hash: p.Hash}
 		if t := s.executorTool(st); t != nil {
 			tools[name] = st
@@ -305,7 +305,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 // until an operator accepts it. It returns the tool's state and what
 // clients are shown of it: the pinned descriptor (nil: not shown).
 func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections.Pin) (st, shown *toolState) {
-	desc, hash := Describe(t)
+	desc, hash := describe(t)
 	st = &toolState{tool: t, desc: desc, hash: hash}
 	pinAttrs := events.A(projections.AttrUpTool, t.Name, projections.AttrExposed, s.exposed(t.Name), projections.AttrHash, hash, projections.AttrDescriptor, desc)
 	p, known := pins[t.Name]

@@ -11,11 +11,11 @@ import (
 // MaxNameLen is the longest tool name clients accept (^[A-Za-z0-9_-]{1,64}$).
 const MaxNameLen = 64
 
-// ToolName is the name an upstream tool is exposed under: server__tool, with
+// toolName is the name an upstream tool is exposed under: server__tool, with
 // every character clients do not accept written as '_'. A name longer than
 // 64 characters keeps its first 55 and ends with '_' and 8 hex digits of the
 // SHA-256 of server and tool, so it stays stable and distinct.
-func ToolName(server, tool string) string {
+func toolName(server, tool string) string {
 	name := clean(server) + config.Sep + clean(tool)
 	if len(name) <= MaxNameLen && clean(tool) == tool {
 		return name
@@ -33,12 +33,12 @@ func ToolName(server, tool string) string {
 // same rules when clients would not accept it).
 func (s *Server) exposed(tool string) string {
 	if s.cfg.Prefixed() {
-		return ToolName(s.name, tool)
+		return toolName(s.name, tool)
 	}
 	if c := clean(tool); c == tool && len(c) <= MaxNameLen && c != "" {
 		return tool
 	}
-	return ToolName(s.name, tool)
+	return toolName(s.name, tool)
 }
 
 // clean keeps [A-Za-z0-9_-] and writes '_' for anything else.

@@ -9,7 +9,7 @@ import (
 var clientNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 func TestToolNames(t *testing.T) {
-	if got := ToolName("github", "create_issue"); got != "github__create_issue" {
+	if got := toolName("github", "create_issue"); got != "github__create_issue" {
 		t.Fatalf("got %q", got)
 	}
 	// Names clients would refuse, or that would collide once cleaned, get a
@@ -18,11 +18,11 @@ func TestToolNames(t *testing.T) {
 	cases := []string{"read.file", "read_file", "read file", "ünïcode", long, long + "y", "a/b", "a_b"}
 	seen := map[string]string{}
 	for _, tool := range cases {
-		got := ToolName("fs", tool)
+		got := toolName("fs", tool)
 		if !clientNameRE.MatchString(got) {
 			t.Fatalf("%q → %q: not a valid client tool name", tool, got)
 		}
-		if got != ToolName("fs", tool) {
+		if got != toolName("fs", tool) {
 			t.Fatalf("%q: name not stable", tool)
 		}
 		if prev, dup := seen[got]; dup {
@@ -30,7 +30,7 @@ func TestToolNames(t *testing.T) {
 		}
 		seen[got] = tool
 	}
-	if ToolName("fs", "read_file") != "fs__read_file" {
+	if toolName("fs", "read_file") != "fs__read_file" {
 		t.Fatal("a valid name was changed")
 	}
 }

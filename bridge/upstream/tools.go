@@ -63,7 +63,7 @@ func listing(st *toolState) json.RawMessage {
 	if st.desc != "" {
 		return json.RawMessage(st.desc)
 	}
-	desc, _ := Describe(st.tool)
+	desc, _ := describe(st.tool)
 	return json.RawMessage(desc)
 }
 

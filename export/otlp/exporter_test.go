@@ -67,7 +67,7 @@ func TestBackfillSendsAnsweredRunsOnceAndKeepsTheCheckpoint(t *testing.T) {
 	for _, s := range mem.GetSpans() {
 		traces[s.SpanContext.TraceID().String()] = true
 	}
-	if len(traces) != 2 || !traces[TraceID(a).String()] || !traces[TraceID(b).String()] {
+	if len(traces) != 2 || !traces[traceID(a).String()] || !traces[traceID(b).String()] {
 		t.Fatalf("traces sent: %v", traces)
 	}
 	st, err := ReadState(state)

@@ -90,11 +90,11 @@ func (a *auditLogs) add(res *resource.Resource, evs []events.Event) {
 		r.AddAttributes(kv...)
 		ctx := context.Background()
 		if req != nil {
-			traceID := TraceID(req.RequestID)
+			traceID := traceID(req.RequestID)
 			if tp, ok := parseTraceparent(req.Traceparent); ok {
 				traceID = tp.TraceID()
 			}
-			ctx = contextWithSpan(ctx, traceID, SpanID(req.ID))
+			ctx = contextWithSpan(ctx, traceID, spanID(req.ID))
 		}
 		a.logger.Emit(ctx, r)
 	}

@@ -22,12 +22,12 @@ import (
 // Scope names the instrumentation in every exported span.
 var Scope = instrumentation.Scope{Name: "github.com/tracebridge/tracebridge", Version: "1"}
 
-// TraceID is the trace of a run without a client traceparent: derived from
+// traceID is the trace of a run without a client traceparent: derived from
 // its request id.
-func TraceID(req events.ID) trace.TraceID { return events.TraceID(req) }
+func traceID(req events.ID) trace.TraceID { return events.TraceID(req) }
 
-// SpanID is the span an event opens (or, for the request, the server span).
-func SpanID(ev events.ID) trace.SpanID { return events.SpanID(ev) }
+// spanID is the span an event opens (or, for the request, the server span).
+func spanID(ev events.ID) trace.SpanID { return events.SpanID(ev) }
 
 // Options shapes the spans. The zero value exports no arguments or results.
 type Options struct {
@@ -91,7 +91,7 @@ func Spans(evs []events.Event, opts Options) []sdktrace.ReadOnlySpan {
 		end := closer(evs, i, info.ClosedBy)
 		s := &tracetest.SpanStub{
 			Name:        stepName(e, info),
-			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: root.SpanContext.TraceID(), SpanID: SpanID(e.ID), TraceFlags: trace.FlagsSampled}),
+			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: root.SpanContext.TraceID(), SpanID: spanID(e.ID), TraceFlags: trace.FlagsSampled}),
 			Parent:      parent.SpanContext, SpanKind: spanKind(info.Boundary), StartTime: e.Time, EndTime: e.Time,
 			Attributes: stepAttrs(e), Resource: opts.Resource, InstrumentationScope: Scope,
 		}
@@ -193,13 +193,13 @@ func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.Sp
 	if tool != "" {
 		name += " " + tool
 	}
-	traceID, parent := TraceID(req.RequestID), trace.SpanContext{}
+	traceID, parent := traceID(req.RequestID), trace.SpanContext{}
 	if tp, ok := parseTraceparent(req.Traceparent); ok {
 		traceID, parent = tp.TraceID(), tp
 	}
 	s := &tracetest.SpanStub{
 		Name:        name,
-		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: SpanID(req.ID), TraceFlags: trace.FlagsSampled}),
+		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID(req.ID), TraceFlags: trace.FlagsSampled}),
 		Parent:      parent, SpanKind: trace.SpanKindServer, StartTime: req.Time, EndTime: req.Time,
 		Resource: opts.Resource, InstrumentationScope: Scope,
 		Attributes: []attribute.KeyValue{

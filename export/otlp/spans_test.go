@@ -43,7 +43,7 @@ func TestSpansOfARun(t *testing.T) {
 	}
 	root := spans[0]
 	if root.Name() != "tools/call get_selection" || root.Status().Code != codes.Error || root.Status().Description != "PipeUnavailable" ||
-		root.EndTime().Sub(root.StartTime()) != 9*time.Millisecond || root.SpanContext().TraceID() != TraceID(req) {
+		root.EndTime().Sub(root.StartTime()) != 9*time.Millisecond || root.SpanContext().TraceID() != traceID(req) {
 		t.Fatalf("server span %q %v %v", root.Name(), root.Status(), root.EndTime().Sub(root.StartTime()))
 	}
 	exec := spans[byName["executor executor.started"]]
