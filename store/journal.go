@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -292,10 +293,10 @@ func decodeFrame(body []byte) (epoch uint64, f *frame, err error) {
 // short), the error is a *JournalDamage: the frames returned are the
 // readable ones before the damage, applied only by an explicit repair.
 func pendingFrames(path string, head uint64, hash events.Hash) ([]*frame, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	if reset, err := cleanlyReset(path, head); reset || err != nil {
+		return nil, err
 	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +327,29 @@ func pendingFrames(path string, head uint64, hash events.Hash) ([]*frame, error)
 		return pending, &JournalDamage{Path: path, Offset: int64(stop), Head: readableHead(head, frames), Next: later.first, At: int64(off)}
 	}
 	return pending, nil
+}
+
+// cleanlyReset says whether the journal at path holds nothing to apply
+// and needs no scan for damage, from its first bytes alone: missing, or
+// reset (its first header zeroed, what follows an applied frame of an older
+// epoch or zeros). A new epoch always starts at offset 0, so nothing newer
+// can lie past a reset header; a zeroed header over a frame bbolt lacks is
+// damage and is read whole.
+func cleanlyReset(path string, head uint64) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var b [frameHeader + 16]byte
+	n, _ := io.ReadFull(f, b[:])
+	if n < frameHeader || binary.BigEndian.Uint64(b[:frameHeader]) != 0 {
+		return n == 0, nil
+	}
+	return n < len(b) || binary.BigEndian.Uint64(b[frameHeader+8:]) <= head, nil
 }
 
 // readableHead is the last seq of bbolt or of the journal's readable
