@@ -40,6 +40,8 @@ type Config struct {
 	OTLP      OTLP                  `toml:"otlp"`
 	Retention Retention             `toml:"retention"`
 	Cluster   Cluster               `toml:"cluster"`
+	Guard     Guard                 `toml:"guard"`
+	Gateway   Gateway               `toml:"gateway"`
 	// LSP names the language servers the workspace host drives, by
 	// language ([lsp.go], [lsp.typescript], …); a language left out keeps
 	// its default when the binary is on PATH.
@@ -282,6 +284,7 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	c.validateOTLP(bad)
 	c.validateRetention(bad)
 	c.validateCluster(bad)
+	c.validateGuard(bad)
 	for _, name := range sortedKeys(c.Secrets) {
 		s := c.Secrets[name]
 		if (s.Env == "") == (s.File == "") {

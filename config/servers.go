@@ -61,6 +61,9 @@ type Server struct {
 	// their own names instead of NAME__tool (for one server behind the
 	// bridge; a name another tool already has is then not served).
 	Prefix *bool `toml:"prefix"`
+	// Guard maps rules of the guard's pack (policy.PackRules) to the
+	// action they take for this server's tools, or "off".
+	Guard map[string]string `toml:"guard"`
 	// Sessions is "per-client" (default: each client session of the
 	// bridge gets its own connection to the server, which declares that
 	// client's capabilities and carries its roots, log level,

@@ -406,11 +406,14 @@ var secretKey = regexp.MustCompile(`(?i)(pass(word|wd)?|secret|token|api[-_]?key
 // Each has hints: literal text one of which every match contains, tested
 // before the regexp runs (most values contain none, and a Contains is ~50×
 // cheaper than a regexp match).
+// A format whose regexp has a group named v replaces only that group (the
+// value, not the name before it).
 var secretFormats = []struct {
 	why   string
 	hints []string
 	re    *regexp.Regexp
 }{
+	{"aws-secret", []string{"ecret", "ECRET"}, regexp.MustCompile(`(?i)(?:aws_?secret_?access_?key|secret_?access_?key|aws_?secret(?:_?key)?)["']?\s*[:=]\s*["']?(?P<v>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`)},
 	{"private-key", []string{"PRIVATE KEY-----"}, regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END[A-Z ]*PRIVATE KEY-----|$)`)},
 	{"jwt", []string{"eyJ"}, regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
 	{"aws-key", []string{"AKIA", "ASIA"}, regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
@@ -515,10 +518,58 @@ func (r *Redactor) scrub(v string) string {
 	}
 	for _, f := range secretFormats {
 		if hinted(v, f.hints) && f.re.MatchString(v) {
-			v = f.re.ReplaceAllStringFunc(v, func(m string) string { return r.mark(f.why, m) })
+			v = replaceFormat(v, f.re, func(m string) string { return r.mark(f.why, m) })
 		}
 	}
 	return v
+}
+
+// replaceFormat replaces what re matches in v with mark's answer: the
+// group named v when re has one, else the whole match.
+func replaceFormat(v string, re *regexp.Regexp, mark func(string) string) string {
+	g := re.SubexpIndex("v")
+	if g < 0 {
+		return re.ReplaceAllStringFunc(v, mark)
+	}
+	var b strings.Builder
+	at := 0
+	for _, m := range re.FindAllStringSubmatchIndex(v, -1) {
+		if m[2*g] < 0 {
+			continue
+		}
+		b.WriteString(v[at:m[2*g]])
+		b.WriteString(mark(v[m[2*g]:m[2*g+1]]))
+		at = m[2*g+1]
+	}
+	b.WriteString(v[at:])
+	return b.String()
+}
+
+// Found is the secrets Scrub would replace in v, as they are written
+// there, each with why (its format, or "secret" for a registered one): what
+// the guard remembers of a result to know the same value on its way to
+// another server.
+func (r *Redactor) Found(v string) (whys, values []string) {
+	r.pull()
+	r.mu.RLock()
+	for s := range r.secrets {
+		if strings.Contains(v, s) {
+			whys, values = append(whys, "secret"), append(values, s)
+		}
+	}
+	r.mu.RUnlock()
+	for _, f := range secretFormats {
+		if !hinted(v, f.hints) {
+			continue
+		}
+		g := max(f.re.SubexpIndex("v"), 0)
+		for _, m := range f.re.FindAllStringSubmatch(v, 16) {
+			if m[g] != "" {
+				whys, values = append(whys, f.why), append(values, m[g])
+			}
+		}
+	}
+	return whys, values
 }
 
 // truncate shortens a value longer than MaxAttrLen, keeping its first
