@@ -64,6 +64,8 @@ const (
 	CodeUpstreamError        Code = "UpstreamError"        // the upstream answered with a JSON-RPC error (its code and message) or a tool error
 	CodeUpstreamProtocol     Code = "UpstreamProtocol"     // the upstream broke the protocol: garbage, an oversized frame, a result that does not decode
 	CodeToolChanged          Code = "ToolChanged"          // the tool's descriptor differs from the one pinned: refused until an operator accepts it
+	CodeToolFlagged          Code = "ToolFlagged"          // the guard flagged the tool's descriptor (or first_sight = review): held until an operator accepts it
+	CodeResultBlocked        Code = "ResultBlocked"        // the guard blocked a result before the client read it
 	CodeUpstreamUnauthorized Code = "UpstreamUnauthorized" // the upstream asks for OAuth authorization the bridge does not hold
 	CodeClientError          Code = "ClientError"          // the client answered the upstream's request (sampling, elicitation, roots) with an error
 	CodeClientIncapable      Code = "ClientIncapable"      // the upstream asked the client for what it did not declare (sampling, elicitation, roots), or no client session was there to ask
@@ -151,6 +153,8 @@ var codeTable = map[Code]codeInfo{
 	CodeUpstreamUnauthorized: {outcome: Denied, action: "the upstream MCP server needs OAuth authorization: run `tracebridge servers login <server>` once (it opens your browser), then call again", hint: "the server behind this tool needs the user to sign in; tell them: retrying will not help"},
 	CodeClientError:          {outcome: Error, action: "the MCP client answered the upstream's sampling, elicitation or roots request with an error: see the client's log; the upstream was given that error", hint: "the tool asked this client for something (sampling, elicitation or roots) and the client answered with an error"},
 	CodeClientIncapable:      {outcome: Unavailable, action: "the upstream asked the MCP client for sampling, elicitation or roots, which that client does not offer (or no client call was in flight to ask): use a client that does, or a tool that does not need it", hint: "the tool needs something this client does not offer (sampling, elicitation or roots)"},
+	CodeToolFlagged:          {outcome: Denied, action: "the guard held this tool on first sight: read why with `tracebridge tools list` (or the UI's approvals page), and accept it with `tracebridge tools accept <tool>` only if its description is what its server should say", hint: "this tool's description looked like an attempt to instruct you and is held until the user reviews it; do not retry", severity: "warning", risk: "high"},
+	CodeResultBlocked:        {outcome: Denied, action: "the guard blocked the result (the event names the rule and the text): if it is benign, set that rule's action for the server in [servers.NAME] guard", hint: "the tool's result was withheld because it looked like an attack; tell the user", severity: "warning", risk: "high"},
 	CodeToolChanged:          {outcome: Denied, action: "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)", hint: "this tool changed since it was approved for use and is refused until the user reviews it; do not retry", severity: "warning", risk: "high"},
 
 	CodeForeignHost:     {outcome: Denied, action: "open the UI at the URL `tracebridge ui` prints", status: http.StatusMisdirectedRequest},

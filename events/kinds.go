@@ -92,6 +92,9 @@ const (
 	KindToolsDiscovered   = "executor.tools.discovered"
 	KindConfigLoaded      = "policy.config.loaded" // the bridge put a changed tracebridge.toml in force
 	KindPolicyDecided     = "policy.decided"
+	KindConfigWeakened    = "policy.config.weakened" // a reload loosened approval, removed a deny, a rule or a guard rule, or widened a grant (the difference)
+	KindGuardArgs         = "guard.args.judged"      // the guard's pack found something in a call's arguments (rule, action, trigger)
+	KindGuardResult       = "guard.result.judged"    // the guard found something in a result before the client read it (redacted, flagged or blocked)
 	KindSecretsResolved   = "secrets.resolved"
 	KindApprovalRequested = "approval.requested"
 	KindApprovalDecided   = "approval.decided"
@@ -151,6 +154,7 @@ const (
 	KindUpstreamToolChanged  = "upstream.tool.changed"    // a pinned tool's descriptor changed: refused until accepted
 	KindUpstreamToolRemoved  = "upstream.tool.removed"    // a pinned tool is no longer listed
 	KindUpstreamToolAccepted = "upstream.tool.accepted"   // an operator accepted a changed descriptor
+	KindUpstreamToolFlagged  = "upstream.tool.flagged"    // first sight of a tool the guard flagged (or [gateway] first_sight = "review"): held until accepted
 	KindUpstreamOfferRefused = "upstream.offer.refused"   // a resource or template not served: it collides with the bridge's own or another server's
 	KindUpstreamOffers       = "upstream.offers.listed"   // what the server offers besides tools, as it listed them: prompts, resources, templates
 	KindUpstreamAsked        = "upstream.client.asked"    // the upstream sent the client a request (sampling, elicitation, roots), relayed to its client session
@@ -211,6 +215,9 @@ func init() {
 	kind(KindToolsDiscovered, BoundaryExecutor, Bridge, Executor, true)
 	kind(KindConfigLoaded, BoundaryPolicy, Bridge, Policy, true)
 	kind(KindPolicyDecided, BoundaryPolicy, Executor, Policy, true)
+	kind(KindConfigWeakened, BoundaryPolicy, Bridge, Policy, true)
+	kind(KindGuardArgs, BoundaryPolicy, Executor, Policy, true)
+	kind(KindGuardResult, BoundaryPolicy, Tool, Policy, true)
 	kind(KindSecretsResolved, BoundarySecrets, Executor, Secrets, true)
 	kind(KindApprovalRequested, BoundaryApproval, Executor, Approval, false)
 	kind(KindApprovalDecided, BoundaryApproval, Operator, Approval, true)
@@ -250,6 +257,7 @@ func init() {
 	kind(KindUpstreamToolChanged, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamToolRemoved, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamToolAccepted, BoundaryUpstream, Operator, Executor, true)
+	kind(KindUpstreamToolFlagged, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamOfferRefused, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamOffers, BoundaryUpstream, Upstream, Executor, true)
 	kind(KindUpstreamAsked, BoundaryUpstream, Upstream, Client, false)
