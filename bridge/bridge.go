@@ -97,7 +97,8 @@ func New(p Parts) (*Bridge, error) {
 					b.Server.SyncTools()
 				}
 			},
-			Dial: p.Dial, OneAtATime: p.Dial != nil, Getenv: p.Env, Descriptors: p.Descriptors, Reserved: schemes(own), Authorize: b.Executor.Authorize,
+			Guard: b.Executor,
+			Dial:  p.Dial, OneAtATime: p.Dial != nil, Getenv: p.Env, Descriptors: p.Descriptors, Reserved: schemes(own), Authorize: b.Executor.Authorize,
 			Version: p.Version, Now: p.Now, Logger: p.Logger, Tokens: p.Tokens})
 		opts.BeforeList = b.gateway.Ensure
 		opts.Passthrough = b.gateway

@@ -18,12 +18,15 @@ type Pin struct {
 	Hash       string `json:"hash"`
 	Descriptor string `json:"descriptor"`
 	// Pending is the hash of a changed descriptor not yet accepted.
-	Pending           string    `json:"pending,omitempty"`
-	PendingDescriptor string    `json:"pendingDescriptor,omitempty"`
-	State             string    `json:"state"` // pinned | changed | removed
-	Pinned            time.Time `json:"pinned"`
-	Changed           time.Time `json:"changed,omitzero"`
-	AcceptedBy        string    `json:"acceptedBy,omitempty"`
+	Pending           string `json:"pending,omitempty"`
+	PendingDescriptor string `json:"pendingDescriptor,omitempty"`
+	State             string `json:"state"` // pinned | changed | flagged | removed
+	// Findings are why the guard held the tool or its change (JSON, the
+	// guard's findings: rule, action, why, trigger).
+	Findings   string    `json:"findings,omitempty"`
+	Pinned     time.Time `json:"pinned"`
+	Changed    time.Time `json:"changed,omitzero"`
+	AcceptedBy string    `json:"acceptedBy,omitempty"`
 }
 
 // Pin states.
@@ -31,7 +34,13 @@ const (
 	PinPinned  = "pinned"
 	PinChanged = "changed"
 	PinRemoved = "removed"
+	// PinFlagged is a tool the guard held on first sight: nothing is
+	// pinned until an operator accepts its descriptor (Pending).
+	PinFlagged = "flagged"
 )
+
+// AttrFindings is the guard's findings on a descriptor (JSON).
+const AttrFindings = "findings"
 
 // Attributes of the upstream.tool.* events (and events.AttrServer).
 const (
@@ -47,7 +56,7 @@ func PinKey(server, tool string) string { return server + "/" + tool }
 type pins struct{}
 
 func (pins) Name() string { return ViewPins }
-func (pins) Version() int { return 1 }
+func (pins) Version() int { return 2 }
 
 func (pins) Apply(kv KV, e *events.Event) error {
 	server, tool, hash := e.Attrs.Get(events.AttrServer), e.Attrs.Get(AttrUpTool), e.Attrs.Get(AttrHash)
@@ -71,16 +80,26 @@ func (pins) Apply(kv KV, e *events.Event) error {
 		if p.Pending != "" {
 			p.State = PinChanged
 		}
+	case events.KindUpstreamToolFlagged:
+		if found {
+			return nil // held on first sight only; a change of a pinned tool is a change
+		}
+		*p = Pin{Server: server, Tool: tool, Name: e.Attrs.Get(AttrExposed), Pending: hash, PendingDescriptor: e.Attrs.Get(AttrDescriptor),
+			State: PinFlagged, Changed: e.Time, Findings: e.Attrs.Get(AttrFindings)}
 	case events.KindUpstreamToolChanged:
 		if !found || hash == p.Hash {
 			return nil
 		}
 		p.Pending, p.PendingDescriptor, p.State, p.Changed = hash, e.Attrs.Get(AttrDescriptor), PinChanged, e.Time
+		p.Findings = e.Attrs.Get(AttrFindings)
 	case events.KindUpstreamToolAccepted:
 		if !found || hash != p.Pending {
 			return nil // accepts a descriptor that no longer waits
 		}
 		p.Hash, p.Descriptor, p.Pending, p.PendingDescriptor, p.State, p.AcceptedBy = p.Pending, p.PendingDescriptor, "", "", PinPinned, e.Attrs.Get(events.AttrBy)
+		if p.Pinned.IsZero() {
+			p.Pinned = e.Time
+		}
 	case events.KindUpstreamToolRemoved:
 		if !found {
 			return nil

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bridge/guard"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/policy"
@@ -52,8 +53,9 @@ type Options struct {
 
 // Executor runs tool calls. It is safe for concurrent use.
 type Executor struct {
-	opts Options
-	rule atomic.Pointer[rules] // what the configuration decides; Reload swaps it
+	opts  Options
+	rule  atomic.Pointer[rules] // what the configuration decides; Reload swaps it
+	flows *guard.Flows
 }
 
 // rules is one configuration's policy, secrets and settings: a call reads
@@ -103,7 +105,7 @@ func New(opts Options) *Executor {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	x := &Executor{opts: opts}
+	x := &Executor{opts: opts, flows: guard.NewFlows()}
 	// Every configured secret is redacted from the start, not only after a
 	// tool first asked for it: the first call may carry the value itself.
 	x.Reload(opts.Config, opts.ConfigErr)
@@ -192,6 +194,9 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 	}()
 	c.emit(events.KindExecutorStarted, events.OK, "", time.Time{}, events.A(events.AttrClient, inv.Client, events.AttrArgsHash, ArgsHash(inv.Args)))
 	if r, done := c.resolve(ctx); done {
+		return r
+	}
+	if r, done := c.guardArgs(); done {
 		return r
 	}
 	if r, done := c.authorize(ctx); done {

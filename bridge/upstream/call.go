@@ -114,15 +114,26 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 		answer, _ = json.Marshal(res)
 	}
 	sent := string(args)
+	j := s.judge(c, res)
 	if res.IsError {
-		msg := fmt.Sprintf("server %s's tool %s failed: %s", s.name, tool, oneLine(s.g.redact(textOf(res)), 1000))
+		shown := res
+		if j.Result != nil {
+			shown = j.Result
+		}
+		msg := fmt.Sprintf("server %s's tool %s failed: %s", s.name, tool, oneLine(s.g.redact(textOf(shown)), 1000))
 		s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.Error, events.CodeUpstreamError, t0,
 			attrs("error", msg, "isError", "true", AttrRequest, sent, AttrAnswer, string(answer)))
+		if err := s.recordJudgment(c, tool, j); err != nil {
+			return nil, err
+		}
 		return nil, events.Errorf(events.CodeUpstreamError, "%s", msg)
 	}
 	s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.OK, "", t0,
 		attrs("content", fmt.Sprint(len(res.Content)), AttrRequest, sent, AttrAnswer, string(answer)))
-	return res, nil
+	if err := s.recordJudgment(c, tool, j); err != nil {
+		return nil, err
+	}
+	return j.Result, nil
 }
 
 // failed records and explains a request to the upstream that got no

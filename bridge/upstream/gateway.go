@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/guard"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
@@ -69,9 +70,12 @@ type Options struct {
 	// than together: a session re-drive's evidence is then in one order
 	// on every run (its servers are recordings; nothing waits on a process).
 	OneAtATime bool
-	Version    string
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// Guard judges descriptors and results (the executor). Nil: the
+	// pack's defaults, with no cross-server memory.
+	Guard   Guard
+	Version string
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // Gateway is every configured upstream.
@@ -83,6 +87,9 @@ type Gateway struct {
 
 	conflictsMu sync.Mutex
 	conflicts   map[string]bool // resource collisions recorded
+
+	listedMu sync.Mutex
+	listed   map[string][]string // the tool names each server listed last: the guard's neighbours
 }
 
 // New returns a gateway over opts.Config's servers; nothing starts yet.
@@ -99,7 +106,7 @@ func New(opts Options) *Gateway {
 	if opts.Getenv == nil {
 		opts.Getenv = func(string) string { return "" }
 	}
-	g := &Gateway{opts: opts, servers: map[string]*Server{}, conflicts: map[string]bool{}}
+	g := &Gateway{opts: opts, servers: map[string]*Server{}, conflicts: map[string]bool{}, listed: map[string][]string{}}
 	if opts.Config != nil {
 		for name, cfg := range opts.Config.Servers {
 			g.servers[name] = newServer(g, name, cfg)
@@ -280,6 +287,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 		s.g.opts.Logger.Warn("pins not durable yet", "server", s.name, "err", err)
 	}
 	s.tools = next
+	s.g.setListed(s.name, sortedToolNames(next))
 	var tools []*executor.Tool
 	for _, name := range sortedToolNames(shown) {
 		if t := s.executorTool(shown[name]); t != nil {
@@ -322,6 +330,18 @@ func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections
 			return st, nil // not pinned: not served until a later listing pins it
 		}
 		s.keep(t.Name, desc, hash)
+		fs, hold := s.held(t)
+		if len(fs) > 0 {
+			pinAttrs.Set(projections.AttrFindings, guard.JSON(fs))
+		}
+		if hold {
+			pinAttrs.Set(events.AttrRule, fs[0].Rule)
+			pinAttrs.Set(events.AttrError, fmt.Sprintf("the guard held server %s's tool %s: %s", s.name, t.Name, fs[0].Why))
+			s.emit(events.KindUpstreamToolFlagged, req, events.ID{}, events.Denied, events.CodeToolFlagged, zeroTime, pinAttrs)
+			s.g.opts.Logger.Warn("upstream tool held by the guard until accepted", "server", s.name, "tool", t.Name, "rule", fs[0].Rule,
+				"run", "tracebridge tools list --status flagged")
+			return st, nil
+		}
 		s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
 	case p.Hash == hash || p.Pending != "":
 		// as pinned, or a change already announced: one pending change
@@ -334,6 +354,9 @@ func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections
 	default:
 		s.keep(t.Name, desc, hash)
 		pinAttrs.Set("pinned", p.Hash)
+		if fs := s.judgeDescriptor(t); len(fs) > 0 {
+			pinAttrs.Set(projections.AttrFindings, guard.JSON(fs))
+		}
 		pinAttrs.Set(events.AttrError, fmt.Sprintf("server %s changed tool %s's descriptor since it was pinned", s.name, t.Name))
 		s.emit(events.KindUpstreamToolChanged, req, events.ID{}, events.Denied, events.CodeToolChanged, zeroTime, pinAttrs)
 		s.g.opts.Logger.Warn("upstream tool changed: refused until accepted", "server", s.name, "tool", t.Name,
@@ -411,6 +434,9 @@ func (s *Server) checkPin(ctx context.Context, st *toolState, tool string) error
 	}
 	if len(pins) == 0 {
 		return events.Errorf(events.CodeToolChanged, "tool %s of server %s has no pinned descriptor yet", tool, s.name)
+	}
+	if p.State == projections.PinFlagged {
+		return s.flaggedError(p)
 	}
 	if p.Hash != st.hash {
 		return events.Errorf(events.CodeToolChanged, "server %s changed tool %s's description, schema or annotations since it was pinned (pinned %s, now %s)",
