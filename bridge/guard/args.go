@@ -87,7 +87,7 @@ var (
 	exampleFile    = regexp.MustCompile(`\.(example|sample|template|dist)$|\.pub$`)
 	// commandTool is a tool whose name or description says it runs a
 	// command or a network probe built from its arguments.
-	commandTool = regexp.MustCompile(`\b(shell|command|commands|exec|execute|executes|terminal|bash|sh|cmd|ping|traceroute|nslookup|dig|whois|nmap|curl|wget|subprocess|system call)\b|(^|_)(run|exec|shell|ping|cmd)(_|$)`)
+	commandTool = regexp.MustCompile(`\b(shell|commands?|exec|execute[sd]?|terminal|bash|sh|cmd|ping[s6]?|traceroute|nslookup|dig|whois|nmap|curl|wget|subprocess|system call)\b|(^|_)(run|exec|shell|ping6?|cmd)(_|$)`)
 	// commandArg is an argument that is itself the command (its shell
 	// syntax is the point of the tool).
 	commandArg = regexp.MustCompile(`(?i)^(command|cmd|script|code|shell|commandline|command_line)$`)

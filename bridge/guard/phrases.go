@@ -19,7 +19,7 @@ type phrase struct {
 // instructions" does).
 var instructions = []phrase{
 	{"overrides the model's instructions", regexp.MustCompile(`\b(ignore|disregard|forget|override|bypass)\b (all |any |the |your |every )*(previous|prior|above|earlier|other|system|original|safety)? ?(instructions|directions|rules|prompts?|guidelines|guardrails|restrictions)\b`)},
-	{"claims a new role or mode for the model", regexp.MustCompile(`\byou are now\b|\b(admin|administrator|developer|god|root|jailbreak|dan|unrestricted|maintenance) mode\b|\bnew (system )?instructions ?:`)},
+	{"claims a new role or mode for the model", regexp.MustCompile(`\byou are now (a |an )?(dan|jailbroken|unrestricted|unfiltered|free of|no longer)\b|\b(you are|you.re) (now )?(in )?(admin|administrator|developer|god|root|jailbreak|dan|unrestricted|maintenance) mode\b|\benter (admin|god|jailbreak|dan|unrestricted) mode\b|\bnew (system )?instructions ?:`)},
 	{"poses as a system or assistant message", regexp.MustCompile(`(^|[\n.!>\]] ?)(system|assistant|developer) ?(message|prompt|override)? ?: ?(you|ignore|from now|new|delete|send|call|always|do not)\b|<\|?(system|im_start|im_end)\|?>|\[/?inst\]`)},
 	{"asks the model to keep something from the user", regexp.MustCompile(`\b(do not|don't|never|must not) (tell|mention|inform|reveal|show|notify|alert|disclose)\b[^.]{0,40}\b(user|human|anyone|operator)\b|\bwithout (telling|informing|notifying|alerting|asking) (the )?(user|human)\b|\b(keep|this is) (this )?(secret|hidden|confidential) from\b|\bdo not (mention|reveal|disclose) (this|these|that|it)\b`)},
 	{"tags text as urgent orders for the model", regexp.MustCompile(`<(important|instructions?|system|secret|hidden)>`)},
@@ -30,7 +30,7 @@ var instructions = []phrase{
 // exfiltration is text asking to move data out: a send verb aimed at an
 // address, or a credential file named with a read verb.
 var exfiltration = []phrase{
-	{"asks to send data to an address", regexp.MustCompile(`\b(send|post|upload|forward|transmit|exfiltrate|email|leak|copy|pipe|submit)\b[^\n]{0,80}?\b(to|at|into)\b[^\n]{0,20}?(https?://|ftp://|[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,})`)},
+	{"asks to send data to an address", regexp.MustCompile(`\b(sends?|sent|posts?|posted|uploads?|uploaded|forwards?|forwarded|transmits?|transmitted|exfiltrates?|exfiltrated|emails?|emailed|leaks?|leaked|copy|copied|pipes?|piped|submits?|submitted)\b[^\n]{0,80}?\b(to|at|into)\b[^\n]{0,20}?(https?://|ftp://|[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,})`)},
 	{"asks to read a credential file", regexp.MustCompile(`\b(read|cat|open|include|attach|load|get|fetch|send|pass|append)\b[^\n]{0,40}?(~/\.ssh|id_rsa|id_ed25519|\.aws/credentials|/etc/shadow|\.env\b|\.netrc|\.npmrc|\.pgpass|\.kube/config|\.docker/config\.json|private key)`)},
 }
 

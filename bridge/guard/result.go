@@ -42,7 +42,7 @@ const MetaKey = "tracebridge/guard"
 var assigned = regexp.MustCompile(`(?i)\b(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret|auth[_-]?token)\b["']?\s*[:=]\s*["']?(?P<v>[^\s"',;<>\[\]]{8,})`)
 
 // secretField is a structured field whose key names a secret.
-var secretField = regexp.MustCompile(`(?i)^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret|credentials?)$`)
+var secretField = regexp.MustCompile(`(?i)(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)$`)
 
 // likeSecret reports whether v looks like a secret value rather than
 // prose: no spaces, letters and digits mixed, not already a marker.
