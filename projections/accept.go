@@ -24,6 +24,9 @@ func Acceptance(req events.ID, p Pin, by, reason string) events.Event {
 // when the recorded ones were cut; whole says whether both are whole.
 func DescriptorDiff(p Pin, dir string) (diff string, whole bool) {
 	old, okOld := WholeDescriptor(dir, p.Hash, p.Descriptor)
+	if p.Hash == "" { // held on first sight: nothing was pinned before
+		old, okOld = "", true
+	}
 	next, okNew := WholeDescriptor(dir, p.Pending, p.PendingDescriptor)
 	return textdiff.Unified(p.Name, indentLines(old), indentLines(next)), okOld && okNew
 }

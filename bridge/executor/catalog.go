@@ -80,6 +80,10 @@ type Tool struct {
 	// called now; its *events.Err refuses the call before policy (a
 	// changed upstream descriptor: ToolChanged).
 	Admit func(ctx context.Context) error
+	// Held is a tool the guard holds (an upstream's flagged descriptor):
+	// found by Lookup, so its calls are refused by Admit with why, but
+	// never in Tools (not listed, not searched).
+	Held bool
 
 	resolved *jsonschema.Resolved
 }
@@ -185,7 +189,9 @@ func (c *Catalog) Tools() []*Tool {
 	defer c.mu.RUnlock()
 	out := make([]*Tool, 0, len(c.tools))
 	for _, t := range c.tools {
-		out = append(out, t)
+		if !t.Held {
+			out = append(out, t)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

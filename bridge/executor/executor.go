@@ -253,11 +253,8 @@ func (c *call) resolve(ctx context.Context) (Result, bool) {
 	}
 	c.tool = t
 	c.env.Descriptor = &t.Descriptor
-	if err := t.validate(c.inv.Args); err != nil {
-		msg := c.x.redact("error", err.Error())
-		c.emit(events.KindExecutorCatalog, events.Error, events.CodeInvalidArguments, time.Time{}, events.A("error", msg))
-		return fail(events.CodeInvalidArguments, "invalid arguments: "+msg)
-	}
+	// A tool that may not be called now (changed, held) is refused whatever
+	// its arguments.
 	if t.Admit != nil {
 		if err := t.Admit(ctx); err != nil {
 			e := events.AsErr(err, events.CodeToolChanged)
@@ -265,6 +262,11 @@ func (c *call) resolve(ctx context.Context) (Result, bool) {
 			c.emit(events.KindExecutorCatalog, events.OutcomeOf(e.Code), e.Code, time.Time{}, events.A("source", t.Source, "error", msg))
 			return fail(e.Code, msg)
 		}
+	}
+	if err := t.validate(c.inv.Args); err != nil {
+		msg := c.x.redact("error", err.Error())
+		c.emit(events.KindExecutorCatalog, events.Error, events.CodeInvalidArguments, time.Time{}, events.A("error", msg))
+		return fail(events.CodeInvalidArguments, "invalid arguments: "+msg)
 	}
 	c.emit(events.KindExecutorCatalog, events.OK, "", time.Time{}, events.A("source", t.Source, "category", t.Category))
 	return Result{}, false

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 
@@ -24,7 +25,7 @@ type Origin struct {
 }
 
 type sessionFlows struct {
-	values map[string]Origin
+	values map[string][]Origin // every server that returned the value, first first
 }
 
 // Bounds of what Flows remembers.
@@ -51,23 +52,24 @@ func (f *Flows) Remember(session events.ID, server string, req events.ID, values
 			delete(f.sessions, f.order[0])
 			f.order = f.order[1:]
 		}
-		s = &sessionFlows{values: map[string]Origin{}}
+		s = &sessionFlows{values: map[string][]Origin{}}
 		f.sessions[session] = s
 		f.order = append(f.order, session)
 	}
 	for _, v := range values {
-		if len(v) < minRememberedLen || len(s.values) >= maxPerSession {
+		if len(v) < minRememberedLen || len(s.values) >= maxPerSession && s.values[v] == nil {
 			continue
 		}
-		if _, ok := s.values[v]; !ok {
-			s.values[v] = Origin{Server: server, RequestID: req}
+		if !slices.ContainsFunc(s.values[v], func(o Origin) bool { return o.Server == server }) {
+			s.values[v] = append(s.values[v], Origin{Server: server, RequestID: req})
 		}
 	}
 }
 
 // Check is the finding of a call to server in session whose arguments
 // carry a secret another server returned (as written, or JSON-escaped),
-// and where it came from; false when none does.
+// and where it came from; false when none does. A value server returned
+// itself may go back to it.
 func (f *Flows) Check(session events.ID, server string, args json.RawMessage, act Actions, fingerprint func(string) string) (Finding, Origin, bool) {
 	if act("cross-server-secret") == "off" || server == "" {
 		return Finding{}, Origin{}, false
@@ -79,10 +81,11 @@ func (f *Flows) Check(session events.ID, server string, args json.RawMessage, ac
 		return Finding{}, Origin{}, false
 	}
 	text := string(args)
-	for v, o := range s.values {
-		if o.Server == server {
+	for v, from := range s.values {
+		if slices.ContainsFunc(from, func(o Origin) bool { return o.Server == server }) {
 			continue
 		}
+		o := from[0]
 		esc, _ := json.Marshal(v)
 		if strings.Contains(text, v) || strings.Contains(text, string(esc[1:len(esc)-1])) {
 			return Finding{Rule: "cross-server-secret", Action: act("cross-server-secret"),

@@ -543,8 +543,10 @@ func (s *Server) unknownTools(next sdk.MethodHandler) sdk.MethodHandler {
 		if !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
-		if _, known := s.opts.Executor.Catalog().Lookup(call.Params.Name); known {
+		if t, known := s.opts.Executor.Catalog().Lookup(call.Params.Name); known && !t.Held {
 			return next(ctx, method, req)
+		} else if known { // held by the guard: never listed, so the SDK does not know it; the executor says why
+			return s.handle(ctx, call)
 		}
 		if s.opts.BeforeList != nil { // an upstream's tool before any tools/list: start the upstreams first
 			var id events.ID

@@ -323,6 +323,9 @@ func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections
 		if pt, ok := pinnedTool(p, s.g.opts.Descriptors); ok {
 			shown = &toolState{tool: pt, hash: p.Hash}
 		}
+		if p.State == projections.PinFlagged {
+			shown = &toolState{tool: t, desc: desc, hash: hash, held: true} // in the catalog, refused, never listed
+		}
 	}
 	switch {
 	case !known || (p.Hash == hash && p.State == projections.PinRemoved):
@@ -339,8 +342,8 @@ func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections
 			pinAttrs.Set(events.AttrError, fmt.Sprintf("the guard held server %s's tool %s: %s", s.name, t.Name, fs[0].Why))
 			s.emit(events.KindUpstreamToolFlagged, req, events.ID{}, events.Denied, events.CodeToolFlagged, zeroTime, pinAttrs)
 			s.g.opts.Logger.Warn("upstream tool held by the guard until accepted", "server", s.name, "tool", t.Name, "rule", fs[0].Rule,
-				"run", "tracebridge tools list --status flagged")
-			return st, nil
+				"run", "tracebridge tools list --state flagged")
+			return st, &toolState{tool: t, desc: desc, hash: hash, held: true}
 		}
 		s.emit(events.KindUpstreamToolPinned, req, events.ID{}, events.OK, "", zeroTime, pinAttrs)
 	case p.Hash == hash || p.Pending != "":

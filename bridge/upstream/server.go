@@ -48,6 +48,9 @@ type toolState struct {
 	tool *sdk.Tool
 	desc string
 	hash string
+	// held is a tool the guard held on first sight: in the catalog, so a
+	// call is refused with why (ToolFlagged), but never listed.
+	held bool
 	// admitted is until when the pin check passed (a time.Time).
 	admitted atomic.Value
 }

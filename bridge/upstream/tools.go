@@ -51,6 +51,7 @@ func (s *Server) executorTool(st *toolState) *executor.Tool {
 		InputSchema: checkable(raw),
 		RawSchema:   raw,
 		Listing:     listing(st),
+		Held:        st.held,
 		Run:         func(ctx context.Context, c executor.Call) (any, error) { return s.call(ctx, c, name) },
 		Admit:       func(ctx context.Context) error { return s.admit(ctx, name) },
 	}

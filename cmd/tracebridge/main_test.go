@@ -24,6 +24,10 @@ import (
 var tbBin, tbTestBin string
 
 func TestMain(m *testing.M) {
+	if side := os.Getenv("TB_GUARD_UPSTREAM"); side != "" {
+		runGuardUpstream(side) // a hostile (or harmless) upstream of the guard corpus
+		return
+	}
 	if os.Getenv("TB_FAULT_UPSTREAM") == "1" {
 		runFaultUpstream() // an upstream MCP server of the gateway tests, re-executed from this test binary
 		return

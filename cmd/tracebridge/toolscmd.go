@@ -16,7 +16,7 @@ import (
 	"github.com/tracebridge/tracebridge/projections"
 )
 
-const toolsHelp = `tools list [--state pinned|changed|removed] [--json]
+const toolsHelp = `tools list [--state pinned|changed|flagged|removed] [--json]
        tracebridge tools diff TOOL
        tracebridge tools accept TOOL --hash HASH [--reason TEXT]
 
@@ -26,6 +26,12 @@ title, description, input and output schemas, annotations) is recorded. When a
 server later lists the tool with another descriptor — a rug pull, or a poisoned
 description — every call of it is refused with ToolChanged until an operator
 looks at the change and accepts it.
+
+The guard judges every descriptor it sees first or changed (invisible
+characters, text that instructs the model, exfiltration, shadowing another
+server's tool; docs/GUARD.md). A tool it flags on first sight is held: not
+listed to clients, its calls refused with ToolFlagged, until accepted here.
+"list" and "diff" show why.
 
   list     every pinned tool: its catalog name, state and hash
   diff     what changed: the pinned descriptor against the new one
@@ -39,7 +45,7 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("tools")
 	c := &toolsCmd{m: m}
 	fs.BoolVar(&c.json, "json", false, "list as JSON")
-	fs.StringVar(&c.state, "state", "", "list only tools in this `STATE` (pinned, changed, removed)")
+	fs.StringVar(&c.state, "state", "", "list only tools in this `STATE` (pinned, changed, flagged, removed)")
 	fs.StringVar(&c.reason, "reason", "", "why (recorded with the acceptance)")
 	fs.StringVar(&c.hash, "hash", "", "accept only this pending `HASH` (as `tools diff` printed it)")
 	if err := m.parse(fs, toolsHelp, args); err != nil {
@@ -50,9 +56,9 @@ func runTools(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	switch c.state {
-	case "", projections.PinPinned, projections.PinChanged, projections.PinRemoved:
+	case "", projections.PinPinned, projections.PinChanged, projections.PinFlagged, projections.PinRemoved:
 	default:
-		return usageError{fmt.Sprintf("--state %q: want pinned, changed or removed", c.state)}
+		return usageError{fmt.Sprintf("--state %q: want pinned, changed, flagged or removed", c.state)}
 	}
 	node, err := m.openLog(ctx, "tools")
 	if err != nil {
@@ -131,6 +137,11 @@ func (c *toolsCmd) list(ctx context.Context, node projections.Viewer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, p := range c.pins {
+		if p.Pending != "" && p.Findings != "" {
+			fmt.Fprintf(out, "\n%s is %s by the guard:\n%s", p.Name, p.State, findingLines(p.Findings))
+		}
+	}
 	if unmarked > 0 {
 		fmt.Fprintf(out, "\n%d of %d tools do not say they are read-only (annotation readOnlyHint): each call of them needs approval, unless\n"+
 			"[servers.NAME] read_only = [\"pattern\"] names those that only read, or approval = { \"pattern\" = \"never\" } waives it.\n", unmarked, len(c.pins))
@@ -154,6 +165,9 @@ func (c *toolsCmd) diff(name string) error {
 		return err
 	}
 	diff, whole := projections.DescriptorDiff(p, dir.Descriptors())
+	if p.Findings != "" {
+		fmt.Fprintf(out, "the guard found (%s):\n%s\n", p.State, findingLines(p.Findings))
+	}
 	fmt.Fprint(out, diff)
 	if !whole {
 		fmt.Fprintf(out, "\nnote: a descriptor above is cut (it is longer than the log keeps and was not kept whole): it cannot be accepted\n")
@@ -224,4 +238,22 @@ func short12(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// findingLines is the guard's findings (JSON) one per line: rule, why and
+// the text that triggered it.
+func findingLines(findings string) string {
+	var fs []struct{ Rule, Why, Trigger, Where string }
+	if json.Unmarshal([]byte(findings), &fs) != nil {
+		return "  " + findings + "\n"
+	}
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "  %s: %s", f.Rule, f.Why)
+		if f.Trigger != "" {
+			fmt.Fprintf(&b, " — %q", f.Trigger)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
