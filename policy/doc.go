@@ -17,6 +17,9 @@
 //	session      string           the client session's id
 //	caller       map(string,dyn)  transport ("stdio", "http") and uid of the calling process
 //	now          timestamp        when the call is decided
+//	phase        string           "call", or "result" for a rule with phase = "result"
+//	result       map(string,dyn)  a result rule's result as the client would read it:
+//	                              text (its text contents), structured, isError ({} for calls)
 //
 // and the functions: CEL's standard ones, and the strings extension
 // (cel-go ext.Strings: lowerAscii, replace, split, substring, trim…). A

@@ -27,3 +27,16 @@ func NewInput(t Tool, args json.RawMessage, client, session string, caller Calle
 	}
 	return in
 }
+
+// NewResultInput is what a result rule (phase = "result") sees: the call
+// as NewInput has it, and the result as the client would read it: text
+// (its text contents, joined by line breaks), structured (its structured
+// content), isError.
+func NewResultInput(in Input, text string, structured any, isError bool) Input {
+	in.Phase = PhaseResult
+	in.Result = map[string]any{"text": text, "structured": structured, "isError": isError}
+	if structured == nil {
+		in.Result["structured"] = map[string]any{}
+	}
+	return in
+}

@@ -26,7 +26,18 @@ type Rule struct {
 	When    string   `toml:"when"`
 	Effect  string   `toml:"effect"`
 	Message string   `toml:"message"`
+	// Phase is what the rule judges: "call" (default: the arguments, before
+	// anything runs) or "result" (the result, before the client reads it;
+	// effect deny blocks it, flag annotates it).
+	Phase string `toml:"phase"`
 }
+
+// Rule phases (PhaseResult is the guard's, in pack.go).
+const PhaseCall = "call"
+
+// EffectFlag is a result rule's effect that records the result and
+// annotates it for the client, as the guard's flag does.
+const EffectFlag = "flag"
 
 // Sep joins a server's name and its tool's name: SERVER__tool.
 const Sep = "__"
@@ -61,6 +72,10 @@ type Input struct {
 	Session     string
 	Caller      Caller
 	Time        time.Time
+	// Phase is PhaseCall ("" too) or PhaseResult; Result is what a result
+	// rule sees of the result (NewResultInput).
+	Phase  string
+	Result map[string]any
 }
 
 // Caller is who sent the call, as the bridge knows it: the transport
@@ -120,6 +135,8 @@ var ruleEnv = func() *cel.Env {
 		cel.Variable("session", cel.StringType),
 		cel.Variable("caller", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("now", cel.TimestampType),
+		cel.Variable("phase", cel.StringType),
+		cel.Variable("result", cel.MapType(cel.StringType, cel.DynType)),
 		ext.Strings(),
 	)
 	if err != nil {
@@ -134,9 +151,12 @@ func compile(name string, r Rule) (compiledRule, []string) {
 	if !ruleNameRE.MatchString(name) {
 		problems = append(problems, fmt.Sprintf("rule name %q: use letters, digits, '-' and '_'", name))
 	}
-	switch r.Effect {
-	case EffectAllow, EffectApprove, EffectDeny:
-	default:
+	switch {
+	case r.Phase != "" && r.Phase != PhaseCall && r.Phase != PhaseResult:
+		problems = append(problems, fmt.Sprintf("phase %q is not call or result", r.Phase))
+	case r.Phase == PhaseResult && r.Effect != EffectDeny && r.Effect != EffectFlag:
+		problems = append(problems, fmt.Sprintf("effect %q: a result rule's effect is deny (block the result) or flag", r.Effect))
+	case r.Phase != PhaseResult && r.Effect != EffectAllow && r.Effect != EffectApprove && r.Effect != EffectDeny:
 		problems = append(problems, fmt.Sprintf("effect %q is not one of allow, approve, deny", r.Effect))
 	}
 	for _, t := range r.Tools {
@@ -205,9 +225,16 @@ func (rs *RuleSet) Decide(ctx context.Context, in Input) Verdict {
 	if rs == nil || len(rs.rules) == 0 {
 		return v
 	}
+	phase := in.Phase
+	if phase == "" {
+		phase = PhaseCall
+	}
 	vars := map[string]any{"tool": in.Tool, "server": in.Server, "annotations": in.Annotations, "args": in.Args,
-		"client": in.Client, "session": in.Session, "now": in.Time,
+		"client": in.Client, "session": in.Session, "now": in.Time, "phase": phase, "result": in.Result,
 		"caller": map[string]any{"transport": in.Caller.Transport, "uid": in.Caller.UID}}
+	if in.Result == nil {
+		vars["result"] = map[string]any{}
+	}
 	if in.Annotations == nil {
 		vars["annotations"] = map[string]bool{}
 	}
@@ -221,7 +248,7 @@ func (rs *RuleSet) Decide(ctx context.Context, in Input) Verdict {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	for _, r := range rs.rules {
-		if !r.appliesTo(in.Tool, in.Qualified) {
+		if !r.appliesTo(in.Tool, in.Qualified) || r.phase() != phase {
 			continue
 		}
 		out, _, err := r.prg.ContextEval(ctx, act)
@@ -246,7 +273,28 @@ func (rs *RuleSet) Decide(ctx context.Context, in Input) Verdict {
 }
 
 // rank orders the effects: deny wins over approve, approve over allow.
-var rank = map[string]int{EffectAllow: 1, EffectApprove: 2, EffectDeny: 3}
+var rank = map[string]int{EffectAllow: 1, EffectFlag: 1, EffectApprove: 2, EffectDeny: 3}
+
+// phase is the rule's phase, PhaseCall when unset.
+func (r compiledRule) phase() string {
+	if r.Phase == "" {
+		return PhaseCall
+	}
+	return r.Phase
+}
+
+// HasPhase reports whether any rule judges phase.
+func (rs *RuleSet) HasPhase(phase string) bool {
+	if rs == nil {
+		return false
+	}
+	for _, r := range rs.rules {
+		if r.phase() == phase {
+			return true
+		}
+	}
+	return false
+}
 
 // appliesTo reports whether the tool, by any of its names (its id, its
 // server-qualified name), is one of the rule's tools.
@@ -313,7 +361,11 @@ func (rs *RuleSet) Explain(ctx context.Context, in Input) []Result {
 	}
 	out := make([]Result, 0, len(rs.rules))
 	for _, r := range rs.rules {
-		res := Result{Name: r.name, Effect: r.Effect, When: r.When, Applies: r.appliesTo(in.Tool, in.Qualified)}
+		phase := in.Phase
+		if phase == "" {
+			phase = PhaseCall
+		}
+		res := Result{Name: r.name, Effect: r.Effect, When: r.When, Applies: r.appliesTo(in.Tool, in.Qualified) && r.phase() == phase}
 		if res.Applies {
 			one := &RuleSet{rules: []compiledRule{r}}
 			v := one.Decide(ctx, in)

@@ -15,6 +15,16 @@ func (x *Executor) GuardActions(server string) guard.Actions {
 	return func(rule string) string { return cfg.GuardAction(server, rule) }
 }
 
+// ResultRules is the policy in force, for its rules with phase = "result"
+// (nil when it has none or is broken).
+func (x *Executor) ResultRules() *policy.RuleSet {
+	p := x.rule.Load().policy
+	if p.broken != nil || !p.rules.HasPhase(policy.PhaseResult) {
+		return nil
+	}
+	return p.rules
+}
+
 // FirstSight is [gateway] first_sight in force.
 func (x *Executor) FirstSight() string { return x.rule.Load().cfg.FirstSightMode() }
 

@@ -82,7 +82,7 @@ func verdict(t *testing.T, c guardCase, s side, server string, flows *guard.Flow
 		if err := json.Unmarshal(s.Result, &res); err != nil {
 			t.Fatalf("%s: %v", c.ID, err)
 		}
-		j := guard.Result(server, &res, red, guard.Default)
+		j := guard.Result(server, &res, red, guard.Default, nil)
 		if j.Result == nil {
 			return "enforced", j.Findings
 		}
@@ -96,7 +96,7 @@ func verdict(t *testing.T, c guardCase, s side, server string, flows *guard.Flow
 		var res sdk.CallToolResult
 		json.Unmarshal(s.Result, &res)
 		session := events.NewID()
-		j := guard.Result("vault", &res, red, guard.Default)
+		j := guard.Result("vault", &res, red, guard.Default, nil)
 		flows.Remember(session, "vault", events.NewID(), j.Secrets)
 		to := "webhook"
 		if server == "twin" {

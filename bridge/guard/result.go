@@ -58,12 +58,17 @@ type resultJudge struct {
 	secrets []string
 }
 
+// More judges a result as the guard made it (redacted) with rules of the
+// operator's own (policy rules with phase = "result"): their findings
+// join the guard's.
+type More func(redacted *sdk.CallToolResult) []Finding
+
 // Result judges res, as server sent it, before its client reads it:
 // secrets redacted (result-secret), invisible characters removed
 // (result-invisible-text), instructions flagged (result-injection); each
-// per its action. Structured content is judged field by field. res itself
-// is never changed.
-func Result(server string, res *sdk.CallToolResult, red Scrubber, act Actions) Judged {
+// per its action; then more (nil: none). Structured content is judged
+// field by field. res itself is never changed.
+func Result(server string, res *sdk.CallToolResult, red Scrubber, act Actions, more More) Judged {
 	j := &resultJudge{f: finder{act: act}, red: red}
 	out := *res
 	out.Content = make([]sdk.Content, len(res.Content))
@@ -72,6 +77,9 @@ func Result(server string, res *sdk.CallToolResult, red Scrubber, act Actions) J
 	}
 	if res.StructuredContent != nil {
 		out.StructuredContent = j.value(structured(res.StructuredContent), "structuredContent", "")
+	}
+	if more != nil {
+		j.f.out = append(j.f.out, more(&out)...)
 	}
 	v := Judged{Findings: j.f.out, Secrets: j.secrets, Result: res}
 	switch Worst(v.Findings) {
@@ -234,4 +242,21 @@ func markWhy(why string) string {
 		return "assigned"
 	}
 	return why
+}
+
+// Text is a result's text contents, joined by line breaks: what a result
+// rule sees as result.text.
+func Text(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		switch x := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, x.Text)
+		case *sdk.EmbeddedResource:
+			if x.Resource != nil {
+				parts = append(parts, x.Resource.Text)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
 }

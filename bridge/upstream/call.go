@@ -114,7 +114,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 		answer, _ = json.Marshal(res)
 	}
 	sent := string(args)
-	j := s.judge(c, res)
+	j := s.judge(ctx, c, tool, res)
 	if res.IsError {
 		shown := res
 		if j.Result != nil {

@@ -315,6 +315,8 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 func (s *Server) pinTool(req events.ID, t *sdk.Tool, pins map[string]projections.Pin) (st, shown *toolState) {
 	desc, hash := describe(t)
 	st = &toolState{tool: t, desc: desc, hash: hash}
+	ann, _ := json.Marshal(t.Annotations)
+	s.annotations.Store(t.Name, projections.AnnotationFlags(string(ann))) // what result rules see, without s.mu
 	pinAttrs := events.A(projections.AttrUpTool, t.Name, projections.AttrExposed, s.exposed(t.Name), projections.AttrHash, hash, projections.AttrDescriptor, desc)
 	p, known := pins[t.Name]
 	shown = st

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -23,6 +24,7 @@ type Guard interface {
 	GuardActions(server string) guard.Actions
 	FirstSight() string
 	Flows() *guard.Flows
+	ResultRules() *policy.RuleSet
 }
 
 // actions is what the guard's rules do for this server's tools now.
@@ -101,9 +103,9 @@ func (g *Gateway) setListed(server string, names []string) {
 // held are remembered for the cross-server rule, and registered with the
 // redactor when no format of it knows them, before the answer is recorded:
 // the log's copy is redacted as the client's is.
-func (s *Server) judge(c executor.Call, res *sdk.CallToolResult) guard.Judged {
+func (s *Server) judge(ctx context.Context, c executor.Call, tool string, res *sdk.CallToolResult) guard.Judged {
 	red := s.g.opts.Emitter.Redactor()
-	j := guard.Result(s.name, res, red, s.actions())
+	j := guard.Result(s.name, res, red, s.actions(), s.resultRules(ctx, c, tool))
 	if s.g.opts.Guard != nil {
 		s.g.opts.Guard.Flows().Remember(c.SessionID, s.name, c.RequestID, j.Secrets)
 	}
@@ -132,4 +134,48 @@ func (s *Server) recordJudgment(c executor.Call, tool string, j guard.Judged) er
 	}
 	s.emit(events.KindGuardResult, c.RequestID, c.OperationID, events.OK, "", zeroTime, attrs)
 	return nil
+}
+
+// resultRules judges a result with the policy's rules of phase "result"
+// (nil when there are none): a rule that matches with effect deny blocks
+// it, flag flags it; a rule that cannot be evaluated blocks it (rules
+// fail closed).
+func (s *Server) resultRules(ctx context.Context, c executor.Call, tool string) guard.More {
+	if s.g.opts.Guard == nil {
+		return nil
+	}
+	rs := s.g.opts.Guard.ResultRules()
+	if rs == nil {
+		return nil
+	}
+	return func(res *sdk.CallToolResult) []guard.Finding {
+		ann, _ := s.annotations.Load(tool)
+		flags, _ := ann.(map[string]bool)
+		in := policy.NewInput(policy.Tool{ID: s.exposed(tool), Server: s.name, Name: tool, Annotations: flags}, c.Args, "", c.SessionID.String(), policy.Caller{}, s.g.opts.Now())
+		v := rs.Decide(ctx, policy.NewResultInput(in, guard.Text(res), canonicalJSON(res.StructuredContent), res.IsError))
+		switch {
+		case v.Failed != "":
+			return []guard.Finding{{Rule: "policy:" + v.Failed, Action: policy.ActionBlock, Why: v.Message}}
+		case v.Effect == policy.EffectDeny:
+			return []guard.Finding{{Rule: "policy:" + v.Rule, Action: policy.ActionBlock, Why: "rule " + v.Rule + " blocks it" + colon(v.Message)}}
+		case v.Effect == policy.EffectFlag:
+			return []guard.Finding{{Rule: "policy:" + v.Rule, Action: policy.ActionFlag, Why: "rule " + v.Rule + " flags it" + colon(v.Message)}}
+		}
+		return nil
+	}
+}
+
+func colon(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}
+
+// canonicalJSON is v as generic JSON values (nil stays nil).
+func canonicalJSON(v any) any {
+	if v == nil {
+		return nil
+	}
+	return canonical(v)
 }

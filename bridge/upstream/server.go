@@ -30,7 +30,11 @@ type Server struct {
 	lastFault string                 // why the last session ended, for the next refusal
 	tools     map[string]*toolState  // upstream tool name → what was listed
 	extras    atomic.Pointer[extras] // its prompts and resources (read without mu: SyncTools runs under it)
-	closed    bool
+	// annotations are each listed tool's annotations with the
+	// specification's defaults (map[string]bool), read without mu by
+	// result rules while a call may hold it.
+	annotations sync.Map
+	closed      bool
 
 	sem      chan struct{} // bounds the calls in flight
 	progress sync.Map      // progress token → *progressSink

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -249,4 +250,96 @@ func TestGuardCorpus(t *testing.T) {
 	}
 	t.Logf("through the binary, %d cases: %d enforced, %d flagged, %d missed, %d other, %d false positives on twins",
 		len(corpus.Cases), counts["enforced"], counts["flagged"], counts["missed"], counts["other"], counts["false positive"])
+}
+
+// guardServers is the corpus's three servers (fs eager, the others lazy),
+// with extra lines per server.
+func guardServers(t *testing.T, marks string, extra map[string]string) map[string]string {
+	t.Helper()
+	casesPath, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "guard", "cases.json"))
+	out := map[string]string{}
+	for name, side := range map[string]string{"fs": "fs", "atk": "attack", "twin": "twin"} {
+		start := "lazy"
+		if name == "fs" {
+			start = "eager"
+		}
+		out[name] = fmt.Sprintf("env = { TB_GUARD_UPSTREAM = %q, TB_GUARD_CASES = %q, TB_FAULT_MARK = %q }\nstart = %q\napproval = { \"*\" = \"never\" }\n%s",
+			side, casesPath, marks, start, extra[name])
+	}
+	return out
+}
+
+// TestGuardIsTunedAndExplained: an operator's own result rules (phase =
+// "result") block and flag; a rule's action changes per server and a rule
+// turns off; a held tool is shown with its reasons and, accepted, serves;
+// first_sight = "review" holds every new tool.
+func TestGuardIsTunedAndExplained(t *testing.T) {
+	long(t)
+	marks := filepath.Join(t.TempDir(), "marks")
+	body := `[guard]
+off = ["shell-injection"]
+
+[policy.rules.uptime-flag]
+phase = "result"
+tools = ["twin__r08_system_admin"]
+when = 'result.text.contains("uptime")'
+effect = "flag"
+message = "uptime reports are reviewed"
+
+[policy.rules.no-bucket-names]
+phase = "result"
+tools = ["twin__r02_*"]
+when = 'result.structured.Bucket.startsWith("logs-")'
+effect = "deny"
+`
+	cfg := hostileConfig(t, body, guardServers(t, marks, map[string]string{"atk": `guard = { "result-injection" = "block" }`}))
+	data := filepath.Join(t.TempDir(), "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", cfg)
+	defer b.close(t)
+	if _, _, code := b.call(t, "atk__r08_system_admin", map[string]any{}); code != events.CodeResultBlocked {
+		t.Errorf("atk's injection with result-injection = block: %s, want ResultBlocked", code)
+	}
+	res, req, code := b.call(t, "twin__r08_system_admin", map[string]any{})
+	if code != "" || !strings.Contains(textOf(res), "[tracebridge guard]") || !strings.Contains(textOf(res), "policy:uptime-flag") {
+		t.Errorf("the flag rule: %s %q", code, textOf(res))
+	}
+	if evs := requestEventsLive(t, b, req); !hasKind(evs, events.KindGuardResult, "") {
+		t.Errorf("no guard.result.judged for the flagged result: %v", kindsOf(evs))
+	}
+	if _, _, code := b.call(t, "twin__r02_aws_structured", map[string]any{}); code != events.CodeResultBlocked {
+		t.Errorf("the deny rule over structured content: %s, want ResultBlocked", code)
+	}
+	if _, _, code := b.call(t, "atk__ping", map[string]any{"host": "1.1.1.1; id"}); code != "" {
+		t.Errorf("shell-injection is off, yet the call was refused: %s", code)
+	}
+	// Held, explained, accepted.
+	out, err := exec.Command(tbBin, "--data", data, "tools", "list", "--state", "flagged").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "atk__d01_important_tag is flagged by the guard") || !strings.Contains(string(out), "tool-instructions") {
+		t.Fatalf("tools list --state flagged: %v\n%s", err, out)
+	}
+	out, err = exec.Command(tbBin, "--data", data, "tools", "diff", "atk__d01_important_tag").CombinedOutput()
+	m := regexp.MustCompile(`--hash ([0-9a-f]{12})`).FindStringSubmatch(string(out))
+	if err != nil || m == nil || !strings.Contains(string(out), "the guard found") {
+		t.Fatalf("tools diff: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(tbBin, "--data", data, "tools", "accept", "atk__d01_important_tag", "--hash", m[1], "--reason", "reviewed").CombinedOutput(); err != nil {
+		t.Fatalf("tools accept: %v\n%s", err, out)
+	}
+	var code2 events.Code
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, _, code2 = b.call(t, "atk__d01_important_tag", map[string]any{}); code2 == "" {
+			break
+		}
+	}
+	if code2 != "" {
+		t.Errorf("the accepted tool: %s", code2)
+	}
+	b.close(t)
+
+	// first_sight = "review": every new tool waits for an operator.
+	cfg = hostileConfig(t, "[gateway]\nfirst_sight = \"review\"\n", guardServers(t, marks, nil))
+	b = startBridge(t, tbBin, filepath.Join(t.TempDir(), "data"), "2025-06-18", cfg)
+	if res, _, code := b.call(t, "twin__get_weather", map[string]any{"city": "Boston"}); code != events.CodeToolFlagged || !strings.Contains(textOf(res), "first-sight-review") {
+		t.Errorf("first_sight = review: %s %q", code, textOf(res))
+	}
 }
