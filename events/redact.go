@@ -401,39 +401,6 @@ func base64Cores(enc *base64.Encoding, s []byte) []string {
 // look like.
 var secretKey = regexp.MustCompile(`(?i)(pass(word|wd)?|secret|token|api[-_]?key|authori[sz]ation|cookie|credential|private[-_]?key|session[-_]?key|access[-_]?key)`)
 
-// secretFormats are well-known secret shapes, each with the reason that ends
-// up in the marker.
-// Each has hints: literal text one of which every match contains, tested
-// before the regexp runs (most values contain none, and a Contains is ~50×
-// cheaper than a regexp match).
-// A format whose regexp has a group named v replaces only that group (the
-// value, not the name before it).
-var secretFormats = []struct {
-	why   string
-	hints []string
-	re    *regexp.Regexp
-}{
-	{"aws-secret", []string{"ecret", "ECRET"}, regexp.MustCompile(`(?i)(?:aws_?secret_?access_?key|secret_?access_?key|aws_?secret(?:_?key)?)["']?\s*[:=]\s*["']?(?P<v>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`)},
-	{"private-key", []string{"PRIVATE KEY-----"}, regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END[A-Z ]*PRIVATE KEY-----|$)`)},
-	{"jwt", []string{"eyJ"}, regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
-	{"aws-key", []string{"AKIA", "ASIA"}, regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"github-token", []string{"gh", "github_pat_"}, regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})\b`)},
-	{"slack-token", []string{"xox"}, regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`)},
-	{"api-key", []string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`)},
-	{"google-key", []string{"AIza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`)},
-	{"bearer", []string{"bearer", "Bearer", "BEARER"}, regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/-]{12,}=*`)},
-	{"url-credentials", []string{"://"}, regexp.MustCompile(`://[^/\s:@]+:[^/\s@]+@`)},
-}
-
-func hinted(v string, hints []string) bool {
-	for _, h := range hints {
-		if strings.Contains(v, h) {
-			return true
-		}
-	}
-	return false
-}
-
 // secretKeys caches secretKey's verdict per attribute key: keys come from
 // code, so there are few of them.
 // The cache stops growing at maxCachedKeys, should keys ever come from
@@ -522,54 +489,6 @@ func (r *Redactor) scrub(v string) string {
 		}
 	}
 	return v
-}
-
-// replaceFormat replaces what re matches in v with mark's answer: the
-// group named v when re has one, else the whole match.
-func replaceFormat(v string, re *regexp.Regexp, mark func(string) string) string {
-	g := re.SubexpIndex("v")
-	if g < 0 {
-		return re.ReplaceAllStringFunc(v, mark)
-	}
-	var b strings.Builder
-	at := 0
-	for _, m := range re.FindAllStringSubmatchIndex(v, -1) {
-		if m[2*g] < 0 {
-			continue
-		}
-		b.WriteString(v[at:m[2*g]])
-		b.WriteString(mark(v[m[2*g]:m[2*g+1]]))
-		at = m[2*g+1]
-	}
-	b.WriteString(v[at:])
-	return b.String()
-}
-
-// Found is the secrets Scrub would replace in v, as they are written
-// there, each with why (its format, or "secret" for a registered one): what
-// the guard remembers of a result to know the same value on its way to
-// another server.
-func (r *Redactor) Found(v string) (whys, values []string) {
-	r.pull()
-	r.mu.RLock()
-	for s := range r.secrets {
-		if strings.Contains(v, s) {
-			whys, values = append(whys, "secret"), append(values, s)
-		}
-	}
-	r.mu.RUnlock()
-	for _, f := range secretFormats {
-		if !hinted(v, f.hints) {
-			continue
-		}
-		g := max(f.re.SubexpIndex("v"), 0)
-		for _, m := range f.re.FindAllStringSubmatch(v, 16) {
-			if m[g] != "" {
-				whys, values = append(whys, f.why), append(values, m[g])
-			}
-		}
-	}
-	return whys, values
 }
 
 // truncate shortens a value longer than MaxAttrLen, keeping its first

@@ -74,7 +74,9 @@ func runGuardUpstream(side string) {
 		}
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "guard-" + side, Version: "1"}, nil)
-	text := func(t string) *sdk.CallToolResult { return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: t}}} }
+	text := func(t string) *sdk.CallToolResult {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: t}}}
+	}
 	add := func(tool *sdk.Tool, answer func() *sdk.CallToolResult) {
 		s.AddTool(tool, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			mark(tool.Name, req.Params.Arguments)
