@@ -22,28 +22,33 @@ func (c *Config) Rules() (*policy.RuleSet, error) {
 }
 
 // PolicyVersion is a hash of what decides calls: [policy] (grants, denials,
-// rules), [approval] mode, the tools' approval overrides and the servers'
-// read_only and approval lists. An approval given under one version is
+// rules), [approval] mode, the tools' approval overrides, the servers'
+// read_only and approval lists, and the guard's rules as configured. An approval given under one version is
 // decided again under another.
 func (c *Config) PolicyVersion() string {
 	type serverPolicy struct {
 		ReadOnly []string          `json:"readOnly,omitempty"`
 		Approval map[string]string `json:"approval,omitempty"`
+		Guard    map[string]string `json:"guard,omitempty"`
 	}
 	v := struct {
 		Policy    Policy                  `json:"policy"`
 		Mode      string                  `json:"mode"`
 		Approvals map[string]string       `json:"approvals,omitempty"`
 		Servers   map[string]serverPolicy `json:"servers,omitempty"`
+		Guard     *Guard                  `json:"guard,omitempty"` // only when set: versions before the guard stay as they were
 	}{Policy: c.Policy, Mode: c.Approval.Mode, Approvals: map[string]string{}, Servers: map[string]serverPolicy{}}
+	if len(c.Guard.Off) > 0 || len(c.Guard.Actions) > 0 {
+		v.Guard = &c.Guard
+	}
 	for id, t := range c.Tools {
 		if t.Approval != "" {
 			v.Approvals[id] = t.Approval
 		}
 	}
 	for name, s := range c.Servers {
-		if len(s.ReadOnly) > 0 || len(s.Approval) > 0 {
-			v.Servers[name] = serverPolicy{s.ReadOnly, s.Approval}
+		if len(s.ReadOnly) > 0 || len(s.Approval) > 0 || len(s.Guard) > 0 {
+			v.Servers[name] = serverPolicy{s.ReadOnly, s.Approval, s.Guard}
 		}
 	}
 	b, _ := json.Marshal(v) // maps marshal in key order

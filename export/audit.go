@@ -59,6 +59,7 @@ var auditKinds = map[string]bool{
 	events.KindUpstreamToolAccepted: true, events.KindUpstreamRefused: true, events.KindUpstreamOfferRefused: true,
 	events.KindConfigLoaded: true, events.KindApprovalDecided: true, events.KindProposalApproved: true,
 	events.KindProposalRejected: true, events.KindArchived: true,
+	events.KindConfigWeakened: true, events.KindGuardArgs: true, events.KindGuardResult: true, events.KindUpstreamToolFlagged: true,
 }
 
 // Format is how an audit line is written.

@@ -62,6 +62,10 @@ var ecsClasses = map[string]ecsClass{
 	events.KindUpstreamRefused:      {"event", []string{"api", "intrusion_detection"}, fixed("denied")},
 	events.KindUpstreamOfferRefused: {"event", []string{"api"}, fixed("denied")},
 	events.KindConfigLoaded:         {"event", []string{"configuration"}, fixed("change")},
+	events.KindConfigWeakened:       {"alert", []string{"configuration"}, fixed("change")},
+	events.KindGuardArgs:            {"alert", []string{"intrusion_detection"}, allowedOrDenied},
+	events.KindGuardResult:          {"alert", []string{"intrusion_detection"}, allowedOrDenied},
+	events.KindUpstreamToolFlagged:  {"alert", []string{"intrusion_detection", "configuration"}, fixed("denied")},
 	events.KindApprovalDecided:      {"event", []string{"api"}, allowedOrDenied},
 	events.KindProposalApproved:     {"event", []string{"api", "file"}, fixed("allowed")},
 	events.KindProposalRejected:     {"event", []string{"api", "file"}, fixed("denied")},
@@ -162,6 +166,23 @@ func ECS(l AuditLine) (map[string]any, error) {
 	case events.KindArchived:
 		d.set("file.path", l.Attrs["file"])
 		d.set("file.hash.sha256", l.Attrs["sha256"])
+	case events.KindConfigWeakened:
+		d.set("file.path", l.Attrs[events.AttrPath])
+		d.set("rule.name", "config-weakened")
+		d.set("rule.description", l.Attrs["changes"])
+	case events.KindGuardArgs, events.KindGuardResult, events.KindUpstreamToolFlagged:
+		// The guard's judgment: which rule of which pack, the action
+		// taken, and what triggered it (redacted like every attribute).
+		d.set("rule.id", l.Attrs[events.AttrRule])
+		d.set("rule.name", l.Attrs[events.AttrRule])
+		d.set("rule.ruleset", nonEmptyString(l.Attrs["pack"], "tracebridge/default"))
+		d.set("rule.category", "guard")
+		d.set("labels.guard_action", nonEmptyString(l.Attrs["action"], "block"))
+		d.set("labels.trigger", l.Attrs["trigger"])
+		d.set("labels.findings", nonEmptyString(l.Attrs["findings"], l.Attrs[projections.AttrFindings]))
+	case events.KindPolicyDecided:
+		d.set("rule.name", l.Attrs[events.AttrRule])
+		d.set("rule.version", l.Attrs[events.AttrPolicyVersion])
 	}
 	hashes := nonEmpty(l.Hash, l.Attrs[events.AttrArgsHash], l.Attrs[projections.AttrHash], l.Attrs["sha256"])
 	if l.Kind == events.KindExecutorAudit {
@@ -294,4 +315,12 @@ func (d doc) set(field string, v any) {
 		m = next
 	}
 	m[parts[len(parts)-1]] = v
+}
+
+// nonEmptyString is s, or else when s is empty.
+func nonEmptyString(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }

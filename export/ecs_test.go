@@ -340,5 +340,13 @@ func emitAuditKinds(t *testing.T, em *events.Emitter) {
 	for _, kind := range []string{events.KindProposalApproved, events.KindProposalRejected} {
 		em.Emit(events.Event{Kind: kind, RequestID: req, Outcome: events.OK, Attrs: events.A(events.AttrProposal, "p-1", "by", "uid 1000 (alice)")})
 	}
+	em.Emit(config.WeakenedEvent("/home/alice/.config/tracebridge/tracebridge.toml", []string{"[approval] mode prompt → allow"}))
+	guardAttrs := func(rule, action string) events.Attrs {
+		return events.A(events.AttrServer, "fs", events.AttrRule, rule, "action", action, "pack", "tracebridge/default@1", "trigger", "[REDACTED:aws-key:5db1bb18]",
+			"findings", `[{"rule":"`+rule+`","action":"`+action+`","why":"a secret in the result"}]`)
+	}
+	em.Emit(events.Event{Kind: events.KindGuardArgs, RequestID: req, Outcome: events.Denied, Code: events.CodePolicyDenied, Attrs: guardAttrs("private-destination", "block")})
+	em.Emit(events.Event{Kind: events.KindGuardResult, RequestID: req, Outcome: events.OK, Attrs: guardAttrs("result-secret", "redact")})
+	pin(events.KindUpstreamToolFlagged, events.Denied, events.CodeToolFlagged)
 	em.Emit(hub.ArchiveEvent(store.Segment{First: 1, Last: 40, File: "seg-1-40.tbarchive", SHA256: strings.Repeat("d", 64)}, "/data/archive", "retention"))
 }

@@ -345,3 +345,42 @@ effect = "deny"
 		t.Errorf("first_sight = review: %s %q", code, textOf(res))
 	}
 }
+
+// A reload that loosens approval is recorded as policy.config.weakened
+// with the difference (shown by tail); its twin, a reload that tightens,
+// records none.
+func TestConfigWeakeningIsFlagged(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tracebridge.toml")
+	os.WriteFile(cfg, []byte("[approval]\nmode = \"prompt\"\n"), 0o600)
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-06-18", "TRACEBRIDGE_CONFIG="+cfg)
+	weakened := func() string {
+		out, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "10000", "--json").Output()
+		var lines []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, events.KindConfigWeakened) {
+				lines = append(lines, l)
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	loaded := func(n int) bool {
+		out, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "10000").Output()
+		return strings.Count(string(out), events.KindConfigLoaded) >= n
+	}
+	time.Sleep(1100 * time.Millisecond) // the watch compares modification times at one-second steps
+	os.WriteFile(cfg, []byte("[approval]\nmode = \"deny\"\n"), 0o600)
+	eventually(t, 15*time.Second, "the stricter config loaded", func() bool { return loaded(1) })
+	if w := weakened(); w != "" {
+		t.Fatalf("a stricter reload was flagged as weaker:\n%s", w)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	os.WriteFile(cfg, []byte("[approval]\nmode = \"allow\"\n"), 0o600)
+	eventually(t, 15*time.Second, "the weaker config flagged", func() bool { return weakened() != "" })
+	if w := weakened(); !strings.Contains(w, "mode deny → allow") {
+		t.Errorf("policy.config.weakened does not name the change:\n%s", w)
+	}
+	b.close(t)
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"path/filepath"
 	"time"
 
@@ -201,6 +202,7 @@ func (m *Main) watchConfig(ctx context.Context, flagPath string, x *executor.Exe
 		<-ctx.Done() // nothing to watch; a part ends only when the process does
 		return
 	}
+	prev, _ := m.loadConfig(flagPath)
 	config.Watch(ctx, path, time.Second, func() {
 		cfg, err := m.loadConfigHinted(flagPath)
 		x.Reload(cfg, err)
@@ -211,6 +213,15 @@ func (m *Main) watchConfig(ctx context.Context, flagPath string, x *executor.Exe
 			log.Info("configuration reloaded", "path", path)
 		}
 		em.Emit(config.LoadedEvent(path, b, err))
+		if err != nil {
+			return // nothing loosened: everything is denied
+		}
+		// What the reload loosened, against what was last in force.
+		if changes := config.Weakened(prev, cfg); len(changes) > 0 {
+			log.Warn("the reloaded configuration is weaker than the last", "changes", strings.Join(changes, "; "))
+			em.Emit(config.WeakenedEvent(path, changes))
+		}
+		prev = cfg
 	})
 }
 
