@@ -10,8 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge"
