@@ -60,6 +60,7 @@ func (c *call) guardArgs() (Result, bool) {
 		}
 	}
 	attrs := events.A(events.AttrRule, first.Rule, "action", guard.Worst(fs), "pack", policy.Pack, "trigger", first.Trigger,
+		"triggerHmac", c.x.opts.Emitter.Redactor().Fingerprint(first.Trigger),
 		"findings", guard.JSON(fs), events.AttrServer, server)
 	if !from.RequestID.IsZero() {
 		attrs.Set("fromServer", from.Server)

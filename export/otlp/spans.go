@@ -82,6 +82,10 @@ func Spans(evs []events.Event, opts Options) []sdktrace.ReadOnlySpan {
 		if closed[i] {
 			continue
 		}
+		if target, ok := guardTargets[e.Kind]; ok {
+			stubs = append(stubs, guardSpan(e, target, parent, opts))
+			continue
+		}
 		if len(info.ClosedBy) == 0 {
 			if !closers[e.Kind] {
 				parent.Events = append(parent.Events, spanEvent(e))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tracebridge/tracebridge/events"
 )
@@ -82,5 +83,49 @@ func TestResultIsNotEscapedTwice(t *testing.T) {
 		if got := resultOf(envelope); got != want {
 			t.Errorf("resultOf(%s) = %q, want %q", envelope, got, want)
 		}
+	}
+}
+
+// A guard judgment is an apply_guardrail span in the executor's: the
+// verdict apart from the action, the pack and the rule, the trigger's
+// keyed hash.
+func TestGuardJudgmentIsAGuardrailSpan(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	req, op := events.NewID(), events.NewID()
+	ev := func(seq uint64, kind string, outcome events.Outcome, code events.Code, attrs events.Attrs) events.Event {
+		info, _ := events.Lookup(kind)
+		return events.Event{ID: events.NewID(), Seq: seq, Time: t0.Add(time.Duration(seq) * time.Millisecond), Kind: kind, Boundary: info.Boundary,
+			RequestID: req, OperationID: op, Outcome: outcome, Code: code, Attrs: attrs}
+	}
+	evs := []events.Event{
+		ev(1, events.KindMCPRequestReceived, events.OK, "", events.A("method", "tools/call", "tool", "web__fetch")),
+		ev(2, events.KindExecutorStarted, events.OK, "", nil),
+		ev(3, events.KindGuardArgs, events.Denied, events.CodePolicyDenied, events.A("rule", "private-destination", "action", "block",
+			"pack", "tracebridge/default@1", "trigger", "http://169.254.169.254/", "triggerHmac", "0badc0de")),
+		ev(4, events.KindExecutorAudit, events.Denied, events.CodePolicyDenied, nil),
+		ev(5, events.KindMCPResponseSent, events.Denied, events.CodePolicyDenied, nil),
+	}
+	var guard sdktrace.ReadOnlySpan
+	for _, s := range Spans(evs, Options{}) {
+		if s.Name() == "apply_guardrail private-destination" {
+			guard = s
+		}
+	}
+	if guard == nil {
+		t.Fatal("no apply_guardrail span")
+	}
+	got := map[string]string{}
+	for _, a := range guard.Attributes() {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	for k, v := range map[string]string{"gen_ai.operation.name": "apply_guardrail", "gen_ai.guardrail.decision.type": "deny", "tracebridge.guard.action": "block",
+		"gen_ai.guardrail.policy.id": "tracebridge/default@1", "gen_ai.guardrail.rule.id": "private-destination", "gen_ai.guardrail.target.type": "tool_call",
+		"tracebridge.guard.trigger.hmac": "0badc0de"} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if guard.Status().Code != codes.Error {
+		t.Errorf("a block is an error status: %v", guard.Status())
 	}
 }
