@@ -21,7 +21,7 @@ type Tool struct {
 // give the rules no fields.
 func NewInput(t Tool, args json.RawMessage, client, session string, caller Caller, at time.Time) Input {
 	in := Input{Tool: t.ID, Server: t.Server, Qualified: Qualified(t.Server, t.Name), Annotations: t.Annotations,
-		Client: client, Session: session, Caller: caller, Time: at}
+		Client: client, Session: session, Caller: caller, Time: at, RawArgs: args}
 	if len(args) > 0 {
 		json.Unmarshal(args, &in.Args)
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -68,6 +69,7 @@ type Input struct {
 	Qualified   string
 	Annotations map[string]bool // the tool's MCP annotations, with the specification's defaults
 	Args        map[string]any  // the arguments, parsed JSON
+	RawArgs     json.RawMessage // the arguments as sent (the guard's pack reads them)
 	Client      string          // the MCP client (name/version)
 	Session     string
 	Caller      Caller

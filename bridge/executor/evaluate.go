@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
@@ -33,6 +34,10 @@ type Evaluation struct {
 type Evaluator struct {
 	cfg *config.Config
 	p   *gate
+	// Schemas are upstream tools' input schemas by catalog id (the pinned
+	// descriptors'): the guard's undeclared-property rule reads them. A
+	// tool without one is judged without that rule.
+	Schemas map[string]json.RawMessage
 }
 
 // NewEvaluator compiles cfg's policy once for many calls.
@@ -51,6 +56,15 @@ func Evaluate(ctx context.Context, cfg *config.Config, d Descriptor, in policy.I
 // approval lists).
 func (x *Evaluator) Evaluate(ctx context.Context, d Descriptor, in policy.Input) Evaluation {
 	cfg, p := x.cfg, x.p
+	if d.Server() != "" && p.broken == nil { // the guard's pack first, as a live call meets it
+		act := func(rule string) string { return cfg.GuardAction(d.Server(), rule) }
+		for _, f := range judgeArgs(&d, x.Schemas[d.ID], in.RawArgs, act) {
+			if f.Action == policy.ActionBlock {
+				code, reason := guardDenial(f)
+				return Evaluation{Verdict: VerdictDenied, Code: code, Rule: policy.Pack + ":" + f.Rule, Effect: policy.EffectDeny, Reason: reason, Version: p.version}
+			}
+		}
+	}
 	dec := p.decide(ctx, &d, func() policy.Input { return in })
 	ev := Evaluation{Rule: dec.Rule, Effect: dec.Effect, Matched: dec.Matched, Reason: dec.Reason, Version: dec.Version, Code: dec.Code}
 	if !dec.Allowed {

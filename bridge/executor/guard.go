@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/guard"
@@ -44,7 +45,7 @@ func (c *call) guardArgs() (Result, bool) {
 		return Result{}, false
 	}
 	act := c.x.GuardActions(server)
-	fs := guard.Args(guard.Call{Server: server, Tool: c.tool.Name, Description: c.tool.Description, Schema: c.tool.RawSchema, Args: c.inv.Args}, act)
+	fs := judgeArgs(&c.tool.Descriptor, c.tool.RawSchema, c.inv.Args, act)
 	var from guard.Origin
 	if f, o, ok := c.x.flows.Check(c.inv.SessionID, server, c.inv.Args, act, c.x.opts.Emitter.Redactor().Fingerprint); ok {
 		fs, from = append(fs, f), o
@@ -70,10 +71,26 @@ func (c *call) guardArgs() (Result, bool) {
 		c.emit(events.KindGuardArgs, events.OK, "", time.Time{}, attrs)
 		return Result{}, false
 	}
+	code, reason := guardDenial(first)
+	// The envelope says the call was decided, by which rule: `policy test`
+	// reads it back.
+	c.env.Policy = &decision{Reason: reason, Rule: policy.Pack + ":" + first.Rule, Effect: policy.EffectDeny, Version: c.r.policy.version, Code: code}
+	c.emit(events.KindGuardArgs, events.Denied, code, time.Time{}, attrs)
+	return fail(code, reason)
+}
+
+// judgeArgs is the pack's findings on a call of d (an upstream's tool)
+// with args, its input schema raw.
+func judgeArgs(d *Descriptor, raw json.RawMessage, args json.RawMessage, act guard.Actions) []guard.Finding {
+	return guard.Args(guard.Call{Server: d.Server(), Tool: d.Name, Description: d.Description, Schema: raw, Args: args}, act)
+}
+
+// guardDenial is the code and reason of a call the pack's finding f
+// denies: InvalidArguments for an undeclared property, else PolicyDenied.
+func guardDenial(f guard.Finding) (events.Code, string) {
 	code := events.CodePolicyDenied
-	if first.Rule == "undeclared-property" {
+	if f.Rule == "undeclared-property" {
 		code = events.CodeInvalidArguments
 	}
-	c.emit(events.KindGuardArgs, events.Denied, code, time.Time{}, attrs)
-	return fail(code, "the guard refused the call (rule "+first.Rule+" of "+policy.Pack+"): "+first.Why)
+	return code, "the guard refused the call (rule " + f.Rule + " of " + policy.Pack + "): " + f.Why
 }

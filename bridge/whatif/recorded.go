@@ -225,3 +225,23 @@ func Annotations(ctx context.Context, log projections.Viewer) (map[string]string
 	}
 	return out, nil
 }
+
+// Schemas is each pinned upstream tool's input schema (from its pinned
+// descriptor), by its id in the catalog: the guard's undeclared-property
+// rule reads it.
+func Schemas(ctx context.Context, log projections.Viewer) (map[string]json.RawMessage, error) {
+	pins, err := projections.Read[projections.Pin](ctx, log, projections.Query{View: projections.ViewPins, Limit: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]json.RawMessage, len(pins))
+	for _, p := range pins {
+		var d struct {
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal([]byte(p.Descriptor), &d) == nil && len(d.InputSchema) > 0 {
+			out[p.Name] = d.InputSchema
+		}
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package whatif
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"runtime"
 	"sort"
 	"sync"
@@ -64,6 +65,9 @@ type Report struct {
 type Options struct {
 	Since       time.Time         // only calls since (zero: all)
 	Annotations map[string]string // tool id → MCP annotations (JSON): Annotations
+	// Schemas are upstream tools' input schemas by id (Schemas), for the
+	// guard's undeclared-property rule.
+	Schemas map[string]json.RawMessage
 	// Archive is a directory of archived segments (`tracebridge archive`)
 	// read before the log, verified against Trusted (the data dir's key).
 	Archive string
@@ -82,6 +86,7 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 	r := &Report{Version: cfg.PolicyVersion(), Changed: []*Change{}, Groups: []Group{}}
 	counts := map[Group]int{}
 	x := executor.NewEvaluator(cfg)
+	x.Schemas = opts.Schemas
 	// The calls are decided on every core while the log is read: each
 	// change keeps its place in the log's order (n).
 	type job struct {

@@ -92,7 +92,7 @@ func commands() map[string]command {
 		"export":     verb("write the audit envelopes as JSON lines for a SIEM (--follow to stream)", runExport, "audit", "otlp"),
 		"tools":      verb("list the pinned tools of upstream servers; diff and accept a changed one", runTools, "list", "diff", "accept"),
 		"prune":      verb("remove old bridge log files and the demo's temp dirs (never the event log)", runPrune),
-		"policy":     verb("re-decide the recorded calls under a candidate policy; explain one call's rules", runPolicy, "test", "explain"),
+		"policy":     verb("re-decide the recorded calls under a candidate policy; explain one call's rules; list the guard's pack", runPolicy, "test", "explain", "pack"),
 	}
 }
 

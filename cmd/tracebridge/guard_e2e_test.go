@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/guard"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/policy"
 )
 
 // guardCorpus is testdata/guard/cases.json (bridge/guard reads it too).
@@ -337,6 +338,29 @@ effect = "deny"
 		t.Errorf("the accepted tool: %s", code2)
 	}
 	b.close(t)
+
+	// What turning the rule back on would have changed on this history.
+	cand := strings.TrimPrefix(strings.Replace(cfg, `off = ["shell-injection"]`, "", 1), "TRACEBRIDGE_CONFIG=")
+	candBody, _ := os.ReadFile(cand)
+	candPath := filepath.Join(t.TempDir(), "candidate.toml")
+	os.WriteFile(candPath, []byte(strings.Replace(string(candBody), `off = ["shell-injection"]`, "", 1)), 0o600)
+	out, _ = exec.Command(tbBin, "--data", data, "policy", "test", "--config", candPath, "--format", "json").Output()
+	var report struct {
+		Changed []struct {
+			Tool  string `json:"tool"`
+			Would struct{ Verdict, Rule string }
+		} `json:"changed"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("policy test: %v\n%s", err, out)
+	}
+	found := false
+	for _, c := range report.Changed {
+		found = found || c.Tool == "atk__ping" && c.Would.Verdict == "denied" && c.Would.Rule == policy.Pack+":shell-injection"
+	}
+	if !found {
+		t.Errorf("policy test does not show the shell-injection rule denying atk__ping:\n%s", out)
+	}
 
 	// first_sight = "review": every new tool waits for an operator.
 	cfg = hostileConfig(t, "[gateway]\nfirst_sight = \"review\"\n", guardServers(t, marks, nil))

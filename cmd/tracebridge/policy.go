@@ -9,18 +9,22 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
+	"github.com/tracebridge/tracebridge/bridge/guard"
 	"github.com/tracebridge/tracebridge/bridge/whatif"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/export"
+	"github.com/tracebridge/tracebridge/policy"
 )
 
 const policyHelp = `policy test --config NEW.toml [--since 30d|TIME] [--archive DIR] [--format text|json|junit] [--all]
        tracebridge policy explain REQUEST_ID [--config FILE]
+       tracebridge policy pack [--format text|json]
 
 test re-decides every tool call recorded in the log under the policy of
 NEW.toml — its [policy] grants, denials and rules ([policy.rules.NAME]), its
-approval settings — without running anything, and prints the calls whose
+approval settings, and the guard's rule pack as NEW.toml sets it ([guard],
+[servers.NAME] guard) — without running anything, and prints the calls whose
 outcome would change (allowed, gated: needs an operator's approval, denied),
 grouped by the rule that changes them, with counts. It exits 1 when any would
 change, so CI can check a policy change against recorded sessions:
@@ -35,8 +39,14 @@ it applies to the tool, matched, or could not be evaluated; what was decided
 when the call was made (the rule, the policy version); what the policy of
 --config (default: the one tracebridge mcp uses) decides now.
 
+pack lists the guard's shipped rule pack: each rule's id, what it judges
+(descriptor, result, args), its default action, the actions it takes, and
+why it exists. Turn one off with [guard] off = ["ID"], or change its action
+with [guard.actions] or [servers.NAME] guard = { ID = "flag" } (docs/GUARD.md).
+
 The rules see the arguments as the log recorded them, redacted: a rule on a
-secret's value decides otherwise here than it did live.`
+secret's value decides otherwise here than it did live. Rules with phase =
+"result" judge results live; test re-decides calls, not results.`
 
 func runPolicy(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("policy")
@@ -49,7 +59,7 @@ func runPolicy(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	rest := fs.Args()
-	if err := verbOf("policy", rest, "want test --config NEW.toml, or explain REQUEST_ID"); err != nil {
+	if err := verbOf("policy", rest, "want test --config NEW.toml, explain REQUEST_ID or pack"); err != nil {
 		return err
 	}
 	switch {
@@ -75,6 +85,8 @@ func runPolicy(ctx context.Context, m *Main, args []string) error {
 		return m.policyTest(ctx, *cfgFlag, whatif.Options{Since: cutoff, Archive: *archive}, *format, *all)
 	case rest[0] == "explain" && len(rest) == 2:
 		return m.policyExplain(ctx, rest[1], *cfgFlag)
+	case rest[0] == "pack" && len(rest) == 1:
+		return m.policyPack(*format)
 	}
 	return usageError{fmt.Sprintf("unknown action %q: want test --config NEW.toml, or explain REQUEST_ID", strings.Join(rest, " "))}
 }
@@ -93,6 +105,9 @@ func (m *Main) policyTest(ctx context.Context, cfgPath string, opts whatif.Optio
 	}
 	defer node.Close()
 	if opts.Annotations, err = whatif.Annotations(ctx, node); err != nil {
+		return err
+	}
+	if opts.Schemas, err = whatif.Schemas(ctx, node); err != nil {
 		return err
 	}
 	if opts.Archive != "" {
@@ -222,12 +237,27 @@ func (m *Main) policyExplain(ctx context.Context, idText, cfgPath string) error 
 		fmt.Fprintf(out, " by rule %s", was.Rule)
 	}
 	fmt.Fprintf(out, "\n  %s\n", was.Reason)
-	now := executor.Evaluate(ctx, cfg, call.Descriptor, call.Input)
+	x := executor.NewEvaluator(cfg)
+	if x.Schemas, err = whatif.Schemas(ctx, node); err != nil {
+		return err
+	}
+	now := x.Evaluate(ctx, call.Descriptor, call.Input)
 	fmt.Fprintf(out, "now (policy version %s, %s): %s", now.Version, orDash(cfg.Path), now.Verdict)
 	if now.Rule != "" {
 		fmt.Fprintf(out, " by rule %s", now.Rule)
 	}
 	fmt.Fprintf(out, "\n  %s\n", now.Reason)
+	if server := call.Descriptor.Server(); server != "" {
+		act := func(rule string) string { return cfg.GuardAction(server, rule) }
+		fs := guard.Args(guard.Call{Server: server, Tool: call.Descriptor.Name, Description: call.Descriptor.Description,
+			Schema: x.Schemas[call.Descriptor.ID], Args: call.Input.RawArgs}, act)
+		fmt.Fprintf(out, "\nthe guard's pack (%s) on these arguments: ", policy.Pack)
+		if len(fs) == 0 {
+			fmt.Fprintln(out, "nothing found")
+		} else {
+			fmt.Fprintf(out, "\n%s", findingLines(guard.JSON(fs)))
+		}
+	}
 	results := rs.Explain(ctx, call.Input)
 	if len(results) == 0 {
 		fmt.Fprintln(out, "\nno [policy.rules] in that configuration")
@@ -265,4 +295,20 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// policyPack lists the guard's rule pack.
+func (m *Main) policyPack(format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"pack": policy.Pack, "rules": policy.PackRules})
+	}
+	fmt.Fprintf(m.Stdout, "%s\n\n", policy.Pack)
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tJUDGES\tDEFAULT\tTAKES\tWHY")
+	for _, r := range policy.PackRules {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, r.Default, strings.Join(r.Allowed, ", ")+", off", r.Why)
+	}
+	return tw.Flush()
 }
