@@ -41,6 +41,9 @@ const MetaKey = "tracebridge/guard"
 // digits mixed: "api_key: YOUR_KEY" is not one).
 var assigned = regexp.MustCompile(`(?i)\b(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret|auth[_-]?token)\b["']?\s*[:=]\s*["']?(?P<v>[^\s"',;<>\[\]]{8,})`)
 
+// marker is the redactor's marker.
+var marker = regexp.MustCompile(`\[REDACTED:([a-z0-9_.-]+):[0-9a-f]{8}\]`)
+
 // secretField is a structured field whose key names a secret.
 var secretField = regexp.MustCompile(`(?i)(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)$`)
 
@@ -206,13 +209,28 @@ func (j *resultJudge) text(s, where, key string) string {
 // rule says so.
 func (j *resultJudge) secret(s, where, key string) string {
 	whys, values := j.red.Found(s)
+	for i := 0; i < len(values); i++ { // a marker is redacted already (a recorded session re-driven registers its markers)
+		if strings.HasPrefix(values[i], "[REDACTED") {
+			whys, values = slices.Delete(whys, i, i+1), slices.Delete(values, i, i+1)
+			i--
+		}
+	}
 	if key != "" && secretField.MatchString(key) && likeSecret(s) && !slices.Contains(values, s) {
 		whys, values = append(whys, "field "+key), append(values, s)
 	}
-	for _, m := range assigned.FindAllStringSubmatch(s, 16) {
-		if v := m[1]; likeSecret(v) && !slices.Contains(values, v) && !coveredBy(v, values) {
+	for _, m := range assigned.FindAllStringSubmatchIndex(s, 16) {
+		if strings.HasSuffix(s[:m[0]], "[REDACTED:") {
+			continue // a marker's own "secret:fingerprint"
+		}
+		if v := s[m[2]:m[3]]; likeSecret(v) && !slices.Contains(values, v) && !coveredBy(v, values) {
 			whys, values = append(whys, "named value"), append(values, v)
 		}
+	}
+	// A secret redacted already (a recorded answer re-driven: the log kept
+	// its marker) is the same finding, so a re-drive records what the live
+	// call did.
+	for _, m := range marker.FindAllString(s, 16) {
+		j.f.add("result-secret", "a secret ("+marker.FindStringSubmatch(m)[1]+") in the result, redacted already", m, where)
 	}
 	if len(values) == 0 {
 		return s
