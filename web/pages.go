@@ -463,6 +463,18 @@ type changedTool struct {
 	Pin   projections.Pin
 	Diff  string
 	Whole bool // both descriptors are shown whole (else it cannot be accepted)
+	// Findings are why the guard held it (first sight: flagged) or what
+	// it found in the change.
+	Findings []finding
+}
+
+// finding is one of the guard's findings as the page shows it.
+type finding struct{ Rule, Why, Trigger string }
+
+func findingsOf(j string) []finding {
+	var fs []finding
+	json.Unmarshal([]byte(j), &fs)
+	return fs
 }
 
 // recentDone is how many decided proposals the approvals page shows with
@@ -477,14 +489,16 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		p.Error = err.Error()
 	}
 	d.Tools = tools
-	pins, err := projections.Read[projections.Pin](r.Context(), s.opts.Log, projections.Query{View: projections.ViewPins, Status: projections.PinChanged, Limit: 1000})
-	if err != nil && p.Error == "" {
-		p.Error = err.Error()
-	}
-	for _, pin := range pins {
-		if pin.Pending != "" {
-			diff, whole := projections.DescriptorDiff(pin, s.opts.Descriptors)
-			d.Changed = append(d.Changed, changedTool{Pin: pin, Diff: diff, Whole: whole})
+	for _, state := range []string{projections.PinFlagged, projections.PinChanged} {
+		pins, err := projections.Read[projections.Pin](r.Context(), s.opts.Log, projections.Query{View: projections.ViewPins, Status: state, Limit: 1000})
+		if err != nil && p.Error == "" {
+			p.Error = err.Error()
+		}
+		for _, pin := range pins {
+			if pin.Pending != "" {
+				diff, whole := projections.DescriptorDiff(pin, s.opts.Descriptors)
+				d.Changed = append(d.Changed, changedTool{Pin: pin, Diff: diff, Whole: whole, Findings: findingsOf(pin.Findings)})
+			}
 		}
 	}
 	list, err := s.host.Proposals(r.Context())
