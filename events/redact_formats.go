@@ -62,10 +62,10 @@ func replaceFormat(v string, re *regexp.Regexp, mark func(string) string) string
 // Found is the secrets Scrub would replace in v, as they are written
 // there, each with why (its format, or "secret" for a registered one): what
 // the guard remembers of a result to know the same value on its way to
-// another server.
+// another server. It reads the secrets this process knows without looking
+// at the shared cache again (the request's first event did).
 func (r *Redactor) Found(v string) (whys, values []string) {
-	r.pull()
-	r.mu.RLock()
+	r.mu.RLock() // what this process knows: a request's events pulled the shared cache at its first
 	for s := range r.secrets {
 		if strings.Contains(v, s) {
 			whys, values = append(whys, "secret"), append(values, s)

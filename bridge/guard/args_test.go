@@ -23,7 +23,7 @@ func TestPrivateDestinationSpellings(t *testing.T) {
 // Fold reads text as a model does; Decoded finds what an encoding hides.
 func TestFoldAndDecoded(t *testing.T) {
 	for in, want := range map[string]string{
-		"ＩＧＮＯＲＥ":        "ignore",
+		"ＩＧＮＯＲＥ":          "ignore",
 		"Іgnore prevіous": "ignore previous",
 		"a\u200bb  \n c":  "ab c",
 		"𝐒𝐘𝐒𝐓𝐄𝐌":          "system",

@@ -218,7 +218,7 @@ func (j *resultJudge) secret(s, where, key string) string {
 	if key != "" && secretField.MatchString(key) && likeSecret(s) && !slices.Contains(values, s) {
 		whys, values = append(whys, "field "+key), append(values, s)
 	}
-	for _, m := range assigned.FindAllStringSubmatchIndex(s, 16) {
+	for _, m := range assignedIn(s) {
 		if strings.HasSuffix(s[:m[0]], "[REDACTED:") {
 			continue // a marker's own "secret:fingerprint"
 		}
@@ -229,7 +229,7 @@ func (j *resultJudge) secret(s, where, key string) string {
 	// A secret redacted already (a recorded answer re-driven: the log kept
 	// its marker) is the same finding, so a re-drive records what the live
 	// call did.
-	for _, m := range marker.FindAllString(s, 16) {
+	for _, m := range markersIn(s) {
 		j.f.add("result-secret", "a secret ("+marker.FindStringSubmatch(m)[1]+") in the result, redacted already", m, where)
 	}
 	if len(values) == 0 {
@@ -248,6 +248,27 @@ func (j *resultJudge) secret(s, where, key string) string {
 		s = j.red.Scrub(s) // the encodings of registered secrets too
 	}
 	return s
+}
+
+// markersIn is the redactor's markers in s.
+func markersIn(s string) []string {
+	if !strings.Contains(s, "[REDACTED:") {
+		return nil
+	}
+	return marker.FindAllString(s, 16)
+}
+
+// assignedKeys are the names assigned matches, lowercase: the regexp runs
+// only on text that holds one.
+var assignedKeys = []string{"password", "passwd", "secret", "token", "key"}
+
+// assignedIn is assigned's matches in s (submatch indexes).
+func assignedIn(s string) [][]int {
+	lower := strings.ToLower(s)
+	if !slices.ContainsFunc(assignedKeys, func(k string) bool { return strings.Contains(lower, k) }) {
+		return nil
+	}
+	return assigned.FindAllStringSubmatchIndex(s, 16)
 }
 
 // coveredBy reports whether v is inside one of the values already found.

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -85,60 +84,123 @@ var confusables = strings.NewReplacer(
 	"ı", "i",
 )
 
-var spaces = regexp.MustCompile(`\s+`)
-
 // Fold is s as a model reads it, for matching: NFKC (fullwidth and
 // mathematical letters become plain), confusable letters folded to Latin,
 // invisible characters removed, lower case, runs of white space one space.
 func Fold(s string) string {
 	if !isASCII(s) {
 		_, s = Invisible(s)
-		s = confusables.Replace(norm.NFKC.String(s))
+		s = strings.ToLower(confusables.Replace(norm.NFKC.String(s)))
 	}
-	return spaces.ReplaceAllString(strings.ToLower(s), " ")
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			if !space {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		space = false
+		b.WriteByte(c)
+	}
+	return b.String()
 }
-
-var (
-	base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{24,}={0,2}`)
-	hexRun    = regexp.MustCompile(`(?:[0-9a-fA-F]{2}){12,}`)
-	escRun    = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2}[^\s%]{0,3}){6,}`)
-)
 
 // maxDecoded bounds what the decode pass reads of one text.
 const maxDecoded = 64 << 10
 
+// minEncodedRun is the shortest run of base64 or hex the decode pass
+// reads: shorter ones are words and ids.
+const minEncodedRun = 24
+
 // Decoded is the text hidden in s as base64, hex or URL escapes: each run
 // that decodes to readable text, decoded (one level). Empty when none.
+// One pass over s: runs are found by their alphabets, not a regexp.
 func Decoded(s string) []string {
 	var out []string
 	budget := maxDecoded
 	add := func(b []byte) {
-		if len(b) >= 8 && readable(b) && budget > 0 {
+		if len(b) >= 8 && budget > 0 && readable(b) {
 			budget -= len(b)
 			out = append(out, string(b))
 		}
 	}
-	if strings.ContainsAny(s, "0123456789") || strings.ContainsAny(s, "+/=") || len(s) >= 24 {
-		for _, m := range base64Run.FindAllString(s, 32) {
-			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-				if b, err := enc.DecodeString(m); err == nil {
+	for i := 0; i < len(s) && len(out) < 32; {
+		if !isBase64Byte(s[i]) {
+			i++
+			continue
+		}
+		j, hexOnly := i, true
+		for j < len(s) && isBase64Byte(s[j]) {
+			hexOnly = hexOnly && isHexByte(s[j])
+			j++
+		}
+		for j < len(s) && j-i < 2048 && s[j] == '=' {
+			j++
+		}
+		if run := s[i:j]; len(run) >= minEncodedRun {
+			if hexOnly && len(run)%2 == 0 {
+				if b, err := hex.DecodeString(run); err == nil {
 					add(b)
-					break
+				}
+			} else {
+				for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+					if b, err := enc.DecodeString(run); err == nil {
+						add(b)
+						break
+					}
 				}
 			}
 		}
-	}
-	for _, m := range hexRun.FindAllString(s, 32) {
-		if b, err := hex.DecodeString(m); err == nil {
-			add(b)
-		}
+		i = j
 	}
 	if strings.Contains(s, "%") {
-		for _, m := range escRun.FindAllString(s, 32) {
-			if u, err := url.QueryUnescape(m); err == nil {
+		for _, run := range escapedRuns(s) {
+			if u, err := url.QueryUnescape(run); err == nil {
 				add([]byte(u))
 			}
 		}
+	}
+	return out
+}
+
+func isBase64Byte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+}
+
+func isHexByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// escapedRuns are the runs of s with at least six %XX escapes, each at
+// most three other bytes from the next (URL-encoded text).
+func escapedRuns(s string) []string {
+	var out []string
+	for i := 0; i < len(s) && len(out) < 32; i++ {
+		if s[i] != '%' {
+			continue
+		}
+		j, n := i, 0
+		for j+2 < len(s) && s[j] == '%' && isHexByte(s[j+1]) && isHexByte(s[j+2]) {
+			n++
+			j += 3
+			gap := 0
+			for j < len(s) && s[j] != '%' && gap < 3 && s[j] != ' ' && s[j] != '\n' {
+				j++
+				gap++
+			}
+		}
+		if n >= 6 {
+			out = append(out, s[i:j])
+		}
+		i = max(i, j-1)
 	}
 	return out
 }
