@@ -54,6 +54,11 @@ args = [%q, %q]
 	data := filepath.Join(dir, "data")
 	b := startBridge(t, tbBin, data, "2025-11-25", cfg)
 	names := toolNames(t, b.session)
+	// The guard's pack holds none of the stock servers' tools (0 false
+	// positives on descriptors people run).
+	if out, err := exec.Command(tbBin, "--data", data, "tools", "list", "--state", "flagged").CombinedOutput(); err != nil || !strings.Contains(string(out), "no pinned tool is flagged") {
+		t.Errorf("the guard held a stock server's tool: %v\n%s", err, out)
+	}
 	for _, want := range []string{"thinking__sequentialthinking", "memory__create_entities", "memory__read_graph", "everything__get-env", "idle__list_directory"} {
 		if !slices.Contains(names, want) {
 			t.Fatalf("tools/list lacks %s: %v", want, names)
