@@ -33,7 +33,7 @@ type Projection interface {
 
 // All returns every projection, in a fixed order.
 func All() []Projection {
-	return []Projection{runs{}, audit{}, proposals{}, reviews{}, sessions{}, approvals{}, pins{}, offers{}}
+	return []Projection{runs{}, audit{}, proposals{}, reviews{}, sessions{}, approvals{}, pins{}, offers{}, weakened{}}
 }
 
 // Names lists the projections' names.

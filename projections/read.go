@@ -16,6 +16,7 @@ const (
 	ViewApprovals = "approvals"
 	ViewPins      = "pins"
 	ViewOffers    = "offers"
+	ViewWeakened  = "weakened" // reloads that loosened the configuration
 )
 
 // Read answers q as the view's own type (Pin for pins, Approval for

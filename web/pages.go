@@ -449,6 +449,9 @@ func sessionEvents(ctx context.Context, log Log, id events.ID, limit int) ([]eve
 }
 
 type approvalsData struct {
+	// Weakened are the latest reloads that loosened the configuration:
+	// what an operator deciding here should know first.
+	Weakened  []projections.Weakening
 	Tools     []projections.Approval
 	Changed   []changedTool
 	Pending   []*host.Proposal
@@ -477,6 +480,10 @@ func findingsOf(j string) []finding {
 	return fs
 }
 
+// shownWeakenings is how many of the latest configuration weakenings the
+// approvals page shows.
+const shownWeakenings = 5
+
 // recentDone is how many decided proposals the approvals page shows with
 // their diff.
 const recentDone = 20
@@ -489,6 +496,10 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		p.Error = err.Error()
 	}
 	d.Tools = tools
+	if w, err := projections.Read[projections.Weakening](r.Context(), s.opts.Log, projections.Query{View: projections.ViewWeakened, Limit: 1 << 16}); err == nil {
+		d.Weakened = w[max(0, len(w)-shownWeakenings):]
+		slices.Reverse(d.Weakened)
+	}
 	for _, state := range []string{projections.PinFlagged, projections.PinChanged} {
 		pins, err := projections.Read[projections.Pin](r.Context(), s.opts.Log, projections.Query{View: projections.ViewPins, Status: state, Limit: 1000})
 		if err != nil && p.Error == "" {

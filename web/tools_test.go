@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -136,5 +137,22 @@ func TestHeldToolIsExplainedAndAcceptedOnTheApprovalsPage(t *testing.T) {
 	var p projections.Pin
 	if len(rows) != 1 || json.Unmarshal(rows[0], &p) != nil || p.Hash != sum(bad) || p.State != projections.PinPinned {
 		t.Fatalf("after accept: %+v", p)
+	}
+}
+
+// A reload that loosened the configuration is shown at the top of the
+// approvals page, newest first, with each change; with none, nothing is.
+func TestWeakenedConfigIsShownOnTheApprovalsPage(t *testing.T) {
+	f := newFixture(t)
+	c, _ := f.login()
+	if _, body, _ := get(t, c, f.url+"/approvals"); strings.Contains(body, "config-weakened") {
+		t.Fatal("a weakening is shown before any")
+	}
+	f.em.Emit(config.WeakenedEvent("/home/alice/tracebridge.toml", []string{"[approval] mode prompt → allow", `[policy] deny no longer lists "shell"`}))
+	f.em.FlushAll(f.ctx)
+	_, body, _ := get(t, c, f.url+"/approvals")
+	page := html.UnescapeString(body)
+	if !strings.Contains(page, "config-weakened") || !strings.Contains(page, "[approval] mode prompt → allow") || !strings.Contains(page, `no longer lists "shell"`) {
+		t.Fatalf("the weakening is not on the approvals page:\n%s", body)
 	}
 }
