@@ -49,27 +49,7 @@ func Weakened(prev, next *Config) []string {
 		}
 	}
 	for _, name := range sortedKeys(next.Servers) {
-		p, existed := prev.Servers[name]
-		n := next.Servers[name]
-		if !existed {
-			say("[servers.%s] added (its tools are granted)", name)
-			continue
-		}
-		for _, pat := range sortedKeys(n.Approval) {
-			if n.Approval[pat] == "never" && p.Approval[pat] != "never" {
-				say("[servers.%s] approval %q = never", name, pat)
-			}
-		}
-		for _, pat := range n.ReadOnly {
-			if !slices.Contains(p.ReadOnly, pat) {
-				say("[servers.%s] read_only adds %q (its calls need no approval)", name, pat)
-			}
-		}
-		for _, id := range policy.PackRules {
-			if a, b := prev.GuardAction(name, id.ID), next.GuardAction(name, id.ID); actionRank[b] < actionRank[a] {
-				say("[servers.%s] guard rule %s: %s → %s", name, id.ID, a, b)
-			}
-		}
+		out = append(out, serverWeakened(name, prev, next)...)
 	}
 	for _, id := range policy.PackRules {
 		if a, b := prev.GuardAction("", id.ID), next.GuardAction("", id.ID); actionRank[b] < actionRank[a] {
@@ -78,6 +58,32 @@ func Weakened(prev, next *Config) []string {
 	}
 	if firstSightRank[next.FirstSightMode()] < firstSightRank[prev.FirstSightMode()] {
 		say("[gateway] first_sight %s → %s", prev.FirstSightMode(), next.FirstSightMode())
+	}
+	return out
+}
+
+// serverWeakened is how [servers.NAME] in next loosens prev's.
+func serverWeakened(name string, prev, next *Config) []string {
+	p, existed := prev.Servers[name]
+	if !existed {
+		return []string{fmt.Sprintf("[servers.%s] added (its tools are granted)", name)}
+	}
+	n := next.Servers[name]
+	var out []string
+	for _, pat := range sortedKeys(n.Approval) {
+		if n.Approval[pat] == "never" && p.Approval[pat] != "never" {
+			out = append(out, fmt.Sprintf("[servers.%s] approval %q = never", name, pat))
+		}
+	}
+	for _, pat := range n.ReadOnly {
+		if !slices.Contains(p.ReadOnly, pat) {
+			out = append(out, fmt.Sprintf("[servers.%s] read_only adds %q (its calls need no approval)", name, pat))
+		}
+	}
+	for _, id := range policy.PackRules {
+		if a, b := prev.GuardAction(name, id.ID), next.GuardAction(name, id.ID); actionRank[b] < actionRank[a] {
+			out = append(out, fmt.Sprintf("[servers.%s] guard rule %s: %s → %s", name, id.ID, a, b))
+		}
 	}
 	return out
 }

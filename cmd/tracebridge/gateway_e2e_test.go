@@ -104,10 +104,11 @@ args = [%q, %q]
 			if code != "" || !strings.Contains(textOf(res), "original") {
 				t.Fatalf("read_text_file: %s %q", code, textOf(res))
 			}
-			// get-env echoes the upstream's environment, canary included:
-			// the client gets it (it is the tool's answer), the evidence never.
+			// get-env echoes the upstream's environment, canary included: the
+			// guard redacts the configured secret from what the client reads
+			// (result-secret), and the evidence never holds it.
 			res, _, code = b.call(t, "everything__get-env", map[string]any{})
-			if code != "" || !strings.Contains(textOf(res), canary) {
+			if code != "" || strings.Contains(textOf(res), canary) || !strings.Contains(textOf(res), "[REDACTED:secret:") {
 				t.Fatalf("get-env: %s (canary echoed: %v)", code, strings.Contains(textOf(res), canary))
 			}
 			// A side-effecting tool (no readOnlyHint) goes through approval

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -247,17 +248,7 @@ func (m *Main) policyExplain(ctx context.Context, idText, cfgPath string) error 
 		fmt.Fprintf(out, " by rule %s", now.Rule)
 	}
 	fmt.Fprintf(out, "\n  %s\n", now.Reason)
-	if server := call.Descriptor.Server(); server != "" {
-		act := func(rule string) string { return cfg.GuardAction(server, rule) }
-		fs := guard.Args(guard.Call{Server: server, Tool: call.Descriptor.Name, Description: call.Descriptor.Description,
-			Schema: x.Schemas[call.Descriptor.ID], Args: call.Input.RawArgs}, act)
-		fmt.Fprintf(out, "\nthe guard's pack (%s) on these arguments: ", policy.Pack)
-		if len(fs) == 0 {
-			fmt.Fprintln(out, "nothing found")
-		} else {
-			fmt.Fprintf(out, "\n%s", findingLines(guard.JSON(fs)))
-		}
-	}
+	printPackFindings(out, cfg, call, x.Schemas[call.Descriptor.ID])
 	results := rs.Explain(ctx, call.Input)
 	if len(results) == 0 {
 		fmt.Fprintln(out, "\nno [policy.rules] in that configuration")
@@ -311,4 +302,22 @@ func (m *Main) policyPack(format string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Phase, r.Default, strings.Join(r.Allowed, ", ")+", off", r.Why)
 	}
 	return tw.Flush()
+}
+
+// printPackFindings prints what the guard's pack finds in a recorded call's
+// arguments under cfg (an upstream tool's; nothing for the bridge's own).
+func printPackFindings(out io.Writer, cfg *config.Config, call *whatif.Call, schema json.RawMessage) {
+	server := call.Descriptor.Server()
+	if server == "" {
+		return
+	}
+	act := func(rule string) string { return cfg.GuardAction(server, rule) }
+	fs := guard.Args(guard.Call{Server: server, Tool: call.Descriptor.Name, Description: call.Descriptor.Description,
+		Schema: schema, Args: call.Input.RawArgs}, act)
+	fmt.Fprintf(out, "\nthe guard's pack (%s) on these arguments: ", policy.Pack)
+	if len(fs) == 0 {
+		fmt.Fprintln(out, "nothing found")
+		return
+	}
+	fmt.Fprintf(out, "\n%s", findingLines(guard.JSON(fs)))
 }

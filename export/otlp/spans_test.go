@@ -116,7 +116,7 @@ func TestGuardJudgmentIsAGuardrailSpan(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, a := range guard.Attributes() {
-		got[string(a.Key)] = a.Value.Emit()
+		got[string(a.Key)] = a.Value.String()
 	}
 	for k, v := range map[string]string{"gen_ai.operation.name": "apply_guardrail", "gen_ai.guardrail.decision.type": "deny", "tracebridge.guard.action": "block",
 		"gen_ai.guardrail.policy.id": "tracebridge/default@1", "gen_ai.guardrail.rule.id": "private-destination", "gen_ai.guardrail.target.type": "tool_call",
