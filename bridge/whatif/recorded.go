@@ -23,6 +23,11 @@ type Call struct {
 	Descriptor executor.Descriptor `json:"-"`
 	Input      policy.Input        `json:"-"`
 	Was        executor.Evaluation `json:"was"`
+	// Answer is an upstream's answer to the call as the log kept it
+	// (redacted; "" for the bridge's own tools), ResultWas the guard's
+	// action on it then ("" when it found nothing).
+	Answer    string `json:"-"`
+	ResultWas string `json:"-"`
 }
 
 // Log is what the calls are read from: the events in seq order, each
@@ -58,6 +63,8 @@ type partial struct {
 	time      time.Time
 	env       *recordedEnvelope
 	args      json.RawMessage
+	answer    string
+	judged    string
 }
 
 // Calls reads the tool calls recorded since since (zero: all) and gives
@@ -154,6 +161,16 @@ func (s *scan) step(ctx context.Context, e *events.Event) error {
 			return nil
 		}
 		p.env = &env
+	case events.KindUpstreamResponse:
+		if p := open[e.RequestID]; p != nil && e.Attrs.Get("isError") != "true" {
+			if raw, err := events.ResolveValue(ctx, s.payloads, e.Attrs.Get("answer")); err == nil {
+				p.answer = answerResult(raw)
+			}
+		}
+	case events.KindGuardResult:
+		if p := open[e.RequestID]; p != nil {
+			p.judged = e.Attrs.Get("action")
+		}
 	case events.KindMCPResponseSent:
 		p := open[e.RequestID]
 		if p == nil || p.env == nil {
@@ -181,7 +198,7 @@ func finish(req events.ID, p *partial, annotations map[string]string, fn func(Ca
 	if len(args) == 0 && json.Valid([]byte(env.Args)) { // short arguments are whole in the envelope
 		args = json.RawMessage(env.Args)
 	}
-	c := Call{RequestID: req, Time: p.time, Descriptor: *env.Descriptor}
+	c := Call{RequestID: req, Time: p.time, Descriptor: *env.Descriptor, Answer: p.answer, ResultWas: p.judged}
 	c.Input = Input(c.Descriptor, args, p.client, p.time, annotations[c.Descriptor.ID])
 	c.Input.Caller = policy.CallerOf(p.transport)
 	if !p.session.IsZero() {
@@ -244,4 +261,20 @@ func Schemas(ctx context.Context, log projections.Viewer) (map[string]json.RawMe
 		}
 	}
 	return out, nil
+}
+
+// answerResult is the tools/call result in an upstream's recorded answer:
+// the result itself, or the "result" of a JSON-RPC response ("" when
+// neither).
+func answerResult(raw string) string {
+	var rpc struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal([]byte(raw), &rpc) == nil && len(rpc.Result) > 0 {
+		return string(rpc.Result)
+	}
+	if json.Valid([]byte(raw)) {
+		return raw
+	}
+	return ""
 }

@@ -58,7 +58,10 @@ type Report struct {
 	Version    string    `json:"version"` // the candidate's policy version
 	Changed    []*Change `json:"changed"`
 	Groups     []Group   `json:"groups"`
-	ElapsedMs  float64   `json:"elapsedMs"`
+	// Results are the recorded upstream results the candidate's guard (its
+	// pack's actions, its rules with phase "result") judges otherwise.
+	Results   []*ResultChange `json:"results"`
+	ElapsedMs float64         `json:"elapsedMs"`
 }
 
 // Options are what Test reads besides the log and the candidate.
@@ -83,7 +86,7 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 		opts.Now = time.Now
 	}
 	t0 := opts.Now()
-	r := &Report{Version: cfg.PolicyVersion(), Changed: []*Change{}, Groups: []Group{}}
+	r := &Report{Version: cfg.PolicyVersion(), Changed: []*Change{}, Groups: []Group{}, Results: []*ResultChange{}}
 	counts := map[Group]int{}
 	x := executor.NewEvaluator(cfg)
 	x.Schemas = opts.Schemas
@@ -96,7 +99,9 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 	type result struct {
 		n      int
 		change *Change
+		judged *ResultChange
 	}
+	rj := newResultJudge(cfg)
 	jobs, results := make(chan job, 256), make(chan result, 256)
 	var workers sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
@@ -107,7 +112,7 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 				if would.Verdict != j.c.Was.Verdict {
 					ch = &Change{RequestID: j.c.RequestID, Time: j.c.Time, Tool: j.c.Descriptor.ID, Was: j.c.Was, Would: would}
 				}
-				results <- result{j.n, ch}
+				results <- result{j.n, ch, rj.judge(ctx, j.c)}
 			}
 		})
 	}
@@ -116,7 +121,7 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 	go func() {
 		defer close(collected)
 		for res := range results {
-			if res.change != nil {
+			if res.change != nil || res.judged != nil {
 				changed = append(changed, res)
 			}
 		}
@@ -142,9 +147,13 @@ func Test(ctx context.Context, log Log, cfg *config.Config, opts Options) (*Repo
 	<-collected
 	sort.Slice(changed, func(i, j int) bool { return changed[i].n < changed[j].n })
 	for _, res := range changed {
-		c := res.change
-		r.Changed = append(r.Changed, c)
-		counts[c.Group()]++
+		if res.judged != nil {
+			r.Results = append(r.Results, res.judged)
+		}
+		if c := res.change; c != nil {
+			r.Changed = append(r.Changed, c)
+			counts[c.Group()]++
+		}
 	}
 	r.Unreadable = s.Unreadable
 	if err != nil {

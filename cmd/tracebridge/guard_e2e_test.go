@@ -343,13 +343,16 @@ effect = "deny"
 	cand := strings.TrimPrefix(strings.Replace(cfg, `off = ["shell-injection"]`, "", 1), "TRACEBRIDGE_CONFIG=")
 	candBody, _ := os.ReadFile(cand)
 	candPath := filepath.Join(t.TempDir(), "candidate.toml")
-	os.WriteFile(candPath, []byte(strings.Replace(string(candBody), `off = ["shell-injection"]`, "", 1)), 0o600)
+	candText := strings.Replace(string(candBody), `off = ["shell-injection"]`, "", 1)
+	candText = strings.Replace(candText, `effect = "flag"`, `effect = "deny"`, 1) // uptime reports blocked, not flagged
+	os.WriteFile(candPath, []byte(candText), 0o600)
 	out, _ = exec.Command(tbBin, "--data", data, "policy", "test", "--config", candPath, "--format", "json").Output()
 	var report struct {
 		Changed []struct {
 			Tool  string `json:"tool"`
 			Would struct{ Verdict, Rule string }
 		} `json:"changed"`
+		Results []struct{ Tool, Was, Would, Rule string } `json:"results"`
 	}
 	if err := json.Unmarshal(out, &report); err != nil {
 		t.Fatalf("policy test: %v\n%s", err, out)
@@ -360,6 +363,13 @@ effect = "deny"
 	}
 	if !found {
 		t.Errorf("policy test does not show the shell-injection rule denying atk__ping:\n%s", out)
+	}
+	found = false
+	for _, r := range report.Results {
+		found = found || r.Tool == "twin__r08_system_admin" && r.Was == "flag" && r.Would == "block" && r.Rule == "policy:uptime-flag"
+	}
+	if !found || len(report.Results) != 1 {
+		t.Errorf("policy test does not show the one recorded result the candidate's rule would block:\n%s", out)
 	}
 
 	// first_sight = "review": every new tool waits for an operator.

@@ -40,14 +40,17 @@ it applies to the tool, matched, or could not be evaluated; what was decided
 when the call was made (the rule, the policy version); what the policy of
 --config (default: the one tracebridge mcp uses) decides now.
 
+Results are re-judged too: each recorded upstream result (as the log kept it,
+redacted) meets NEW.toml's guard actions and its rules with phase = "result";
+those it would block, redact or flag otherwise than they were are listed.
+
 pack lists the guard's shipped rule pack: each rule's id, what it judges
 (descriptor, result, args), its default action, the actions it takes, and
 why it exists. Turn one off with [guard] off = ["ID"], or change its action
 with [guard.actions] or [servers.NAME] guard = { ID = "flag" } (docs/GUARD.md).
 
 The rules see the arguments as the log recorded them, redacted: a rule on a
-secret's value decides otherwise here than it did live. Rules with phase =
-"result" judge results live; test re-decides calls, not results.`
+secret's value decides otherwise here than it did live.`
 
 func runPolicy(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("policy")
@@ -138,7 +141,7 @@ func (m *Main) policyTest(ctx context.Context, cfgPath string, opts whatif.Optio
 	default:
 		writePolicyReport(m, r, cfgPath, all)
 	}
-	if len(r.Changed) > 0 {
+	if len(r.Changed) > 0 || len(r.Results) > 0 {
 		return errFound
 	}
 	return nil
@@ -151,6 +154,7 @@ func writePolicyReport(m *Main, r *whatif.Report, cfgPath string, all bool) {
 	if r.Unreadable > 0 {
 		fmt.Fprintf(out, "%d calls left out: their envelope could not be read back (a payload the log or archive no longer holds)\n", r.Unreadable)
 	}
+	defer writeResultChanges(out, r, all)
 	if len(r.Changed) == 0 {
 		return
 	}
@@ -173,6 +177,25 @@ func writePolicyReport(m *Main, r *whatif.Report, cfgPath string, all bool) {
 	tw.Flush()
 }
 
+// writeResultChanges lists the recorded results the candidate's guard
+// would judge otherwise.
+func writeResultChanges(out io.Writer, r *whatif.Report, all bool) {
+	if len(r.Results) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\n%d recorded upstream results the guard would judge otherwise (block, redact, flag; - for nothing):\n", len(r.Results))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REQUEST\tTOOL\tWAS\tWOULD BE\tRULE\tWHY")
+	for i, c := range r.Results {
+		if i == shownChanges && !all {
+			fmt.Fprintf(tw, "… and %d more (--all lists them)\n", len(r.Results)-shownChanges)
+			break
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.RequestID, c.Tool, orDash(c.Was), orDash(c.Would), c.Rule, c.Why)
+	}
+	tw.Flush()
+}
+
 // policyReport is a policy test as JUnit: a failing case per group of
 // changes, and a passing one for the calls that keep their outcome.
 func policyReport(r *whatif.Report, cfgPath string) *export.JUnit {
@@ -189,6 +212,10 @@ func policyReport(r *whatif.Report, cfgPath string) *export.JUnit {
 		s.Add(export.Case{Name: fmt.Sprintf("%s: %s → %s", g.Rule, g.From, g.To), Classname: "policy",
 			Failure: &export.Problem{Message: fmt.Sprintf("%d recorded calls would be %s instead of %s", g.Calls, g.To, g.From), Type: "PolicyChange",
 				Text: strings.Join(ids, "\n")}})
+	}
+	if n := len(r.Results); n > 0 {
+		s.Add(export.Case{Name: "results judged otherwise", Classname: "policy",
+			Failure: &export.Problem{Message: fmt.Sprintf("%d recorded upstream results would be judged otherwise by the guard", n), Type: "ResultChange"}})
 	}
 	s.Add(export.Case{Name: fmt.Sprintf("%d calls keep their outcome", r.Calls-changed), Classname: "policy"})
 	return &export.JUnit{Name: "tracebridge policy test", Suites: []export.Suite{s}}
@@ -249,6 +276,13 @@ func (m *Main) policyExplain(ctx context.Context, idText, cfgPath string) error 
 	}
 	fmt.Fprintf(out, "\n  %s\n", now.Reason)
 	printPackFindings(out, cfg, call, x.Schemas[call.Descriptor.ID])
+	if would, rule, why, ok := whatif.JudgeResult(ctx, cfg, *call); ok {
+		fmt.Fprintf(out, "its result, then: %s; now: %s", orDash(call.ResultWas), orDash(would))
+		if rule != "" {
+			fmt.Fprintf(out, " (%s: %s)", rule, why)
+		}
+		fmt.Fprintln(out)
+	}
 	results := rs.Explain(ctx, call.Input)
 	if len(results) == 0 {
 		fmt.Fprintln(out, "\nno [policy.rules] in that configuration")
