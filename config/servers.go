@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"path"
 	"regexp"
@@ -64,6 +65,9 @@ type Server struct {
 	// Guard maps rules of the guard's pack (policy.PackRules) to the
 	// action they take for this server's tools, or "off".
 	Guard map[string]string `toml:"guard"`
+	// AllowPlaintext lets an http:// url reach a host other than this
+	// machine (in clear, headers and tokens included): recorded when used.
+	AllowPlaintext bool `toml:"allow_plaintext"`
 	// Sessions is "per-client" (default: each client session of the
 	// bridge gets its own connection to the server, which declares that
 	// client's capabilities and carries its roots, log level,
@@ -213,6 +217,20 @@ func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 	}
 }
 
+// validateURL checks a url server's URL: http or https, no credentials in
+// it, no plaintext to another host unless allowed.
+func validateURL(key string, s Server, bad func(key, format string, args ...any)) {
+	u, err := url.Parse(s.URL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		bad(key+".url", "%q is not an http:// or https:// URL", s.URL)
+	case u.User != nil:
+		bad(key+".url", "credentials in the URL would be recorded: put them in headers with a ${secret:NAME} reference")
+	case Plaintext(u) && !s.AllowPlaintext:
+		bad(key+".url", "PlaintextUpstream: %s is another host over http://: its headers and tokens would cross the network in clear; use https://, or set allow_plaintext = true on %s if the network is yours", events.SafeURL(s.URL), key)
+	}
+}
+
 // validateTransport checks that a server is a command or a URL, with the
 // fields of its kind only, and no credential where it would be recorded
 // or seen (a URL's user info, argv, an OAuth client secret in the file).
@@ -223,15 +241,14 @@ func validateTransport(key string, s Server, bad func(key, format string, args .
 	case s.Command != "" && s.URL != "":
 		bad(key, "set command or url, not both")
 	case s.URL != "":
-		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad(key+".url", "%q is not an http:// or https:// URL", s.URL)
-		} else if u.User != nil {
-			bad(key+".url", "credentials in the URL would be recorded: put them in headers with a ${secret:NAME} reference")
-		}
+		validateURL(key, s, bad)
 		if len(s.Args) > 0 || s.Cwd != "" || len(s.Env) > 0 {
 			bad(key, "args, cwd and env are for command servers; a url server takes headers")
 		}
 	default:
+		if s.AllowPlaintext {
+			bad(key+".allow_plaintext", "allow_plaintext is for url servers")
+		}
 		if len(s.Headers) > 0 {
 			bad(key+".headers", "headers are for url servers; a command server takes env")
 		}
@@ -371,4 +388,21 @@ func (s Server) Describe() string {
 		return events.SafeURL(s.URL)
 	}
 	return strings.TrimSpace(fmt.Sprint(s.Command, " ", strings.Join(events.SafeArgs(s.Args), " ")))
+}
+
+// Plaintext reports whether u is dialed in clear to another host: http://
+// to a host that is not this machine's loopback (localhost, *.localhost,
+// 127.0.0.0/8, ::1). Names are not resolved.
+func Plaintext(u *url.URL) bool {
+	if u.Scheme != "http" {
+		return false
+	}
+	h := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return false
+	}
+	if ip, err := netip.ParseAddr(h); err == nil && ip.Unmap().IsLoopback() {
+		return false
+	}
+	return true
 }

@@ -119,3 +119,25 @@ inherit_env = ["NODE_OPTIONS"]
 		t.Fatalf("github's environment (its secret comes through its own env, resolved): %s", got)
 	}
 }
+
+// http:// to another host is refused with the fix named; loopback, https
+// and allow_plaintext pass; allow_plaintext on a command server is refused.
+func TestPlaintextUpstreamIsRefused(t *testing.T) {
+	for _, u := range []string{"http://mcp.example.com/mcp", "http://10.0.0.7:8080/mcp", "http://localhost.example.com/"} {
+		_, err := Parse("t.toml", []byte("[servers.x]\nurl = \""+u+"\"\n"))
+		if err == nil || !strings.Contains(err.Error(), "PlaintextUpstream") || !strings.Contains(err.Error(), "allow_plaintext = true") {
+			t.Errorf("%s: %v", u, err)
+		}
+		if _, err := Parse("t.toml", []byte("[servers.x]\nurl = \""+u+"\"\nallow_plaintext = true\n")); err != nil {
+			t.Errorf("%s with allow_plaintext: %v", u, err)
+		}
+	}
+	for _, u := range []string{"http://127.0.0.1:8080/mcp", "http://localhost/mcp", "http://[::1]:9/mcp", "http://app.localhost/mcp", "https://mcp.example.com/mcp"} {
+		if _, err := Parse("t.toml", []byte("[servers.x]\nurl = \""+u+"\"\n")); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	if _, err := Parse("t.toml", []byte("[servers.x]\ncommand = \"x\"\nallow_plaintext = true\n")); err == nil {
+		t.Error("allow_plaintext on a command server passed")
+	}
+}

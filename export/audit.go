@@ -60,6 +60,7 @@ var auditKinds = map[string]bool{
 	events.KindConfigLoaded: true, events.KindApprovalDecided: true, events.KindProposalApproved: true,
 	events.KindProposalRejected: true, events.KindArchived: true,
 	events.KindConfigWeakened: true, events.KindGuardArgs: true, events.KindGuardResult: true, events.KindUpstreamToolFlagged: true,
+	events.KindUpstreamStarted: true,
 }
 
 // Format is how an audit line is written.

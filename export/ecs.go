@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +64,7 @@ var ecsClasses = map[string]ecsClass{
 	events.KindUpstreamOfferRefused: {"event", []string{"api"}, fixed("denied")},
 	events.KindConfigLoaded:         {"event", []string{"configuration"}, fixed("change")},
 	events.KindConfigWeakened:       {"alert", []string{"configuration"}, fixed("change")},
+	events.KindUpstreamStarted:      {"event", []string{"process"}, fixed("start")},
 	events.KindGuardArgs:            {"alert", []string{"intrusion_detection"}, allowedOrDenied},
 	events.KindGuardResult:          {"alert", []string{"intrusion_detection"}, allowedOrDenied},
 	events.KindUpstreamToolFlagged:  {"alert", []string{"intrusion_detection", "configuration"}, fixed("denied")},
@@ -166,6 +168,15 @@ func ECS(l AuditLine) (map[string]any, error) {
 	case events.KindArchived:
 		d.set("file.path", l.Attrs["file"])
 		d.set("file.hash.sha256", l.Attrs["sha256"])
+	case events.KindUpstreamStarted:
+		d.set("process.executable", l.Attrs["executable"])
+		d.set("process.hash.sha256", l.Attrs["executableSha256"])
+		d.set("process.command_line", l.Attrs["command"])
+		if pid, err := strconv.ParseInt(l.Attrs["pid"], 10, 64); err == nil {
+			d.set("process.pid", pid)
+		}
+		d.set("labels.sandbox", l.Attrs["sandbox"])
+		d.set("labels.env_names", l.Attrs["env"])
 	case events.KindConfigWeakened:
 		d.set("file.path", l.Attrs[events.AttrPath])
 		d.set("rule.name", "config-weakened")

@@ -99,3 +99,21 @@ func TestHTTPUpstreamHeadersReachItsOriginOnly(t *testing.T) {
 		}
 	}
 }
+
+// An http:// url to another host is refused at start (PlaintextUpstream),
+// before anything is dialed, whatever let it past the configuration's
+// check; with allow_plaintext the bridge dials it (and records that it
+// did in clear).
+func TestPlaintextUpstreamIsRefusedAtStart(t *testing.T) {
+	r := newRig(t, "[servers.far]\nurl = \"http://192.0.2.1:9/mcp\"\nallow_plaintext = true\ntimeout = \"1s\"\n", Options{})
+	far := r.g.servers["far"]
+	_, err := far.session(context.Background(), events.ID{}, events.ID{})
+	if e := events.AsErr(err, ""); e.Code == events.CodePlaintextUpstream || e.Code == "" {
+		t.Fatalf("allow_plaintext = true: %v, want a dial that fails (TEST-NET-1)", err)
+	}
+	far.cfg.AllowPlaintext = false // as if the check had been skipped
+	_, err = far.session(context.Background(), events.ID{}, events.ID{})
+	if e := events.AsErr(err, ""); e.Code != events.CodePlaintextUpstream || !strings.Contains(e.Msg, "allow_plaintext") {
+		t.Fatalf("http:// to another host: %v, want PlaintextUpstream naming the fix", err)
+	}
+}

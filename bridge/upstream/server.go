@@ -256,6 +256,9 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	attrs := events.Attrs(nil)
 	if s.cfg.URL != "" {
 		attrs.Set("url", events.SafeURL(s.cfg.URL))
+		if u, err := url.Parse(s.cfg.URL); err == nil && config.Plaintext(u) {
+			attrs.Set("plaintext", "allowed") // allow_plaintext = true: in clear, on purpose
+		}
 	}
 	if ir := cs.InitializeResult(); ir != nil {
 		attrs.Set("protocol", ir.ProtocolVersion)
@@ -286,6 +289,10 @@ func (s *Server) overHTTP(l *link, expand func(string) string) (sdk.Transport, e
 	u, err := url.Parse(s.cfg.URL)
 	if err != nil {
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: url: %v", s.name, err)
+	}
+	if config.Plaintext(u) && !s.cfg.AllowPlaintext {
+		return nil, events.Errorf(events.CodePlaintextUpstream, "server %s: %s is another host over http://, and its headers would cross the network in clear: use https://, or set allow_plaintext = true on [servers.%s]",
+			s.name, events.SafeURL(s.cfg.URL), s.name)
 	}
 	ht := &headerTransport{origin: origin(u), headers: map[string]string{}, sent: s.sentOverHTTP, order: &l.order, maxFrame: s.g.opts.MaxFrame}
 	for k, v := range s.cfg.Headers {
@@ -321,7 +328,7 @@ func (s *Server) child(req, op events.ID, l *link, expand func(string) string) (
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
 	}
 	l.proc = p
-	s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, events.A("command", s.cfg.Describe(), "pid", fmt.Sprint(p.pid())))
+	s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, s.spawnAttrs(p, env))
 	go s.recordExit(p, req, op)
 	return &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.g.opts.MaxFrame}, nil
 }

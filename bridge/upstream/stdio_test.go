@@ -3,6 +3,8 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -190,6 +192,21 @@ env = { TB_UPSTREAM_CHILD = "1", CHILD_KEY = "${secret:K}" }
 	}
 	if exited == nil || exited.Code != events.CodeUpstreamUnavailable || !strings.Contains(exited.Attrs.Get("stderr"), "crashing on purpose") || exited.Attrs.Get("exitCode") != "3" {
 		t.Fatalf("the crash is not on the log as it happened: %+v", exited)
+	}
+	// Every spawn is evidence: what ran (resolved, hashed), the names of
+	// its environment and never a value, who ran it, its confinement.
+	all, _, _ := node.Range(ctx, 1, 10000)
+	self, _ := os.ReadFile(os.Args[0])
+	want := sha256.Sum256(self)
+	for _, e := range all {
+		if e.Kind != events.KindUpstreamStarted {
+			continue
+		}
+		a := e.Attrs
+		if a.Get("executable") == "" || a.Get("executableSha256") != hex.EncodeToString(want[:]) || a.Get("uid") != fmt.Sprint(os.Getuid()) ||
+			a.Get("sandbox") == "" || !strings.Contains(a.Get("env"), "CHILD_KEY") || strings.Contains(fmt.Sprint(a), "resolved-123") {
+			t.Fatalf("upstream.started does not say what ran: %v", a)
+		}
 	}
 	var again string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
