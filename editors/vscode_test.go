@@ -261,7 +261,10 @@ func TestVSCode(t *testing.T) {
 		waitJS(`document.querySelector('.monaco-diff-editor') && [...document.querySelectorAll('.tab')].some(t => t.textContent.includes('Proposed: a.go'))`),
 		waitJS(`document.querySelector('.editor-actions a.action-label[aria-label*="Approve"]')`))
 	shot(t, ctx, "vscode-proposal")
-	do(t, ctx, "Approve", chromedp.Click(`.editor-actions a.action-label[aria-label*="Approve"]`, chromedp.ByQuery))
+	// Clicked in one evaluation: the toolbar re-renders while the diff
+	// editor settles, and a node found by one CDP call may be gone by the
+	// next (chromedp.Click: "Could not find node with given id").
+	do(t, ctx, "Approve", chromedp.Evaluate(`document.querySelector('.editor-actions a.action-label[aria-label*="Approve"]').click()`, nil))
 	eventually(t, 20*time.Second, "the buffer holds the approved edit", func() bool {
 		return strings.Contains(r.call(t, "get_active_document", nil), "return 2 } // unsaved")
 	})
