@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/tracebridge/tracebridge/bridge/guard"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/policy"
@@ -58,11 +59,9 @@ func (x *Evaluator) Evaluate(ctx context.Context, d Descriptor, in policy.Input)
 	cfg, p := x.cfg, x.p
 	if d.Server() != "" && p.broken == nil { // the guard's pack first, as a live call meets it
 		act := func(rule string) string { return cfg.GuardAction(d.Server(), rule) }
-		for _, f := range judgeArgs(&d, x.Schemas[d.ID], in.RawArgs, act) {
-			if f.Action == policy.ActionBlock {
-				code, reason := guardDenial(f)
-				return Evaluation{Verdict: VerdictDenied, Code: code, Rule: policy.Pack + ":" + f.Rule, Effect: policy.EffectDeny, Reason: reason, Version: p.version}
-			}
+		if f, blocked := guard.Blocking(judgeArgs(&d, x.Schemas[d.ID], in.RawArgs, act)); blocked {
+			code, reason := guardDenial(f)
+			return Evaluation{Verdict: VerdictDenied, Code: code, Rule: policy.Pack + ":" + f.Rule, Effect: policy.EffectDeny, Reason: reason, Version: p.version}
 		}
 	}
 	dec := p.decide(ctx, &d, func() policy.Input { return in })

@@ -53,12 +53,9 @@ func (c *call) guardArgs() (Result, bool) {
 	if len(fs) == 0 {
 		return Result{}, false
 	}
-	first := fs[0]
-	for _, f := range fs {
-		if f.Action == policy.ActionBlock {
-			first = f
-			break
-		}
+	first, blocked := guard.Blocking(fs)
+	if !blocked {
+		first = fs[0]
 	}
 	attrs := events.A(events.AttrRule, first.Rule, "action", guard.Worst(fs), "pack", policy.Pack, "trigger", first.Trigger,
 		"triggerHmac", c.x.opts.Emitter.Redactor().Fingerprint(first.Trigger),
@@ -67,7 +64,7 @@ func (c *call) guardArgs() (Result, bool) {
 		attrs.Set("fromServer", from.Server)
 		attrs.Set("fromRequest", from.RequestID.String())
 	}
-	if guard.Worst(fs) != policy.ActionBlock {
+	if !blocked {
 		c.emit(events.KindGuardArgs, events.OK, "", time.Time{}, attrs)
 		return Result{}, false
 	}

@@ -56,6 +56,17 @@ func Worst(fs []Finding) string {
 	return w
 }
 
+// Blocking is the first finding of fs whose action blocks; false when none
+// does.
+func Blocking(fs []Finding) (Finding, bool) {
+	for _, f := range fs {
+		if f.Action == policy.ActionBlock {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
 // Rules is the distinct rules of fs, in order.
 func Rules(fs []Finding) []string {
 	var out []string

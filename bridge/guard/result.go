@@ -208,11 +208,13 @@ func (j *resultJudge) text(s, where, key string) string {
 // values, named values, a secret-named field) and redacts them when the
 // rule says so.
 func (j *resultJudge) secret(s, where, key string) string {
-	whys, values := j.red.Found(s)
-	for i := 0; i < len(values); i++ { // a marker is redacted already (a recorded session re-driven registers its markers)
-		if strings.HasPrefix(values[i], "[REDACTED") {
-			whys, values = slices.Delete(whys, i, i+1), slices.Delete(values, i, i+1)
-			i--
+	var whys, values []string
+	foundWhys, found := j.red.Found(s)
+	for i, v := range found {
+		// A marker is redacted already: a re-drive's configuration holds
+		// markers where the log redacted credentials, and registers them.
+		if !strings.HasPrefix(v, "[REDACTED") {
+			whys, values = append(whys, foundWhys[i]), append(values, v)
 		}
 	}
 	if key != "" && secretField.MatchString(key) && likeSecret(s) && !slices.Contains(values, s) {

@@ -136,10 +136,8 @@ func (s *Server) recordJudgment(c executor.Call, tool string, j guard.Judged) er
 	return nil
 }
 
-// resultRules judges a result with the policy's rules of phase "result"
-// (nil when there are none): a rule that matches with effect deny blocks
-// it, flag flags it; a rule that cannot be evaluated blocks it (rules
-// fail closed).
+// resultRules is the policy's result rules for a call of tool (nil when
+// there are none), seeing the call as its call rules did.
 func (s *Server) resultRules(ctx context.Context, c executor.Call, tool string) guard.More {
 	if s.g.opts.Guard == nil {
 		return nil
@@ -148,34 +146,8 @@ func (s *Server) resultRules(ctx context.Context, c executor.Call, tool string) 
 	if rs == nil {
 		return nil
 	}
-	return func(res *sdk.CallToolResult) []guard.Finding {
-		ann, _ := s.annotations.Load(tool)
-		flags, _ := ann.(map[string]bool)
-		in := policy.NewInput(policy.Tool{ID: s.exposed(tool), Server: s.name, Name: tool, Annotations: flags}, c.Args, "", c.SessionID.String(), policy.Caller{}, s.g.opts.Now())
-		v := rs.Decide(ctx, policy.NewResultInput(in, guard.Text(res), canonicalJSON(res.StructuredContent), res.IsError))
-		switch {
-		case v.Failed != "":
-			return []guard.Finding{{Rule: "policy:" + v.Failed, Action: policy.ActionBlock, Why: v.Message}}
-		case v.Effect == policy.EffectDeny:
-			return []guard.Finding{{Rule: "policy:" + v.Rule, Action: policy.ActionBlock, Why: "rule " + v.Rule + " blocks it" + colon(v.Message)}}
-		case v.Effect == policy.EffectFlag:
-			return []guard.Finding{{Rule: "policy:" + v.Rule, Action: policy.ActionFlag, Why: "rule " + v.Rule + " flags it" + colon(v.Message)}}
-		}
-		return nil
-	}
-}
-
-func colon(msg string) string {
-	if msg == "" {
-		return ""
-	}
-	return ": " + msg
-}
-
-// canonicalJSON is v as generic JSON values (nil stays nil).
-func canonicalJSON(v any) any {
-	if v == nil {
-		return nil
-	}
-	return canonical(v)
+	ann, _ := s.annotations.Load(tool)
+	flags, _ := ann.(map[string]bool)
+	in := policy.NewInput(policy.Tool{ID: s.exposed(tool), Server: s.name, Name: tool, Annotations: flags}, c.Args, "", c.SessionID.String(), policy.Caller{}, s.g.opts.Now())
+	return guard.ResultRules(ctx, rs, in)
 }

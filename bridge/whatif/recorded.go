@@ -227,40 +227,24 @@ func Input(d executor.Descriptor, args json.RawMessage, client string, at time.T
 	return policy.NewInput(policy.Tool{ID: d.ID, Server: d.Server(), Name: d.Name, Annotations: flags}, args, client, "", policy.Caller{}, at)
 }
 
-// Annotations is each pinned upstream tool's annotations (JSON), by its id
-// in the catalog.
-func Annotations(ctx context.Context, log projections.Viewer) (map[string]string, error) {
+// Pinned is what the log pins of each upstream tool, by its id in the
+// catalog, read once: its annotations (JSON) for the rules, its input
+// schema for the guard's undeclared-property rule.
+func Pinned(ctx context.Context, log projections.Viewer) (annotations map[string]string, schemas map[string]json.RawMessage, err error) {
 	pins, err := projections.Read[projections.Pin](ctx, log, projections.Query{View: projections.ViewPins, Limit: 1 << 20})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make(map[string]string, len(pins))
+	annotations, schemas = make(map[string]string, len(pins)), make(map[string]json.RawMessage, len(pins))
 	for _, p := range pins {
 		if a := p.Annotations(); a != "" {
-			out[p.Name] = a
+			annotations[p.Name] = a
+		}
+		if sch := p.InputSchema(); len(sch) > 0 {
+			schemas[p.Name] = sch
 		}
 	}
-	return out, nil
-}
-
-// Schemas is each pinned upstream tool's input schema (from its pinned
-// descriptor), by its id in the catalog: the guard's undeclared-property
-// rule reads it.
-func Schemas(ctx context.Context, log projections.Viewer) (map[string]json.RawMessage, error) {
-	pins, err := projections.Read[projections.Pin](ctx, log, projections.Query{View: projections.ViewPins, Limit: 1 << 20})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]json.RawMessage, len(pins))
-	for _, p := range pins {
-		var d struct {
-			InputSchema json.RawMessage `json:"inputSchema"`
-		}
-		if json.Unmarshal([]byte(p.Descriptor), &d) == nil && len(d.InputSchema) > 0 {
-			out[p.Name] = d.InputSchema
-		}
-	}
-	return out, nil
+	return annotations, schemas, nil
 }
 
 // answerResult is the tools/call result in an upstream's recorded answer:

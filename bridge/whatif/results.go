@@ -40,61 +40,40 @@ func newResultJudge(cfg *config.Config) *resultJudge {
 	return &resultJudge{cfg: cfg, rules: rs, red: events.NewRedactor(make([]byte, 32))}
 }
 
-// judge is the change c's recorded result (answer: the upstream's answer as
-// the log kept it, redacted) would see under the candidate; nil when the
-// candidate judges it as it was judged.
-func (j *resultJudge) judge(ctx context.Context, c Call) *ResultChange {
+// verdict is what the candidate's guard makes of c's recorded upstream
+// result (the upstream's answer as the log kept it, redacted): its
+// strongest action ("" for none), the rule behind it and why; ok is false
+// when c has none.
+func (j *resultJudge) verdict(ctx context.Context, c Call) (would, rule, why string, ok bool) {
 	server := c.Descriptor.Server()
-	if c.Answer == "" || server == "" {
-		return nil
-	}
 	var res sdk.CallToolResult
-	if json.Unmarshal([]byte(c.Answer), &res) != nil {
-		return nil
+	if c.Answer == "" || server == "" || json.Unmarshal([]byte(c.Answer), &res) != nil {
+		return "", "", "", false
 	}
 	act := func(rule string) string { return j.cfg.GuardAction(server, rule) }
-	var more guard.More
-	if j.rules != nil {
-		more = func(shown *sdk.CallToolResult) []guard.Finding {
-			v := j.rules.Decide(ctx, policy.NewResultInput(c.Input, guard.Text(shown), shown.StructuredContent, shown.IsError))
-			switch {
-			case v.Failed != "":
-				return []guard.Finding{{Rule: "policy:" + v.Failed, Action: policy.ActionBlock, Why: v.Message}}
-			case v.Effect == policy.EffectDeny:
-				return []guard.Finding{{Rule: "policy:" + v.Rule, Action: policy.ActionBlock, Why: "rule " + v.Rule + " blocks it"}}
-			case v.Effect == policy.EffectFlag:
-				return []guard.Finding{{Rule: "policy:" + v.Rule, Action: policy.ActionFlag, Why: "rule " + v.Rule + " flags it"}}
-			}
-			return nil
-		}
-	}
-	judged := guard.Result(server, &res, j.red, act, more)
-	would := guard.Worst(judged.Findings)
-	if would == c.ResultWas {
-		return nil
-	}
-	ch := &ResultChange{RequestID: c.RequestID, Tool: c.Descriptor.ID, Was: c.ResultWas, Would: would}
+	judged := guard.Result(server, &res, j.red, act, guard.ResultRules(ctx, j.rules, c.Input))
+	would = guard.Worst(judged.Findings)
 	for _, f := range judged.Findings {
 		if f.Action == would {
-			ch.Rule, ch.Why = f.Rule, f.Why
-			break
+			return would, f.Rule, f.Why, true
 		}
 	}
-	return ch
+	return would, "", "", true
+}
+
+// judge is the change the candidate makes to c's recorded result; nil
+// when it judges it as it was judged.
+func (j *resultJudge) judge(ctx context.Context, c Call) *ResultChange {
+	would, rule, why, ok := j.verdict(ctx, c)
+	if !ok || would == c.ResultWas {
+		return nil
+	}
+	return &ResultChange{RequestID: c.RequestID, Tool: c.Descriptor.ID, Was: c.ResultWas, Would: would, Rule: rule, Why: why}
 }
 
 // JudgeResult is what cfg's guard makes of c's recorded upstream result:
 // its strongest action ("" for none), the rule behind it and why; ok is
 // false when c has no recorded upstream result.
 func JudgeResult(ctx context.Context, cfg *config.Config, c Call) (would, rule, why string, ok bool) {
-	if c.Answer == "" || c.Descriptor.Server() == "" {
-		return "", "", "", false
-	}
-	j := newResultJudge(cfg)
-	c.ResultWas = "\x00" // never equal: judge always answers
-	ch := j.judge(ctx, c)
-	if ch == nil {
-		return "", "", "", true
-	}
-	return ch.Would, ch.Rule, ch.Why, true
+	return newResultJudge(cfg).verdict(ctx, c)
 }

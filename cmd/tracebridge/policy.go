@@ -92,7 +92,7 @@ func runPolicy(ctx context.Context, m *Main, args []string) error {
 	case rest[0] == "pack" && len(rest) == 1:
 		return m.policyPack(*format)
 	}
-	return usageError{fmt.Sprintf("unknown action %q: want test --config NEW.toml, or explain REQUEST_ID", strings.Join(rest, " "))}
+	return usageError{fmt.Sprintf("unknown action %q: want test --config NEW.toml, explain REQUEST_ID or pack", strings.Join(rest, " "))}
 }
 
 // shownChanges is how many changed calls policy test lists without --all.
@@ -108,10 +108,7 @@ func (m *Main) policyTest(ctx context.Context, cfgPath string, opts whatif.Optio
 		return err
 	}
 	defer node.Close()
-	if opts.Annotations, err = whatif.Annotations(ctx, node); err != nil {
-		return err
-	}
-	if opts.Schemas, err = whatif.Schemas(ctx, node); err != nil {
+	if opts.Annotations, opts.Schemas, err = whatif.Pinned(ctx, node); err != nil {
 		return err
 	}
 	if opts.Archive != "" {
@@ -239,7 +236,7 @@ func (m *Main) policyExplain(ctx context.Context, idText, cfgPath string) error 
 		return err
 	}
 	defer node.Close()
-	ann, err := whatif.Annotations(ctx, node)
+	ann, schemas, err := whatif.Pinned(ctx, node)
 	if err != nil {
 		return err
 	}
@@ -266,9 +263,7 @@ func (m *Main) policyExplain(ctx context.Context, idText, cfgPath string) error 
 	}
 	fmt.Fprintf(out, "\n  %s\n", was.Reason)
 	x := executor.NewEvaluator(cfg)
-	if x.Schemas, err = whatif.Schemas(ctx, node); err != nil {
-		return err
-	}
+	x.Schemas = schemas
 	now := x.Evaluate(ctx, call.Descriptor, call.Input)
 	fmt.Fprintf(out, "now (policy version %s, %s): %s", now.Version, orDash(cfg.Path), now.Verdict)
 	if now.Rule != "" {
