@@ -42,6 +42,9 @@ type Parts struct {
 	// kept); Tokens holds OAuth grants (nil: none).
 	Descriptors string
 	Tokens      upstream.TokenStore
+	// ServerState holds each command server's own folders (its state and
+	// tmp when confined).
+	ServerState string
 	// Env is the process environment: what upstream children inherit and
 	// where ~ in discovery dirs points.
 	Env func(string) string
@@ -98,7 +101,7 @@ func New(p Parts) (*Bridge, error) {
 				}
 			},
 			Guard: b.Executor,
-			Dial:  p.Dial, OneAtATime: p.Dial != nil, Getenv: p.Env, Descriptors: p.Descriptors, Reserved: schemes(own), Authorize: b.Executor.Authorize,
+			Dial:  p.Dial, OneAtATime: p.Dial != nil, Getenv: p.Env, Descriptors: p.Descriptors, StateDir: p.ServerState, Reserved: schemes(own), Authorize: b.Executor.Authorize,
 			Version: p.Version, Now: p.Now, Logger: p.Logger, Tokens: p.Tokens})
 		opts.BeforeList = b.gateway.Ensure
 		opts.Passthrough = b.gateway

@@ -68,6 +68,18 @@ type Server struct {
 	// AllowPlaintext lets an http:// url reach a host other than this
 	// machine (in clear, headers and tokens included): recorded when used.
 	AllowPlaintext bool `toml:"allow_plaintext"`
+	// Sandbox is "on" (the default for command servers where Landlock
+	// exists) or "off": the server then runs with the user's whole
+	// filesystem and network, which its start records.
+	Sandbox string `toml:"sandbox"`
+	// NetworkRaw is the confined server's TCP network: "any" (default),
+	// "none", or a list of "host:port" it may connect to (see Network).
+	NetworkRaw any `toml:"network"`
+	// Roots are folders the confined server may change beyond its own
+	// state and tmp (and the folders its args name); Read are folders or
+	// files it may read beyond the system and its install.
+	Roots []string `toml:"roots"`
+	Read  []string `toml:"read"`
 	// Sessions is "per-client" (default: each client session of the
 	// bridge gets its own connection to the server, which declares that
 	// client's capabilities and carries its roots, log level,
@@ -214,6 +226,7 @@ func (c *Config) validateServers(bad func(key, format string, args ...any)) {
 		validateCapability(key, name, s, bad)
 		c.validateSecretRefs(key, s, bad)
 		c.validateInheritEnv(key, s, bad)
+		validateSandbox(key, s, bad)
 	}
 }
 

@@ -35,6 +35,10 @@ func (d DataDir) LogDir() string { return filepath.Join(string(d), "logs") }
 // Descriptors holds upstream tool descriptors whole, by hash.
 func (d DataDir) Descriptors() string { return filepath.Join(string(d), "descriptors") }
 
+// Servers holds each confined command server's own folders: NAME/state,
+// which it keeps, and NAME/tmp, its TMPDIR.
+func (d DataDir) Servers() string { return filepath.Join(string(d), "servers") }
+
 // Archive is where archived segments go unless --out or [retention] names
 // another folder.
 func (d DataDir) Archive() string { return filepath.Join(string(d), "archive") }

@@ -54,6 +54,10 @@ type Options struct {
 	// Descriptors is the folder where each descriptor seen is kept whole,
 	// named by its hash (the data dir's descriptors/). Empty: none kept.
 	Descriptors string
+	// StateDir holds each command server's own folders (NAME/state and
+	// NAME/tmp), which it may change when confined. Empty: a folder under
+	// the system's temporary directory.
+	StateDir string
 	// Getenv reads the bridge's environment for what a stdio upstream
 	// inherits (config.BaseEnv and its inherit_env). Nil: nothing is
 	// inherited; the upstream gets only its own env.

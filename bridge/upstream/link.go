@@ -62,6 +62,10 @@ type link struct {
 	order  order         // its notifications read and handled
 	roots  []string      // the owner's roots as last given to client (under mu)
 	oauth  *grantHandler // a url server's OAuth, when it has one
+	// asked are the owner's roots as asked when its server was started
+	// confined (rootsAsked): its client is given the same.
+	asked      []*sdk.Root
+	rootsAsked bool
 
 	mu    sync.Mutex
 	calls []inflight // requests in flight on this link, oldest first

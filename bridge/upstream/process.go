@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/confine"
 	"github.com/tracebridge/tracebridge/internal/proc"
 )
 
@@ -38,18 +39,28 @@ type process struct {
 	mu       sync.Mutex
 	lines    []string
 	stopFlag atomic.Bool
+	// confined is whether it runs under Landlock.
+	confined bool
 	// tag is the TRACEBRIDGE_UPSTREAM=… entry of its environment, which
 	// its descendants inherit: how stop finds those that left its group.
 	tag string
 }
 
-// startProcess starts cfg's command with env. Its stderr goes to log, line
-// by line, redacted; never to the bridge's stdout.
-func startProcess(cfg config.Server, env []string, log *slog.Logger, red *events.Redactor) (*process, error) {
-	cmd := exec.Command(cfg.Command, cfg.Args...)
+// startProcess starts cfg's command (resolved to exe) with env, confined
+// by spec unless it is nil. Its stderr goes to log, line by line,
+// redacted; never to the bridge's stdout.
+func startProcess(cfg config.Server, exe string, env []string, spec *confine.Spec, log *slog.Logger, red *events.Redactor) (*process, error) {
+	cmd := exec.Command(exe, cfg.Args...)
+	cmd.Args[0] = cfg.Command
 	cmd.Dir = cfg.Cwd
 	tag := fmt.Sprintf("TRACEBRIDGE_UPSTREAM=%d-%s", os.Getpid(), hex.EncodeToString(randomTag()))
 	cmd.Env = append(env, tag)
+	if spec != nil {
+		spec.Exec = exe
+		if err := confine.Wrap(cmd, *spec); err != nil {
+			return nil, err
+		}
+	}
 	proc.OwnGroup(cmd)
 	p := &process{cmd: cmd, done: make(chan struct{}), tag: tag}
 	var err error

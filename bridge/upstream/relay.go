@@ -49,7 +49,10 @@ func (l *link) newClient(ctx context.Context) *sdk.Client {
 		}
 		if caps.RootsV2 != nil {
 			opts.Capabilities.RootsV2 = &sdk.RootCapabilities{ListChanged: true}
-			roots = l.ownerRoots(ctx)
+			roots = l.asked
+			if !l.rootsAsked {
+				roots = l.ownerRoots(ctx)
+			}
 		}
 	}
 	c := sdk.NewClient(&sdk.Implementation{Name: "tracebridge", Version: s.g.opts.Version}, opts)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -226,7 +228,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	case s.cfg.URL != "":
 		inner, err = s.overHTTP(l, expand)
 	default:
-		inner, err = s.child(req, op, l, expand)
+		inner, err = s.child(ctx, req, op, l, expand)
 	}
 	if err != nil {
 		return err
@@ -317,18 +319,31 @@ func (s *Server) overHTTP(l *link, expand func(string) string) (sdk.Transport, e
 }
 
 // child starts a stdio server as l's process: its own environment (never
-// another server's secrets), its own process group, its exit recorded.
-func (s *Server) child(req, op events.ID, l *link, expand func(string) string) (sdk.Transport, error) {
+// another server's secrets), its own process group, confined unless its
+// sandbox is off, its start and its exit recorded.
+func (s *Server) child(ctx context.Context, req, op events.ID, l *link, expand func(string) string) (sdk.Transport, error) {
 	env := s.g.opts.Config.ChildEnv(s.name, s.g.opts.Getenv)
 	for _, k := range sortedKeys(s.cfg.Env) {
 		env = append(env, k+"="+expand(s.cfg.Env[k]))
 	}
-	p, err := startProcess(s.cfg, env, s.g.opts.Logger.With("server", s.name), s.g.opts.Emitter.Redactor())
+	exe, err := exec.LookPath(s.cfg.Command)
+	if err == nil {
+		exe, err = filepath.Abs(exe)
+	}
+	var conf confinement
+	if err == nil {
+		conf, env, err = s.confinement(ctx, l, exe, env)
+	}
 	if err != nil {
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
 	}
+	p, err := startProcess(s.cfg, exe, env, conf.spec, s.g.opts.Logger.With("server", s.name), s.g.opts.Emitter.Redactor())
+	if err != nil {
+		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)
+	}
+	p.confined = conf.spec != nil
 	l.proc = p
-	s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, s.spawnAttrs(p, env))
+	s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, s.spawnAttrs(p, exe, env, conf))
 	go s.recordExit(p, req, op)
 	return &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.g.opts.MaxFrame}, nil
 }
@@ -340,6 +355,9 @@ func (s *Server) connectError(err error, ctx context.Context, l *link) error {
 		p.waitExit(500 * time.Millisecond)
 		defer p.stop()
 		if st := p.exitText(); st != "" {
+			if hint := confinedHint(s.name, p.tail()); p.confined && hint != "" {
+				st += ". " + hint
+			}
 			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: `%s` %s before the MCP handshake", s.name, s.cfg.Describe(), st)
 		}
 	}
@@ -384,6 +402,11 @@ func (s *Server) recordExit(p *process, req, op events.ID) {
 		return
 	}
 	attrs.Set("error", p.exitText())
+	if p.confined {
+		if hint := confinedHint(s.name, p.tail()); hint != "" {
+			attrs.Set("hint", hint)
+		}
+	}
 	s.emit(events.KindUpstreamExited, events.ID{}, events.ID{}, events.Unavailable, events.CodeUpstreamUnavailable, time.Time{}, attrs)
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +18,7 @@ import (
 // the command as configured (credentials redacted), the executable it
 // resolved to and its SHA-256, the names of the environment it got (never
 // the values), the user it runs as, its pid, and its confinement.
-func (s *Server) spawnAttrs(p *process, env []string) events.Attrs {
+func (s *Server) spawnAttrs(p *process, exe string, env []string, conf confinement) events.Attrs {
 	names := make([]string, 0, len(env))
 	for _, kv := range env {
 		if k, _, ok := strings.Cut(kv, "="); ok && !strings.HasPrefix(k, "TRACEBRIDGE_UPSTREAM") {
@@ -28,12 +27,12 @@ func (s *Server) spawnAttrs(p *process, env []string) events.Attrs {
 	}
 	slices.Sort(names)
 	attrs := events.A("command", s.cfg.Describe(), "pid", fmt.Sprint(p.pid()), "uid", fmt.Sprint(os.Getuid()),
-		"env", strings.Join(names, ","), "sandbox", "none")
-	exe := p.cmd.Path
-	if abs, err := filepath.Abs(exe); err == nil {
-		exe = abs
+		"env", strings.Join(names, ","), "sandbox", conf.word, "executable", exe)
+	if conf.spec != nil {
+		attrs.Set("sandboxWrite", strings.Join(conf.spec.Write, ","))
+		attrs.Set("sandboxNetwork", conf.spec.NetWords())
+		attrs.Set("sandboxRead", fmt.Sprint(len(conf.spec.Read)))
 	}
-	attrs.Set("executable", exe)
 	if sum, err := executableHashes.of(exe); err == nil {
 		attrs.Set("executableSha256", sum)
 	} else {

@@ -62,7 +62,7 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	cfgText, _ := m.configText(*cfgPath)
 	b, err := bridge.New(bridge.Parts{Config: cfg, ConfigErr: cfgErr, ConfigText: cfgText, Emitter: em, Log: node,
 		Host:        m.hostRouter(dir, pipe.ClientOptions{Recorder: em, Timeout: pipeTimeout(cfg), Logger: logger}, nil),
-		Descriptors: dir.Descriptors(), Tokens: grantsOf(dir, logger), Env: m.Getenv, Getenv: m.Getenv, Now: m.Now, Logger: logger,
+		Descriptors: dir.Descriptors(), ServerState: dir.Servers(), Tokens: grantsOf(dir, logger), Env: m.Getenv, Getenv: m.Getenv, Now: m.Now, Logger: logger,
 		Version: Version, Extra: testTools()})
 	if err != nil {
 		return err
