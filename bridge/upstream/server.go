@@ -323,16 +323,18 @@ func (s *Server) overHTTP(l *link, expand func(string) string) (sdk.Transport, e
 // sandbox is off, its start and its exit recorded.
 func (s *Server) child(ctx context.Context, req, op events.ID, l *link, expand func(string) string) (sdk.Transport, error) {
 	env := s.g.opts.Config.ChildEnv(s.name, s.g.opts.Getenv)
+	var own []string // the server's own env, whose paths its confinement grants
 	for _, k := range sortedKeys(s.cfg.Env) {
-		env = append(env, k+"="+expand(s.cfg.Env[k]))
+		own = append(own, k+"="+expand(s.cfg.Env[k]))
 	}
+	env = append(env, own...)
 	exe, err := exec.LookPath(s.cfg.Command)
 	if err == nil {
 		exe, err = filepath.Abs(exe)
 	}
 	var conf confinement
 	if err == nil {
-		conf, env, err = s.confinement(ctx, l, exe, env)
+		conf, env, err = s.confinement(ctx, l, exe, env, own)
 	}
 	if err != nil {
 		return nil, events.Errorf(events.CodeUpstreamUnavailable, "server %s: could not start `%s`: %v", s.name, s.cfg.Describe(), err)

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -92,6 +93,32 @@ func runFaultUpstream() {
 	}
 	add("env", "answers its environment", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
 		return strings.Join(os.Environ(), "\n"), nil
+	})
+	// try attempts one access — read:PATH, write:PATH, connect:HOST:PORT —
+	// and answers "ok" or "refused: why"; crash:PATH reads and, refused,
+	// says why on stderr and exits 1 (a server that cannot start).
+	add("try", "attempts one access and says how it went", true, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (string, error) {
+		verb, arg, _ := strings.Cut(a.Text, ":")
+		var err error
+		switch verb {
+		case "read", "crash":
+			_, err = os.ReadFile(arg)
+		case "write":
+			err = os.WriteFile(arg, []byte("x"), 0o600)
+		case "connect":
+			var c net.Conn
+			if c, err = net.DialTimeout("tcp", arg, 5*time.Second); err == nil {
+				c.Close()
+			}
+		}
+		if err != nil && verb == "crash" {
+			fmt.Fprintln(os.Stderr, "fatal:", err)
+			os.Exit(1)
+		}
+		if err != nil {
+			return "refused: " + err.Error(), nil
+		}
+		return "ok", nil
 	})
 	add("exit", "answers, then exits", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
 		time.AfterFunc(50*time.Millisecond, func() { os.Exit(0) })

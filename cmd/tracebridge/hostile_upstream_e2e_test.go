@@ -310,7 +310,8 @@ func TestHeadersNeverFollowARedirectElsewhere(t *testing.T) {
 func TestUpstreamStderrAndChildren(t *testing.T) {
 	long(t)
 	dir := t.TempDir()
-	cfg := hostileConfig(t, "", map[string]string{"s": "env = { TB_FAULT_UPSTREAM = \"1\" }\ntimeout = \"5s\""})
+	// The server writes its children's pids in dir: a root it is given.
+	cfg := hostileConfig(t, "", map[string]string{"s": fmt.Sprintf("env = { TB_FAULT_UPSTREAM = \"1\" }\ntimeout = \"5s\"\nroots = [%q]", dir)})
 	data := filepath.Join(dir, "data")
 	b := startBridge(t, tbBin, data, "2025-06-18", cfg)
 	for _, tool := range []string{"s__ok", "s__stderrline", "s__stderrflood", "s__stderrflood", "s__stderrflood", "s__ok", "s__ok"} {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// loopbackListener accepts and closes connections on a loopback port.
+func loopbackListener(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A hostile stdio upstream behind the gateway tries to read a private key
+// in the home, a file under another client's root and /etc/shadow, to
+// write outside its roots and to connect to a loopback port it was not
+// given: the kernel refuses each, its answer says so, and its start
+// records the confinement. The same server with sandbox = "off" succeeds
+// at each (the confinement is what stops it), and the confined one's
+// harmless twins — its root, its state and tmp, /etc/passwd, the port it
+// was given — succeed. A confined server that dies of a refusal says which
+// on upstream.exited, with the Confined hint.
+func TestConfinedUpstreamIsRefusedByTheKernel(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	root, other, home := filepath.Join(dir, "root"), filepath.Join(dir, "other"), filepath.Join(dir, "home")
+	for _, d := range []string{root, other, filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, notes := filepath.Join(home, ".ssh", "id_rsa"), filepath.Join(other, "notes.txt")
+	for _, f := range []string{key, notes, filepath.Join(root, "mine.txt")} {
+		if err := os.WriteFile(f, []byte("private\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	given, notGiven := loopbackListener(t), loopbackListener(t)
+	data := filepath.Join(dir, "data")
+	// The guard's credential-path rule would refuse the key's path before
+	// the server sees it: off here, so the kernel is what is tested.
+	const env = "env = { TB_FAULT_UPSTREAM = \"1\" }\nguard = { credential-path = \"off\" }\n"
+	cfg := hostileConfig(t, "", map[string]string{
+		"jail": fmt.Sprintf(env+"roots = [%q]\nnetwork = [%q]", root, given),
+		"free": env + "sandbox = \"off\"",
+	})
+	b := startBridge(t, tbBin, data, "2025-11-25", cfg, "HOME="+home)
+	state := filepath.Join(data, "servers", "jail", "state")
+	hostile := []string{"read:" + key, "read:" + notes, "read:/etc/shadow", "write:" + filepath.Join(other, "planted"),
+		"write:" + filepath.Join(dir, "beside-the-root"), "connect:" + notGiven}
+	twins := []string{"read:" + filepath.Join(root, "mine.txt"), "write:" + filepath.Join(root, "new.txt"), "write:" + filepath.Join(state, "kept"),
+		"read:/etc/passwd", "connect:" + given}
+	try := func(server, what string) string {
+		res, _, code := b.call(t, server+"__try", map[string]any{"text": what})
+		if code != "" {
+			t.Fatalf("%s__try %s: %s %s", server, what, code, textOf(res))
+		}
+		return textOf(res)
+	}
+	for _, h := range hostile {
+		if got := try("jail", h); !strings.Contains(got, "refused: ") || !strings.Contains(got, "permission denied") {
+			t.Errorf("confined %s: %q, want the kernel's refusal", h, got)
+		}
+		if got := try("free", h); got != "ok" {
+			t.Errorf("sandbox off %s: %q: the test's world does not allow it at all, so the confinement proves nothing", h, got)
+		}
+	}
+	for _, h := range twins {
+		if got := try("jail", h); got != "ok" {
+			t.Errorf("confined harmless twin %s: %q", h, got)
+		}
+	}
+	// Its start says how it was confined; the other's that it was not.
+	started := map[string]events.Attrs{}
+	out, err := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		var e events.Event
+		if json.Unmarshal([]byte(l), &e) == nil && e.Kind == events.KindUpstreamStarted {
+			started[e.Attrs.Get("server")] = e.Attrs
+		}
+	}
+	if a := started["jail"]; !strings.HasPrefix(a.Get("sandbox"), "landlock v") || !strings.Contains(a.Get("sandboxWrite"), root) ||
+		a.Get("sandboxNetwork") != "tcp "+given[strings.LastIndex(given, ":")+1:] {
+		t.Errorf("the confined server's start: %v", a)
+	}
+	if a := started["free"]; a.Get("sandbox") != "off" {
+		t.Errorf("the unconfined server's start: %v", a)
+	}
+	// A server killed by a refusal: its exit names it, with the hint.
+	b.call(t, "jail__try", map[string]any{"text": "crash:/etc/shadow"})
+	var exited string
+	eventually(t, 10*time.Second, "the crash recorded", func() bool {
+		out, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, `"kind":"`+events.KindUpstreamExited+`"`) && strings.Contains(l, "Confined") {
+				exited = l
+			}
+		}
+		return exited != ""
+	})
+	if !strings.Contains(exited, "/etc/shadow") || !strings.Contains(exited, "sandbox = \\\"off\\\"") {
+		t.Errorf("the exit does not say which access was refused and what to do: %s", exited)
+	}
+	b.close(t)
+}
