@@ -48,7 +48,7 @@ func attempt(try string) string {
 // root, and a listener on two loopback ports.
 type world struct {
 	home, root, other, state, tmp string
-	given, notGiven             string
+	given, notGiven               string
 }
 
 func newWorld(t *testing.T) world {
