@@ -141,3 +141,36 @@ func TestPlaintextUpstreamIsRefused(t *testing.T) {
 		t.Error("allow_plaintext on a command server passed")
 	}
 }
+
+// TestSandboxSettingsAreChecked: sandbox, network, roots and read take
+// what they document, and a command server's only; the mistakes say how
+// to write them.
+func TestSandboxSettingsAreChecked(t *testing.T) {
+	for body, want := range map[string]string{
+		"command = \"x\"\nsandbox = \"maybe\"":               "is not on or off",
+		"command = \"x\"\nnetwork = \"some\"":                `"none" or a list of "host:port"`,
+		"command = \"x\"\nnetwork = [\"example.com\"]":       "is not host:port",
+		"command = \"x\"\nnetwork = [\"localhost:0\"]":       "is not host:port",
+		"command = \"x\"\nroots = [\"relative/dir\"]":        "is not an absolute path",
+		"command = \"x\"\nroots = [\"/\"]":                   "would let the server change every file",
+		"url = \"https://a.example/mcp\"\nsandbox = \"off\"": "a url server runs elsewhere",
+	} {
+		if _, err := Parse("t.toml", []byte("[servers.x]\n"+body+"\n")); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+	for _, body := range []string{"sandbox = \"off\"", "sandbox = \"on\"", "network = \"none\"", "network = \"any\"",
+		"network = [\"api.example.com:443\", \"127.0.0.1:8080\"]", "roots = [\"/srv/data\"]\nread = [\"/opt/models\"]"} {
+		c, err := Parse("t.toml", []byte("[servers.x]\ncommand = \"x\"\n"+body+"\n"))
+		if err != nil {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		if body == "sandbox = \"off\"" && c.Servers["x"].Confined() {
+			t.Error("sandbox = off still confined")
+		}
+		if mode, ports, hosts := c.Servers["x"].Network(); strings.HasPrefix(body, "network = [") && (mode != "ports" || len(ports) != 2 || ports[0] != 443 || hosts[0] != "api.example.com") {
+			t.Errorf("%s: %s %v %v", body, mode, ports, hosts)
+		}
+	}
+}

@@ -33,7 +33,7 @@ type Projection interface {
 
 // All returns every projection, in a fixed order.
 func All() []Projection {
-	return []Projection{runs{}, audit{}, proposals{}, reviews{}, sessions{}, approvals{}, pins{}, offers{}, weakened{}}
+	return []Projection{runs{}, audit{}, proposals{}, reviews{}, sessions{}, approvals{}, pins{}, offers{}, weakened{}, spawns{}}
 }
 
 // Names lists the projections' names.

@@ -17,6 +17,7 @@ const (
 	ViewPins      = "pins"
 	ViewOffers    = "offers"
 	ViewWeakened  = "weakened" // reloads that loosened the configuration
+	ViewSpawns    = "spawns"   // each stdio upstream's last start
 )
 
 // Read answers q as the view's own type (Pin for pins, Approval for

@@ -28,7 +28,7 @@ func TestReadDecodesOrSaysWhichView(t *testing.T) {
 
 // Every projection is named by one of the view constants.
 func TestViewNamesAreTheConstants(t *testing.T) {
-	known := map[string]bool{ViewRuns: true, ViewAudit: true, ViewProposals: true, ViewReviews: true, ViewSessions: true, ViewApprovals: true, ViewPins: true, ViewOffers: true, ViewWeakened: true}
+	known := map[string]bool{ViewRuns: true, ViewAudit: true, ViewProposals: true, ViewReviews: true, ViewSessions: true, ViewApprovals: true, ViewPins: true, ViewOffers: true, ViewWeakened: true, ViewSpawns: true}
 	for _, p := range All() {
 		if !known[p.Name()] {
 			t.Errorf("projection %s has no View constant", p.Name())

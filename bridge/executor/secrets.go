@@ -77,11 +77,20 @@ func (b *broker) resolve(names []string) (map[string]string, []secretOutcome, er
 // ConfiguredSecrets returns the values of the references in refs that
 // resolve here; the rest are skipped (a call that needs one reports it).
 func ConfiguredSecrets(refs map[string]config.Secret, getenv func(string) string, readFile func(string) ([]byte, error)) []string {
-	b := &broker{refs: refs, getenv: getenv, readFile: readFile, redactor: events.NewRedactor(nil)}
 	var out []string
+	for _, v := range ResolvedSecrets(refs, getenv, readFile) {
+		out = append(out, v)
+	}
+	return out
+}
+
+// ResolvedSecrets is each reference of refs that resolves here, by name.
+func ResolvedSecrets(refs map[string]config.Secret, getenv func(string) string, readFile func(string) ([]byte, error)) map[string]string {
+	b := &broker{refs: refs, getenv: getenv, readFile: readFile, redactor: events.NewRedactor(nil)}
+	out := map[string]string{}
 	for name := range refs {
 		if vals, _, err := b.resolve([]string{name}); err == nil {
-			out = append(out, vals[name])
+			out[name] = vals[name]
 		}
 	}
 	return out

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/internal/confine"
 )
 
@@ -24,43 +26,56 @@ const (
 type confinement struct {
 	word string
 	spec *confine.Spec
+	tmp  string // its TMPDIR
+	err  error
 }
 
-// confinement plans l's server's sandbox: the system and its install to
-// read, its roots (configured, its client's, those its args and its own
-// env name), its own state and tmp folders to change, its network as
-// configured. env gains its TMPDIR.
+// confinement plans l's server's sandbox (see plan), with its client's
+// roots. env gains its TMPDIR.
 func (s *Server) confinement(ctx context.Context, l *link, exe string, env, own []string) (confinement, []string, error) {
-	if !s.cfg.Confined() {
-		return confinement{word: sandboxOff}, env, nil
+	if !s.cfg.Confined() || confine.ABI() == 0 {
+		return plan(s.name, s.cfg, "", "", exe, nil, nil), env, nil
+	}
+	conf := plan(s.name, s.cfg, s.g.opts.StateDir, s.g.opts.Getenv("HOME"), exe, own, l.spawnRoots(ctx))
+	if conf.err != nil {
+		return conf, env, conf.err
+	}
+	return conf, append(env, "TMPDIR="+conf.tmp), nil
+}
+
+// plan is a command server's confinement: none when its sandbox is off
+// or Landlock is missing (and the word says which); else the system and
+// its install to read, its roots (configured, its client's, those its
+// args and its own env name) and its own state and tmp folders under
+// stateRoot to change, its network as configured.
+func plan(name string, cfg config.Server, stateRoot, home, exe string, own, clientRoots []string) confinement {
+	if !cfg.Confined() {
+		return confinement{word: sandboxOff}
 	}
 	abi := confine.ABI()
 	if abi == 0 {
-		return confinement{word: sandboxUnavailable}, env, nil
+		return confinement{word: sandboxUnavailable}
 	}
-	state, tmp, err := s.dirs()
+	state, tmp, err := dirs(name, stateRoot)
 	if err != nil {
-		return confinement{}, env, err
+		return confinement{err: err}
 	}
-	mode, ports, _ := s.cfg.Network()
-	req := confine.Request{Exec: exe, Args: s.cfg.Args, Env: own, Cwd: s.cfg.Cwd, Roots: append(s.cfg.Roots, l.spawnRoots(ctx)...),
-		Read: s.cfg.Read, State: state, Tmp: tmp, Home: s.g.opts.Getenv("HOME"), Net: mode, Ports: ports}
-	spec := confine.Plan(req)
-	env = append(env, "TMPDIR="+tmp)
-	return confinement{word: fmt.Sprintf("%s v%d", sandboxLandlock, abi), spec: &spec}, env, nil
+	mode, ports, _ := cfg.Network()
+	spec := confine.Plan(confine.Request{Exec: exe, Args: cfg.Args, Env: own, Cwd: cfg.Cwd, Roots: append(slices.Clone(cfg.Roots), clientRoots...),
+		Read: cfg.Read, State: state, Tmp: tmp, Home: home, Net: mode, Ports: ports})
+	return confinement{word: fmt.Sprintf("%s v%d", sandboxLandlock, abi), spec: &spec, tmp: tmp}
 }
 
-// dirs are the server's own folders under the gateway's state folder:
-// state (kept) and tmp (its TMPDIR), made when missing, owner-only.
-func (s *Server) dirs() (state, tmp string, err error) {
-	root := s.g.opts.StateDir
+// dirs are a server's own folders under root: state (kept) and tmp (its
+// TMPDIR), made when missing, owner-only.
+func dirs(name, root string) (state, tmp string, err error) {
 	if root == "" {
 		root = filepath.Join(os.TempDir(), fmt.Sprintf("tracebridge-servers-%d", os.Getuid()))
 	}
-	state, tmp = filepath.Join(root, s.name, "state"), filepath.Join(root, s.name, "tmp")
+	state, tmp = filepath.Join(root, name, "state"), filepath.Join(root, name, "tmp")
 	for _, d := range []string{state, tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return "", "", fmt.Errorf("server %s: its own folder: %w", s.name, err)
+			return "", "", fmt.Errorf("server %s: its own folder: %w", name, err)
 		}
 	}
 	return state, tmp, nil

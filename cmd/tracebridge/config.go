@@ -12,6 +12,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/internal/confine"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -144,7 +145,7 @@ func runConfig(ctx context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "ok: %s (approval %s, %d tool overrides, %d secrets, %d discovery dirs, %d upstream servers)\n",
 		path, c.Approval.Mode, len(c.Tools), len(c.Secrets), len(c.Discovery.Dirs), len(c.Servers))
-	for _, w := range c.Warnings() {
+	for _, w := range append(c.Warnings(), sandboxWarnings(c, confine.ABI())...) {
 		fmt.Fprintln(m.Stdout, "warning: "+w)
 	}
 	// Secrets that cannot be resolved in this environment: not an error
@@ -160,6 +161,29 @@ func runConfig(ctx context.Context, m *Main, args []string) error {
 		}
 	}
 	return nil
+}
+
+// sandboxWarnings says which command servers would run unconfined: those
+// with sandbox = "off", and every one where Landlock is missing (abi 0).
+func sandboxWarnings(c *config.Config, abi int) []string {
+	var off, confined []string
+	for _, name := range sortedKeys(c.Servers) {
+		switch s := c.Servers[name]; {
+		case s.Command == "":
+		case s.Confined():
+			confined = append(confined, name)
+		default:
+			off = append(off, name)
+		}
+	}
+	var out []string
+	if len(off) > 0 {
+		out = append(out, fmt.Sprintf("servers %s run with sandbox = \"off\": your whole filesystem and network, as you (each start records it)", strings.Join(off, ", ")))
+	}
+	if len(confined) > 0 && abi == 0 {
+		out = append(out, fmt.Sprintf("Landlock is not available on this system (an old kernel, Landlock not enabled at boot, or not Linux): servers %s would run unconfined, recorded as sandbox = \"unavailable\" on each start", strings.Join(confined, ", ")))
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

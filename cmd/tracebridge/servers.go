@@ -14,7 +14,15 @@ import (
 )
 
 const serversHelp = `servers import FILE [--write] [--config FILE] [--project DIR] [--workspace DIR]
+servers list [--config FILE] [--json]
+servers test NAME [--config FILE]
 servers login NAME [--config FILE] [--no-browser]
+
+list shows each configured server, its sandbox and what its last start ran:
+the executable, its SHA-256, the uid, the confinement applied. test starts a
+command server once as the gateway would (confined, its env and secrets),
+lists its tools, and prints what it held open and what it was refused: the
+first thing to run when a confined server fails.
 
 Moves the MCP servers of an existing client configuration behind tracebridge in
 one step. FILE is the client's config:
@@ -47,17 +55,22 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	var o importOptions
 	fs.BoolVar(&o.write, "write", false, "append the sections to the config file instead of only printing them")
 	cfgFlag := fs.String("config", "", "the tracebridge.toml `FILE` --write appends to (login: reads)")
+	asJSON := fs.Bool("json", false, "list: as JSON")
 	noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL instead of opening a browser")
 	fs.StringVar(&o.project, "project", "", "import: also the servers of Claude Code's project `DIR` (~/.claude.json)")
 	fs.StringVar(&o.workspace, "workspace", "", "import: the folder VS Code's ${workspaceFolder} names (`DIR`; default: the one holding .vscode/mcp.json)")
 	if err := m.parse(fs, serversHelp+"\n\n"+loginHelp, args); err != nil {
 		return err
 	}
-	if fs.NArg() == 2 && fs.Arg(0) == "login" {
+	switch {
+	case fs.NArg() == 2 && fs.Arg(0) == "login":
 		return runServersLogin(ctx, m, fs.Arg(1), *cfgFlag, *noBrowser)
-	}
-	if fs.NArg() != 2 || fs.Arg(0) != "import" {
-		return usageError{"want: servers import FILE [--write], or servers login NAME"}
+	case fs.NArg() == 1 && fs.Arg(0) == "list":
+		return m.listServers(ctx, *cfgFlag, *asJSON)
+	case fs.NArg() == 2 && fs.Arg(0) == "test":
+		return m.testServer(ctx, *cfgFlag, fs.Arg(1))
+	case fs.NArg() != 2 || fs.Arg(0) != "import":
+		return usageError{"want: servers import FILE [--write], servers list, servers test NAME, or servers login NAME"}
 	}
 	o.src, o.cfgFlag = fs.Arg(1), *cfgFlag
 	return m.importServers(o)

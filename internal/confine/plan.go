@@ -63,8 +63,12 @@ func Plan(r Request) Spec {
 	if r.Cwd != "" {
 		read = append(read, r.Cwd)
 	}
+	base := r.Cwd // where relative arguments are: the server's folder, else the bridge's
+	if base == "" {
+		base, _ = os.Getwd()
+	}
 	for _, a := range r.Args {
-		if p := absolute(a, r.Cwd); p != "" {
+		if p := absolute(a, base); p != "" {
 			read, write = named(p, r.Home, read, write, false)
 		}
 	}
@@ -168,8 +172,8 @@ func packageRoot(file, home string) string {
 }
 
 // toolCaches are the package managers' folders a server run through them
-// needs: npx's cache (written), uv's cache (written) and its Pythons, the
-// user's Python packages.
+// needs: npx's cache (written), Go's build and module caches (written) for
+// gopls, uv's cache (written) and its Pythons, the user's Python packages.
 func toolCaches(exe string, args []string, home string, writable bool) []string {
 	if home == "" {
 		return nil
@@ -187,6 +191,12 @@ func toolCaches(exe string, args []string, home string, writable bool) []string 
 			out = append(out, filepath.Join(home, ".npm"))
 		} else {
 			out = append(out, filepath.Join(home, ".npmrc"))
+		}
+	case is("gopls", "go"):
+		if writable {
+			out = append(out, filepath.Join(home, ".cache", "go-build"), filepath.Join(home, ".cache", "gopls"), filepath.Join(home, "go", "pkg", "mod"))
+		} else {
+			out = append(out, filepath.Join(home, "go"), filepath.Join(home, ".config", "go"))
 		}
 	case is("uv", "uvx"):
 		if writable {
