@@ -76,6 +76,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSession$$' -fuzztime $(FUZZTIME) ./sessions
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderReview$$' -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClient$$' -fuzztime $(FUZZTIME) ./config
+	$(GO) test -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) ./internal/confine
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat
 # (median and spread per benchmark). Raw output: out/bench.txt.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/confine"
 )
 
 // spawnAttrs are what upstream.started records of a stdio server's start:
@@ -30,7 +31,7 @@ func (s *Server) spawnAttrs(p *process, exe string, env []string, conf confineme
 		"env", strings.Join(names, ","), "sandbox", conf.word, "executable", exe)
 	if conf.spec != nil {
 		attrs.Set("sandboxWrite", strings.Join(conf.spec.Write, ","))
-		attrs.Set("sandboxNetwork", conf.spec.NetWords())
+		attrs.Set("sandboxNetwork", confine.NetWords(*conf.spec))
 		attrs.Set("sandboxRead", fmt.Sprint(len(conf.spec.Read)))
 	}
 	if sum, err := executableHashes.of(exe); err == nil {

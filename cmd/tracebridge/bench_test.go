@@ -15,6 +15,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tracebridge/tracebridge/internal/confine"
 )
 
 // runBareServer is a go-sdk server with one echo tool and nothing else: the
@@ -163,4 +165,45 @@ func vmRSS(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkUpstreamStart is what confinement costs a stdio upstream's
+// start: /usr/bin/true run to its exit directly and through tracebridge's
+// trampoline with the plan a server gets (planned anew each time, as the
+// gateway does), interleaved in one loop; medians of each and their
+// difference.
+func BenchmarkUpstreamStart(b *testing.B) {
+	if confine.ABI() == 0 {
+		b.Fatal("Landlock is not available here: nothing to measure")
+	}
+	const target = "/usr/bin/true"
+	dir := b.TempDir()
+	run := func(confined bool) time.Duration {
+		t0 := time.Now()
+		cmd := exec.Command(target)
+		if confined {
+			spec := confine.Plan(confine.Request{Exec: target, State: dir, Tmp: dir, Home: os.Getenv("HOME"), Net: confine.NetAny})
+			if err := confine.WrapWith(cmd, spec, tbBin); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		return time.Since(t0)
+	}
+	var plain, confined []time.Duration
+	for b.Loop() {
+		plain = append(plain, run(false))
+		confined = append(confined, run(true))
+	}
+	med := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds()) / 1000
+	}
+	p, c := med(plain), med(confined)
+	b.ReportMetric(p, "plain-ms")
+	b.ReportMetric(c, "confined-ms")
+	b.ReportMetric(c-p, "added-ms")
+	b.ReportMetric(0, "ns/op")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/upstream"
+	"github.com/tracebridge/tracebridge/internal/confine"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -108,7 +109,7 @@ func printProbe(m *Main, name string, srv config.Server, p upstream.Probe) {
 	fmt.Fprintf(out, "server %s\n  executable %s\n  sandbox    %s\n", name, p.Executable, p.Sandbox)
 	if s := p.Spec; s != nil {
 		fmt.Fprintf(out, "  may read   %d paths (the system, /etc less its secrets, its install)\n  may change %s\n  network    %s\n",
-			len(s.Read), strings.Join(s.Write, ", "), s.NetWords())
+			len(s.Read), strings.Join(s.Write, ", "), confine.NetWords(*s))
 	}
 	if p.Err != nil {
 		fmt.Fprintf(out, "  FAILED     %v\n", p.Err)

@@ -1,46 +1,34 @@
 // Package confine runs a stdio upstream confined by Landlock: the bridge
 // plans what the server may touch (Plan), and starts it through itself
 // (Wrap): the child, still tracebridge, restricts its own thread with the
-// plan and execs the server, which inherits the restriction. The bridge
-// itself stays unconfined.
+// plan and execs the server, which inherits the restriction (package
+// landlock's trampoline). The bridge itself stays unconfined.
 package confine
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/tracebridge/tracebridge/internal/landlock"
 )
 
-// Verb is the hidden first argument that makes a tracebridge process (or
-// any binary importing this package) the trampoline: apply the plan in
-// EnvSpec, then exec the server.
-const Verb = "__confine"
-
-// EnvSpec carries the plan to the trampoline, which removes it before the
-// exec.
-const EnvSpec = "TRACEBRIDGE_CONFINE"
+// Spec is what a confined server may do (landlock.Rules).
+type Spec = landlock.Rules
 
 // Network modes.
 const (
-	NetAny   = "any"   // TCP not restricted
-	NetNone  = "none"  // no TCP connect or bind
-	NetPorts = "ports" // TCP connect to Ports only, no bind
+	NetAny   = landlock.NetAny
+	NetNone  = landlock.NetNone
+	NetPorts = landlock.NetPorts
 )
 
-// Spec is what a confined server may do: paths it may read (and run)
-// beneath, paths it may change beneath, device files it may read and
-// write, and its TCP network.
-type Spec struct {
-	// Exec is the absolute path of the server's executable.
-	Exec    string   `json:"exec"`
-	Read    []string `json:"read,omitempty"`
-	Write   []string `json:"write,omitempty"`
-	Devices []string `json:"devices,omitempty"`
-	Net     string   `json:"net"`
-	Ports   []uint16 `json:"ports,omitempty"`
-}
+// EnvSpec carries the plan to the trampoline.
+const EnvSpec = landlock.EnvSpec
+
+// ABI is the Landlock ABI version the kernel offers (0: none).
+func ABI() int { return landlock.ABI() }
 
 // Wrap makes cmd start through the trampoline with spec (cmd.Path and
 // cmd.Args as exec.Command made them): the same process, confined before
@@ -50,18 +38,46 @@ func Wrap(cmd *exec.Cmd, spec Spec) error {
 	if err != nil {
 		return fmt.Errorf("confine: the bridge's own executable: %w", err)
 	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
+	return WrapWith(cmd, spec, self)
+}
+
+// WrapWith is Wrap through the trampoline at self (a tracebridge binary).
+func WrapWith(cmd *exec.Cmd, spec Spec, self string) error {
 	cmd.Path = self
-	cmd.Args = append([]string{self, Verb}, cmd.Args...)
-	cmd.Env = append(cmd.Env, EnvSpec+"="+string(b))
+	cmd.Args = append([]string{self, landlock.Verb}, cmd.Args...)
+	cmd.Env = append(cmd.Env, landlock.EnvSpec+"="+Encode(spec))
 	return nil
 }
 
+// Encode writes spec as the trampoline reads it (landlock.Decode): lines
+// "field value". A path holding a newline cannot be said and is left out:
+// nothing is granted that was not meant.
+func Encode(spec Spec) string {
+	var b strings.Builder
+	line := func(k, v string) {
+		if v != "" && !strings.ContainsAny(v, "\n\x00") {
+			b.WriteString(k + " " + v + "\n")
+		}
+	}
+	line("exec", spec.Exec)
+	line("net", spec.Net)
+	for _, p := range spec.Read {
+		line("read", p)
+	}
+	for _, p := range spec.Write {
+		line("write", p)
+	}
+	for _, p := range spec.Devices {
+		line("dev", p)
+	}
+	for _, p := range spec.Ports {
+		line("port", fmt.Sprint(p))
+	}
+	return b.String()
+}
+
 // NetWords says the network spec allows: "any", "none", "tcp 443,8080".
-func (s Spec) NetWords() string {
+func NetWords(s Spec) string {
 	if s.Net != NetPorts {
 		return s.Net
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package confine
+package landlock
 
 // ABI is 0 where Landlock does not exist: servers run unconfined, and
 // their start and config check say so.
