@@ -10,8 +10,8 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/bridge/upstream"
-	"github.com/tracebridge/tracebridge/internal/confine"
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/internal/confine"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
