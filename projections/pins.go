@@ -50,13 +50,27 @@ const (
 	AttrDescriptor = "descriptor"
 )
 
+// IdentityTool is the pins view's tool name for a server's own identity
+// (its origin, executable, TLS key and serverInfo): no MCP tool is called
+// so ("@" is not in a tool name's alphabet). It is shown and accepted as
+// IdentityName(server).
+const IdentityTool = "@server"
+
+// AttrLearned, on upstream.tool.pinned of an identity, names the pinned
+// hash whose unknown fields (a TLS key, a serverInfo not seen before an
+// accepted change) the new hash fills in.
+const AttrLearned = "learned"
+
+// IdentityName is how tools list, diff and accept name server's identity.
+func IdentityName(server string) string { return "server:" + server }
+
 // PinKey is the key of server's tool in the pins view.
 func PinKey(server, tool string) string { return server + "/" + tool }
 
 type pins struct{}
 
 func (pins) Name() string { return ViewPins }
-func (pins) Version() int { return 2 }
+func (pins) Version() int { return 3 }
 
 func (pins) Apply(kv KV, e *events.Event) error {
 	server, tool, hash := e.Attrs.Get(events.AttrServer), e.Attrs.Get(AttrUpTool), e.Attrs.Get(AttrHash)
@@ -73,8 +87,10 @@ func (pins) Apply(kv KV, e *events.Event) error {
 		switch {
 		case !found:
 			*p = Pin{Server: server, Tool: tool, Name: e.Attrs.Get(AttrExposed), Hash: hash, Descriptor: e.Attrs.Get(AttrDescriptor), Pinned: e.Time}
-		case p.Hash != hash:
+		case p.Hash != hash && e.Attrs.Get(AttrLearned) != p.Hash:
 			return nil // pinned already with another descriptor: the first stands
+		case p.Hash != hash: // an identity accepted with fields unknown then, learned now
+			p.Hash, p.Descriptor = hash, e.Attrs.Get(AttrDescriptor)
 		}
 		p.State = PinPinned
 		if p.Pending != "" {

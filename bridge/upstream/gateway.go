@@ -280,7 +280,7 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 		}
 	}
 	for name, p := range pins {
-		if next[name] == nil && p.State != projections.PinRemoved && s.cfg.Exposes(name) {
+		if next[name] == nil && p.State != projections.PinRemoved && s.cfg.Exposes(name) && name != projections.IdentityTool {
 			s.emit(events.KindUpstreamToolRemoved, req, events.ID{}, events.OK, "", zeroTime, events.A(projections.AttrUpTool, name, projections.AttrExposed, p.Name, projections.AttrHash, p.Hash))
 		}
 	}

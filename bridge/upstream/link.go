@@ -62,6 +62,7 @@ type link struct {
 	order  order         // its notifications read and handled
 	roots  []string      // the owner's roots as last given to client (under mu)
 	oauth  *grantHandler // a url server's OAuth, when it has one
+	tls    *tlsPin       // an https server's key, checked in the handshake
 	// asked are the owner's roots as asked when its server was started
 	// confined (rootsAsked): its client is given the same.
 	asked      []*sdk.Root

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -221,6 +222,26 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 		return events.Errorf(events.CodeSecretUnresolved, "server %s: %v", s.name, err)
 	}
 	expand := func(v string) string { return config.ExpandSecrets(v, func(n string) string { return secrets[n] }) }
+	// What the server is, checked against its pin before anything is
+	// sent or run (a re-drive's servers are recordings: not checked).
+	var ip identityPin
+	now := identity{Origin: s.origin()}
+	if s.g.opts.Dial == nil {
+		if ip, err = s.identityPin(ctx); err != nil {
+			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: %v", s.name, err)
+		}
+		if s.cfg.URL == "" {
+			now.Executable = commandHash(s.cfg.Command)
+		}
+		if ip.known {
+			if err := s.checkIdentity(req, ip, now); err != nil {
+				return err
+			}
+		}
+		if strings.HasPrefix(s.cfg.URL, "https:") {
+			l.tls = &tlsPin{want: ip.pinned.TLSKey}
+		}
+	}
 	var inner sdk.Transport
 	switch {
 	case s.g.opts.Dial != nil:
@@ -252,7 +273,26 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	}
 	cs, err := client.Connect(cctx, t, copts)
 	if err != nil {
+		if l.tls != nil && l.tls.want != "" && l.tls.key() != "" && l.tls.key() != l.tls.want {
+			now.TLSKey = l.tls.key()
+			return s.checkIdentity(req, ip, now) // refused in the handshake: nothing was sent
+		}
 		return s.connectError(err, cctx, l)
+	}
+	if s.g.opts.Dial == nil {
+		if l.tls != nil {
+			now.TLSKey = l.tls.key()
+		}
+		if ir := cs.InitializeResult(); ir != nil && ir.ServerInfo != nil {
+			now.ServerInfo = ir.ServerInfo.Name
+		}
+		if err := s.checkIdentity(req, ip, now); err != nil {
+			cs.Close()
+			if l.proc != nil {
+				l.proc.stop()
+			}
+			return err
+		}
 	}
 	l.sess = cs
 	attrs := events.Attrs(nil)
@@ -299,6 +339,11 @@ func (s *Server) overHTTP(l *link, expand func(string) string) (sdk.Transport, e
 	ht := &headerTransport{origin: origin(u), headers: map[string]string{}, sent: s.sentOverHTTP, order: &l.order, maxFrame: s.g.opts.MaxFrame}
 	for k, v := range s.cfg.Headers {
 		ht.headers[k] = expand(v)
+	}
+	if l.tls != nil {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		base.TLSClientConfig = &tls.Config{VerifyConnection: l.tls.verify}
+		ht.base = base
 	}
 	hc := &http.Client{Transport: ht, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
 		if origin(r.URL) != ht.origin {
@@ -467,6 +512,9 @@ type headerTransport struct {
 	// order counts the notifications of the event streams it reads.
 	order    *order
 	maxFrame int
+	// base carries the requests (nil: http.DefaultTransport); an https
+	// server's checks its TLS key against the pin.
+	base http.RoundTripper
 }
 
 func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -479,7 +527,11 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	resp, err := http.DefaultTransport.RoundTrip(r)
+	base := h.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(r)
 	if err == nil && h.order != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &sseCounter{ReadCloser: resp.Body, o: h.order, max: h.maxFrame}
 	}

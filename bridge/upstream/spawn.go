@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +42,23 @@ func (s *Server) spawnAttrs(p *process, exe string, env []string, conf confineme
 		attrs.Set("executableSha256", "unreadable: "+err.Error())
 	}
 	return attrs
+}
+
+// commandHash is the SHA-256 of the executable command resolves to, or
+// what says why there is none.
+func commandHash(command string) string {
+	exe, err := exec.LookPath(command)
+	if err == nil {
+		exe, err = filepath.Abs(exe)
+	}
+	if err != nil {
+		return "unresolved: " + command
+	}
+	sum, err := executableHashes.of(exe)
+	if err != nil {
+		return "unreadable: " + exe
+	}
+	return sum
 }
 
 // hashCache keeps each executable's SHA-256 while its size and
