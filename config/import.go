@@ -185,6 +185,10 @@ type Imported struct {
 	Notes   []string // what the operator should know: renames, credentials left in URLs or argv, VS Code inputs
 	Servers []string // the servers imported, by their names here
 	Kept    []string // the servers left out: the config has them already
+	// Lookalikes are the servers left out because their package is a few
+	// edits from a well-known one (ImportOptions.AcceptLookalike takes
+	// them).
+	Lookalikes []string
 }
 
 // ImportOptions is what Import needs besides the client's servers.
@@ -199,6 +203,13 @@ type ImportOptions struct {
 	Workspace string
 	// ReadFile reads a server's envFile (nil: os.ReadFile).
 	ReadFile func(string) ([]byte, error)
+	// Resolve pins a package a server runs through npx or uvx without an
+	// exact version to the version its registry has now (nil: left as
+	// written, and noted).
+	Resolve ResolveFunc
+	// AcceptLookalike names the servers whose package may be a few edits
+	// from a well-known one: the operator confirmed it is the one meant.
+	AcceptLookalike []string
 }
 
 // Import turns client entries into [servers.*] sections. Secret-looking
@@ -213,7 +224,18 @@ func Import(in map[string]ClientServer, opts ImportOptions) Imported {
 		opts.ReadFile = os.ReadFile
 	}
 	im := &importer{out: Imported{ClientEnv: map[string]string{}}, used: map[string]bool{}, secretsDone: map[string]bool{}, opts: opts}
+	// The packages a lookalike may imitate: the well-known ones and those
+	// of the other servers imported.
+	known := slices.Clone(WellKnownPackages)
+	for _, s := range in {
+		if p, ok := RunnerPackage(s.Command, s.Args); ok {
+			known = append(known, p.Name)
+		}
+	}
 	for _, orig := range slices.Sorted(maps.Keys(in)) {
+		if im.lookalike(orig, in[orig], known) {
+			continue
+		}
 		if name := im.plainName(orig); slices.Contains(opts.Have, name) {
 			im.out.Kept = append(im.out.Kept, name)
 			// Its sections are the config's; the client entry still
@@ -289,6 +311,57 @@ func (im *importer) plainName(orig string) string {
 	return name
 }
 
+// lookalike reports whether orig runs a package a few edits from a
+// well-known one (or another imported server's) that the operator has not
+// confirmed: such a server is left out, with a note saying how to take it.
+func (im *importer) lookalike(orig string, s ClientServer, known []string) bool {
+	p, ok := RunnerPackage(s.Command, s.Args)
+	if !ok {
+		return false
+	}
+	var others []string
+	for _, k := range known {
+		if k != p.Name {
+			others = append(others, k)
+		}
+	}
+	like := Lookalike(p.Name, others)
+	name := im.plainName(orig)
+	if like == "" || slices.Contains(im.opts.AcceptLookalike, name) {
+		return false
+	}
+	im.out.Lookalikes = append(im.out.Lookalikes, name)
+	im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s is NOT imported: it runs the package %s, a few letters from %s (a typo-squat looks like this): if %s is the one you meant, import again with --accept-lookalike %s",
+		name, p.Name, like, p.Name, name))
+	return true
+}
+
+// pin rewrites a package run through npx or uvx without an exact version
+// to the version its registry has now; the comment it returns records it
+// (and the registry's integrity).
+func (im *importer) pin(name string, s *ClientServer) string {
+	p, ok := RunnerPackage(s.Command, s.Args)
+	if !ok || p.Pinned() {
+		return ""
+	}
+	if im.opts.Resolve == nil {
+		im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s runs %s at whatever version its registry serves that day: pin it (%s)", name, p, p.Spec("X.Y.Z")))
+		return ""
+	}
+	r, err := im.opts.Resolve(p)
+	if err != nil {
+		im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s: %s could not be pinned (%v): it runs whatever version its registry serves that day; pin it by hand (%s)", name, p, err, p.Spec("X.Y.Z")))
+		return ""
+	}
+	s.Args[p.Arg] = p.Spec(r.Version)
+	im.out.Notes = append(im.out.Notes, fmt.Sprintf("server %s: %s is pinned to %s, the version its registry has now (change it on purpose)", name, p, r.Version))
+	comment := fmt.Sprintf("# servers import pinned %s", p.Spec(r.Version))
+	if r.Integrity != "" {
+		comment += ", registry integrity " + r.Integrity
+	}
+	return comment + "\n"
+}
+
 func (im *importer) server(orig string, s ClientServer) {
 	name := im.name(orig)
 	s.Command, s.Cwd, s.URL = im.expand(name, s.Command), im.expand(name, s.Cwd), im.expand(name, s.URL)
@@ -296,6 +369,7 @@ func (im *importer) server(orig string, s ClientServer) {
 	for i := range s.Args {
 		s.Args[i] = im.expand(name, s.Args[i])
 	}
+	pinned := im.pin(name, &s)
 	env := maps.Clone(s.Env)
 	if env == nil && s.EnvFile != "" {
 		env = map[string]string{}
@@ -305,7 +379,7 @@ func (im *importer) server(orig string, s ClientServer) {
 	}
 	s.Env = env
 	im.out.Servers = append(im.out.Servers, name)
-	fmt.Fprintf(&im.servers, "[servers.%s]\n", name)
+	fmt.Fprintf(&im.servers, "[servers.%s]\n%s", name, pinned)
 	if s.URL != "" || s.Type == "http" || s.Type == "sse" || s.Type == "streamable-http" {
 		im.remote(name, s)
 	} else {

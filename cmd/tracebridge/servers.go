@@ -41,7 +41,11 @@ SECRET, PASSWORD, AUTH…) become ${secret:NAME} references to environment
 variables the client entry passes to tracebridge, so no secret is written to
 tracebridge.toml. A server's envFile (VS Code, Cursor) is loaded by the client
 for the tracebridge entry instead, and its variables are read as secrets.
-VS Code's ${workspaceFolder} becomes the workspace's path: the folder holding
+A package run through npx or uvx without an exact version is pinned to the
+version its registry has now (npm view; --no-pin leaves it), the registry's
+integrity in a comment; a package a few letters from a well-known one (say
+@moddelcontextprotocol/server-memory) is left out until you confirm it with
+--accept-lookalike NAME. VS Code's ${workspaceFolder} becomes the workspace's path: the folder holding
 the imported .vscode/mcp.json, or --workspace DIR. --write appends the sections
 to the config file (default: $TRACEBRIDGE_CONFIG, else tracebridge.toml in the
 user config dir): the servers it has already are left as they are, and named.
@@ -58,6 +62,8 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	asJSON := fs.Bool("json", false, "list: as JSON")
 	noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL instead of opening a browser")
 	fs.StringVar(&o.project, "project", "", "import: also the servers of Claude Code's project `DIR` (~/.claude.json)")
+	fs.StringVar(&o.lookalikes, "accept-lookalike", "", "import: the servers (`NAMES`, comma-separated) whose package is a few letters from a well-known one, confirmed as meant")
+	fs.BoolVar(&o.noPin, "no-pin", false, "import: leave npx/uvx packages at the version as written (default: pinned to the registry's version now)")
 	fs.StringVar(&o.workspace, "workspace", "", "import: the folder VS Code's ${workspaceFolder} names (`DIR`; default: the one holding .vscode/mcp.json)")
 	if err := m.parse(fs, serversHelp+"\n\n"+loginHelp, args); err != nil {
 		return err
@@ -81,6 +87,8 @@ type importOptions struct {
 	src, cfgFlag       string // the client's config; --config
 	write              bool
 	project, workspace string
+	lookalikes         string // --accept-lookalike
+	noPin              bool
 }
 
 // importServers reads a client's config and prints (or appends) the
@@ -105,7 +113,16 @@ func (m *Main) importServers(o importOptions) error {
 			have = slices.Sorted(maps.Keys(c.Servers))
 		}
 	}
-	im := config.Import(servers, config.ImportOptions{Have: have, Workspace: ws})
+	iopts := config.ImportOptions{Have: have, Workspace: ws, Resolve: resolvePackage}
+	if o.noPin {
+		iopts.Resolve = nil
+	}
+	for _, n := range strings.Split(o.lookalikes, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			iopts.AcceptLookalike = append(iopts.AcceptLookalike, n)
+		}
+	}
+	im := config.Import(servers, iopts)
 	for _, dir := range slices.Sorted(maps.Keys(format.Projects)) {
 		im.Notes = append(im.Notes, fmt.Sprintf("Claude Code project %s has servers of its own (%s), not imported: add them with --project %s", dir, strings.Join(format.Projects[dir], ", "), dir))
 	}

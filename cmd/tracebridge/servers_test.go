@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -181,5 +182,44 @@ func TestServersImportWritesThroughASymlink(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(real); !strings.Contains(string(b), "[servers.fs]") || !strings.Contains(string(b), "grant") {
 		t.Fatalf("the linked file:\n%s", b)
+	}
+}
+
+// Import against the real npm registry: an npx package without a version
+// is pinned to the exact version the registry has now (the one `npm view`
+// names for that version, with its integrity), and a lookalike of the
+// official scope is left out, with the flag that takes it; config check
+// accepts what was written.
+func TestServersImportPinsPackagesAndHoldsLookalikes(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	desktop := filepath.Join(dir, "claude_desktop_config.json")
+	os.WriteFile(desktop, []byte(`{"mcpServers": {
+		"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+		"squat": {"command": "npx", "args": ["-y", "@moddelcontextprotocol/server-memory"]}}}`), 0o600)
+	out, err := exec.Command(tbBin, "servers", "import", desktop).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`"@modelcontextprotocol/server-memory@(\d+\.\d+\.\d+)"`).FindStringSubmatch(string(out))
+	if m == nil || !strings.Contains(string(out), "registry integrity sha512-") {
+		t.Fatalf("server-memory is not pinned with its integrity:\n%s", out)
+	}
+	if v, err := exec.Command("npm", "view", "@modelcontextprotocol/server-memory@"+m[1], "version").Output(); err != nil || strings.TrimSpace(string(v)) != m[1] {
+		t.Fatalf("the registry does not have the pinned version %s: %v %s", m[1], err, v)
+	}
+	if strings.Contains(string(out), "[servers.squat]") || !strings.Contains(string(out), "--accept-lookalike squat") {
+		t.Fatalf("the lookalike was imported, or not explained:\n%s", out)
+	}
+	cfgPath := filepath.Join(dir, "tracebridge.toml")
+	out, err = exec.Command(tbBin, "servers", "import", desktop, "--accept-lookalike", "squat", "--write", "--config", cfgPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(cfgPath); !strings.Contains(string(b), "[servers.squat]") {
+		t.Fatalf("--accept-lookalike did not take it:\n%s", b)
+	}
+	if out, err := exec.Command(tbBin, "config", "check", cfgPath).CombinedOutput(); err != nil {
+		t.Fatalf("config check: %v\n%s", err, out)
 	}
 }
