@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 )
 
@@ -127,4 +128,83 @@ func TestConfinedUpstreamIsRefusedByTheKernel(t *testing.T) {
 		t.Errorf("the exit does not say which access was refused and what to do: %s", exited)
 	}
 	b.close(t)
+}
+
+// servers list shows each server's sandbox and what its last start ran
+// (executable, hash, uid, confinement); servers test starts a server once
+// and lists its tools and what it held open, and for one that dies under
+// confinement, the refusal and what to grant. config check names the
+// servers that run unconfined.
+func TestServersListAndTest(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	needed := filepath.Join(dir, "needed.txt")
+	os.WriteFile(needed, []byte("x"), 0o600)
+	data := filepath.Join(dir, "data")
+	const env = "env = { TB_FAULT_UPSTREAM = \"1\" }\n"
+	cfg := hostileConfig(t, "", map[string]string{
+		"jail":  env,
+		"free":  env + "sandbox = \"off\"",
+		"broke": fmt.Sprintf("env = { TB_FAULT_UPSTREAM = \"1\", TB_FAULT_NEEDS = %q }\nread = []", "/etc/shadow"),
+	})
+	b := startBridge(t, tbBin, data, "2025-11-25", cfg)
+	for _, tool := range []string{"jail__ok", "free__ok"} {
+		if _, _, code := b.call(t, tool, map[string]any{}); code != "" {
+			t.Fatalf("%s: %s", tool, code)
+		}
+	}
+	b.close(t)
+	cfgPath := strings.TrimPrefix(cfg, "TRACEBRIDGE_CONFIG=")
+	list := tbRun(t, data, "servers", "list", "--config", cfgPath)
+	self, _ := os.Executable()
+	for _, want := range []string{"jail", "on, network any", "landlock v", "off", self} {
+		if !strings.Contains(list, want) {
+			t.Errorf("servers list lacks %q:\n%s", want, list)
+		}
+	}
+	var rows []struct {
+		Name      string `json:"name"`
+		LastStart *struct {
+			Sha256, Sandbox, UID string
+		} `json:"lastStart"`
+	}
+	if err := json.Unmarshal([]byte(tbRun(t, data, "servers", "list", "--json", "--config", cfgPath)), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("servers list --json: %v %+v", err, rows)
+	}
+	for _, r := range rows {
+		if r.LastStart == nil || len(r.LastStart.Sha256) != 64 || r.LastStart.UID == "" || (r.Name == "free") != (r.LastStart.Sandbox == "off") {
+			t.Errorf("servers list --json, %s: %+v", r.Name, r.LastStart)
+		}
+	}
+	out := tbRun(t, data, "servers", "test", "jail", "--config", cfgPath)
+	for _, want := range []string{"sandbox    landlock v", "answered", " ok,", "touched", self} {
+		if !strings.Contains(out, want) {
+			t.Errorf("servers test jail lacks %q:\n%s", want, out)
+		}
+	}
+	cmd := exec.Command(tbBin, "--data", data, "servers", "test", "broke", "--config", cfgPath)
+	bad, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(bad), "refused") || !strings.Contains(string(bad), "/etc/shadow") || !strings.Contains(string(bad), "sandbox = \"off\"") {
+		t.Errorf("servers test of a server that dies confined: %v\n%s", err, bad)
+	}
+	check, _ := exec.Command(tbBin, "config", "check", cfgPath).CombinedOutput()
+	if !strings.Contains(string(check), "servers free run with sandbox = \"off\"") {
+		t.Errorf("config check does not name the unconfined server:\n%s", check)
+	}
+}
+
+// Where Landlock is missing, config check names every command server as
+// unconfined (the start records sandbox = "unavailable"): never silent.
+func TestConfigCheckSaysWhenLandlockIsMissing(t *testing.T) {
+	c, err := config.Parse("t.toml", []byte("[servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"y\"\nsandbox = \"off\"\n[servers.c]\nurl = \"https://a.example/mcp\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(sandboxWarnings(c, 0), "\n")
+	if !strings.Contains(got, "Landlock is not available") || !strings.Contains(got, "servers a would run unconfined") || !strings.Contains(got, "servers b run with sandbox = \"off\"") {
+		t.Errorf("without Landlock:\n%s", got)
+	}
+	if got := strings.Join(sandboxWarnings(c, 7), "\n"); strings.Contains(got, "not available") {
+		t.Errorf("with Landlock:\n%s", got)
+	}
 }

@@ -24,6 +24,14 @@ import (
 // starts; TB_FAULT_MARK names a file each call appends the tool's name to,
 // so a test sees from the upstream's side which calls reached it.
 func runFaultUpstream() {
+	// TB_FAULT_NEEDS=PATH: a server that reads PATH as it starts and
+	// dies, saying why, when it cannot.
+	if f := os.Getenv("TB_FAULT_NEEDS"); f != "" {
+		if _, err := os.ReadFile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fatal: cannot start:", err)
+			os.Exit(1)
+		}
+	}
 	desc := "answers ok"
 	if f := os.Getenv("TB_FAULT_DESC"); f != "" {
 		if b, err := os.ReadFile(f); err == nil {
