@@ -175,7 +175,10 @@ func ECS(l AuditLine) (map[string]any, error) {
 		if pid, err := strconv.ParseInt(l.Attrs["pid"], 10, 64); err == nil {
 			d.set("process.pid", pid)
 		}
+		d.set("process.user.id", l.Attrs["uid"])
 		d.set("labels.sandbox", l.Attrs["sandbox"])
+		d.set("labels.sandbox_write", l.Attrs["sandboxWrite"])
+		d.set("labels.sandbox_network", l.Attrs["sandboxNetwork"])
 		d.set("labels.env_names", l.Attrs["env"])
 	case events.KindConfigWeakened:
 		d.set("file.path", l.Attrs[events.AttrPath])

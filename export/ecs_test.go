@@ -349,6 +349,6 @@ func emitAuditKinds(t *testing.T, em *events.Emitter) {
 	em.Emit(events.Event{Kind: events.KindGuardResult, RequestID: req, Outcome: events.OK, Attrs: guardAttrs("result-secret", "redact")})
 	pin(events.KindUpstreamToolFlagged, events.Denied, events.CodeToolFlagged)
 	em.Emit(events.Event{Kind: events.KindUpstreamStarted, Outcome: events.OK, Attrs: events.A(events.AttrServer, "fs", "command", "npx -y @modelcontextprotocol/server-filesystem /work",
-		"pid", "4242", "uid", "1000", "env", "HOME,PATH", "sandbox", "none", "executable", "/usr/bin/node", "executableSha256", strings.Repeat("e", 64))})
+		"pid", "4242", "uid", "1000", "env", "HOME,PATH", "sandbox", "landlock v7", "sandboxWrite", "/work,/data/servers/fs/state,/data/servers/fs/tmp", "sandboxNetwork", "none", "executable", "/usr/bin/node", "executableSha256", strings.Repeat("e", 64))})
 	em.Emit(hub.ArchiveEvent(store.Segment{First: 1, Last: 40, File: "seg-1-40.tbarchive", SHA256: strings.Repeat("d", 64)}, "/data/archive", "retention"))
 }
