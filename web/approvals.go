@@ -1,7 +1,9 @@
 package web
 
 // The approvals page: calls waiting, upstream tools changed or held by the
-// guard, edit proposals, and the configuration weakenings above them.
+// guard (and servers whose identity changed), edit proposals, the
+// configuration weakenings above them, and each command server's last
+// start (its executable, hash and confinement).
 
 import (
 	"encoding/json"
@@ -16,9 +18,11 @@ import (
 type approvalsData struct {
 	// Weakened are the latest reloads that loosened the configuration:
 	// what an operator deciding here should know first.
-	Weakened  []projections.Weakening
-	Tools     []projections.Approval
-	Changed   []changedTool
+	Weakened []projections.Weakening
+	Tools    []projections.Approval
+	Changed  []changedTool
+	// Spawns are each command server's last start: what ran, confined how.
+	Spawns    []projections.Spawn
 	Pending   []*host.Proposal
 	Done      []*host.Proposal
 	HostError string
@@ -64,6 +68,9 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 	if w, err := projections.Read[projections.Weakening](r.Context(), s.opts.Log, projections.Query{View: projections.ViewWeakened, Limit: 1 << 16}); err == nil {
 		d.Weakened = w[max(0, len(w)-shownWeakenings):]
 		slices.Reverse(d.Weakened)
+	}
+	if sp, err := projections.Read[projections.Spawn](r.Context(), s.opts.Log, projections.Query{View: projections.ViewSpawns, Limit: 1 << 12}); err == nil {
+		d.Spawns = sp
 	}
 	for _, state := range []string{projections.PinFlagged, projections.PinChanged} {
 		pins, err := projections.Read[projections.Pin](r.Context(), s.opts.Log, projections.Query{View: projections.ViewPins, Status: state, Limit: 1000})

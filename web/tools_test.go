@@ -156,3 +156,29 @@ func TestWeakenedConfigIsShownOnTheApprovalsPage(t *testing.T) {
 		t.Fatalf("the weakening is not on the approvals page:\n%s", body)
 	}
 }
+
+// Each command server's last start is on the approvals page: what ran
+// (executable, hash, uid) and how it was confined; a server whose identity
+// changed is said to be so, refused ServerChanged.
+func TestServersAreShownOnTheApprovalsPage(t *testing.T) {
+	f := newFixture(t)
+	c, _ := f.login()
+	if _, body, _ := get(t, c, f.url+"/approvals"); !strings.Contains(body, "No command server has started yet") {
+		t.Fatal("a start is shown before any")
+	}
+	f.em.Emit(events.Event{Kind: events.KindUpstreamStarted, Outcome: events.OK, Attrs: events.A(events.AttrServer, "memory", "pid", "4242", "uid", "1000",
+		"sandbox", "landlock v7", "sandboxWrite", "/srv/notes", "sandboxNetwork", "none", "executable", "/usr/bin/node", "executableSha256", strings.Repeat("ab", 32))})
+	id := `{"origin":"command: node b.js","executableSha256":"` + strings.Repeat("c", 64) + `"}`
+	f.em.Emit(events.Event{Kind: events.KindUpstreamToolPinned, Outcome: events.OK, Attrs: events.A(events.AttrServer, "memory", projections.AttrUpTool, projections.IdentityTool,
+		projections.AttrExposed, projections.IdentityName("memory"), projections.AttrHash, strings.Repeat("1", 64), projections.AttrDescriptor, `{"origin":"command: node a.js"}`)})
+	f.em.Emit(events.Event{Kind: events.KindUpstreamToolChanged, Outcome: events.Denied, Code: events.CodeServerChanged, Attrs: events.A(events.AttrServer, "memory", projections.AttrUpTool, projections.IdentityTool,
+		projections.AttrExposed, projections.IdentityName("memory"), projections.AttrHash, strings.Repeat("2", 64), projections.AttrDescriptor, id)})
+	f.em.FlushAll(f.ctx)
+	_, body, _ := get(t, c, f.url+"/approvals")
+	page := html.UnescapeString(body)
+	for _, want := range []string{`data-server="memory" data-sandbox="landlock v7"`, "/srv/notes", "/usr/bin/node", "abababababab", "server memory's identity changed", "ServerChanged", "node b.js"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the approvals page lacks %q:\n%s", want, body)
+		}
+	}
+}
