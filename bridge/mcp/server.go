@@ -433,8 +433,34 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	}
 	res := s.opts.Executor.Execute(ctx, inv)
 	s.setCode(ctx, inv.RequestID, res.Code)
-	return toResult(res), nil
+	out := toResult(res)
+	if out.IsError && s.declaresOutput(inv.Tool) {
+		// A client checks structured content against the tool's output
+		// schema even on an error (the TypeScript SDK throws -32602): the
+		// error travels in _meta and the text only.
+		out.StructuredContent = nil
+	}
+	return out, nil
 }
+
+// declaresOutput reports whether the tool, as clients are shown it,
+// declares an outputSchema.
+func (s *Server) declaresOutput(name string) bool {
+	t, ok := s.opts.Executor.Catalog().Lookup(name)
+	if !ok || len(t.Listing) == 0 {
+		return false
+	}
+	var d struct {
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	json.Unmarshal(t.Listing, &d)
+	return len(d.OutputSchema) > 0 && string(d.OutputSchema) != "null"
+}
+
+// MetaError is the _meta key of an error result's code, message, hint
+// and operation id: where every client finds them (structured content
+// carries them too unless the tool declares an output schema).
+const MetaError = "tracebridge/error"
 
 // clientRoots are the roots the client of ss declared (asked once per
 // session, again after notifications/roots/list_changed); none when the
@@ -497,8 +523,9 @@ func rawArgs(a any) json.RawMessage {
 }
 
 // toResult turns an executor result into the MCP result: structured content
-// on success; on failure isError with the code, message and operator
-// action both as text (for the model) and as structured content.
+// on success; on failure isError with the code, message and hint both as
+// text (for the model) and as _meta["tracebridge/error"] and structured
+// content.
 func toResult(r executor.Result) *sdk.CallToolResult {
 	if r.OK() {
 		if up, ok := r.Value.(*sdk.CallToolResult); ok { // an upstream's answer, as it sent it
@@ -523,11 +550,12 @@ func toResult(r executor.Result) *sdk.CallToolResult {
 	if hint != "" {
 		text += " (" + hint + ")"
 	}
+	e := map[string]string{"code": string(r.Code), "message": r.Message, "hint": hint, "operationId": r.OperationID.String()}
 	return &sdk.CallToolResult{
-		IsError: true,
-		Content: []sdk.Content{&sdk.TextContent{Text: text}},
-		StructuredContent: map[string]any{"error": map[string]string{
-			"code": string(r.Code), "message": r.Message, "hint": hint, "operationId": r.OperationID.String()}},
+		IsError:           true,
+		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
+		StructuredContent: map[string]any{"error": e},
+		Meta:              sdk.Meta{MetaError: e},
 	}
 }
 

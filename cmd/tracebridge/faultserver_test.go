@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -102,6 +103,26 @@ func runFaultUpstream() {
 	add("env", "answers its environment", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) {
 		return strings.Join(os.Environ(), "\n"), nil
 	})
+	// structured declares an output schema (the go-sdk derives it); its
+	// description is TB_FAULT_STRUCT_DESC's file when set (a test changes
+	// it between two starts).
+	structDesc := "answers with structured content"
+	if f := os.Getenv("TB_FAULT_STRUCT_DESC"); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			structDesc = strings.TrimSpace(string(b))
+		}
+	}
+	type structOut struct {
+		Text string `json:"text"`
+	}
+	sdk.AddTool(s, &sdk.Tool{Name: "structured", Description: structDesc, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (*sdk.CallToolResult, structOut, error) {
+			mark("structured")
+			if a.Text == "fail" {
+				return nil, structOut{}, errors.New("failing on purpose")
+			}
+			return nil, structOut{Text: "ok " + a.Text}, nil
+		})
 	// try attempts one access — read:PATH, write:PATH, connect:HOST:PORT —
 	// and answers "ok" or "refused: why"; crash:PATH reads and, refused,
 	// says why on stderr and exits 1 (a server that cannot start).

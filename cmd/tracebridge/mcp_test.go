@@ -52,19 +52,18 @@ func (b *mcpChild) call(t *testing.T, tool string, args any) (*sdk.CallToolResul
 	return res, id, code
 }
 
-// codeOf is a tool result's error code ("" on success).
+// codeOf is a tool result's error code ("" on success), from
+// _meta["tracebridge/error"], where every client finds it.
 func codeOf(res *sdk.CallToolResult) events.Code {
 	if !res.IsError {
 		return ""
 	}
-	var sc struct {
-		Error struct {
-			Code events.Code `json:"code"`
-		} `json:"error"`
+	var e struct {
+		Code events.Code `json:"code"`
 	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(raw, &sc)
-	return sc.Error.Code
+	raw, _ := json.Marshal(res.Meta["tracebridge/error"])
+	json.Unmarshal(raw, &e)
+	return e.Code
 }
 
 func textOf(res *sdk.CallToolResult) string {

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracebridge/tracebridge/events"
+)
+
+// tsCall is what testdata/clients/calls.mjs says of one call.
+type tsCall struct {
+	Name    string      `json:"name"`
+	Listed  bool        `json:"listed"`
+	IsError bool        `json:"isError"`
+	Text    string      `json:"text"`
+	Code    events.Code `json:"code"`
+	Threw   string      `json:"threw"`
+}
+
+// tsCalls runs the official TypeScript SDK client flavor ("v1", "v2")
+// against target (stdio: command, args, env; HTTP: url, token) with calls.
+func tsCalls(t *testing.T, flavor string, target map[string]any, calls []map[string]any) []tsCall {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("testdata", "clients"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
+		t.Fatalf("the TypeScript SDK clients are not installed (%v): run `bash .ci/deps` (make test does)", err)
+	}
+	tj, _ := json.Marshal(target)
+	cj, _ := json.Marshal(calls)
+	cmd := exec.Command("node", filepath.Join(dir, "calls.mjs"), flavor, string(tj), string(cj))
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the %s client: %v\n%s\n%s", flavor, err, out, stderr.String())
+	}
+	var got []tsCall
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var c tsCall
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("%s: %q", err, sc.Text())
+		}
+		got = append(got, c)
+	}
+	if len(got) != len(calls) {
+		t.Fatalf("the %s client answered %d of %d calls:\n%s\n%s", flavor, len(got), len(calls), out, stderr.String())
+	}
+	return got
+}
+
+// The official TypeScript SDK clients, v1 (1.32) and v2 (2.4), read the
+// gateway's errors for upstream tools that declare an outputSchema as
+// coded error results — over stdio and HTTP — the same as they read the
+// upstream's own error directly (the v1 client threw -32602 on the
+// structured error content the bridge added): a denial (PolicyDenied), an
+// upstream error (UpstreamError, the server's own error through the
+// gateway) and a changed descriptor (ToolChanged).
+func TestTypeScriptClientsReadCodedErrors(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	os.MkdirAll(root, 0o700)
+	fsjs := npmServer(t, "server-filesystem")
+	self, _ := os.Executable()
+	descFile := filepath.Join(dir, "desc")
+	os.WriteFile(descFile, []byte("answers with structured content"), 0o600)
+	cfg := writeConfig(t, fmt.Sprintf(`[policy]
+deny = ["fs__write_file"]
+[servers.fs]
+command = "node"
+args = [%q, %q]
+[servers.s]
+command = %q
+env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_STRUCT_DESC = %q }
+`, fsjs, root, self, descFile))
+	calls := []map[string]any{
+		{"name": "fs__write_file", "arguments": map[string]any{"path": filepath.Join(root, "x.txt"), "content": "x"}},
+		{"name": "fs__read_text_file", "arguments": map[string]any{"path": filepath.Join(root, "missing.txt")}},
+		{"name": "s__structured", "arguments": map[string]any{"text": "fail"}},
+		{"name": "s__structured", "arguments": map[string]any{"text": "fine"}},
+	}
+	want := []events.Code{events.CodePolicyDenied, events.CodeUpstreamError, events.CodeUpstreamError, ""}
+	check := func(how string, got []tsCall, want []events.Code) {
+		t.Helper()
+		for i, c := range got {
+			switch {
+			case c.Threw != "":
+				t.Errorf("%s: %s threw %q", how, c.Name, c.Threw)
+			case !c.Listed:
+				t.Errorf("%s: %s is not listed", how, c.Name)
+			case c.IsError != (want[i] != "") || c.Code != want[i]:
+				t.Errorf("%s: %s isError %v code %q, want %q: %s", how, c.Name, c.IsError, c.Code, want[i], c.Text)
+			}
+		}
+	}
+	// Directly: the filesystem server's own error is an error result.
+	for _, flavor := range []string{"v1", "v2"} {
+		got := tsCalls(t, flavor, map[string]any{"command": "node", "args": []string{fsjs, root}},
+			[]map[string]any{{"name": "read_text_file", "arguments": map[string]any{"path": filepath.Join(root, "missing.txt")}}})
+		if got[0].Threw != "" || !got[0].IsError || !strings.Contains(got[0].Text, "ENOENT") {
+			t.Fatalf("directly, %s: %+v", flavor, got[0])
+		}
+	}
+	data := filepath.Join(dir, "data")
+	stdio := map[string]any{"command": tbBin, "args": []string{"--data", data, "mcp"}, "env": map[string]string{"TRACEBRIDGE_CONFIG": strings.TrimPrefix(cfg, "TRACEBRIDGE_CONFIG=")}}
+	for _, flavor := range []string{"v1", "v2"} {
+		check(flavor+" over stdio", tsCalls(t, flavor, stdio, calls), want)
+	}
+	httpData := filepath.Join(dir, "http-data")
+	url, token, _, _ := startHTTPBridge(t, httpData, cfg)
+	for _, flavor := range []string{"v1", "v2"} {
+		check(flavor+" over HTTP", tsCalls(t, flavor, map[string]any{"url": url, "token": token}, calls), want)
+	}
+	// The structured tool's descriptor changes: each client reads
+	// ToolChanged as a coded error of a tool it knows the output schema of.
+	os.WriteFile(descFile, []byte("answers with structured content, changed"), 0o600)
+	changed := []map[string]any{{"name": "s__structured", "arguments": map[string]any{"text": "after"}}}
+	for _, flavor := range []string{"v1", "v2"} {
+		check(flavor+" over stdio, changed", tsCalls(t, flavor, stdio, changed), []events.Code{events.CodeToolChanged})
+	}
+}
