@@ -84,9 +84,11 @@ func runSessionList(ctx context.Context, m *Main, args []string) error {
 	if *limit < 0 {
 		return usageError{"--limit must be 0 (all) or more"}
 	}
-	q := projections.Query{View: projections.ViewSessions, Limit: *limit}
-	if *limit == 0 {
-		q.Limit = 1 << 30
+	// The limit counts the sessions shown: synthetic ones are left out
+	// before it applies, not after (a burst of them hid the real ones).
+	q := projections.Query{View: projections.ViewSessions, Limit: 1 << 30}
+	if *all && *limit > 0 {
+		q.Limit = *limit
 	}
 	node, err := m.openLog(ctx, "session")
 	if err != nil {
@@ -102,6 +104,9 @@ func runSessionList(ctx context.Context, m *Main, args []string) error {
 		var s projections.Session
 		if json.Unmarshal(r, &s) == nil && (s.Client != "" || *all) {
 			rows = append(rows, r)
+		}
+		if *limit > 0 && len(rows) == *limit {
+			break
 		}
 	}
 	if *asJSON {

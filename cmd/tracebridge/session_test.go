@@ -395,3 +395,22 @@ func TestCommittedArtifactsAreCurrent(t *testing.T) {
 		}
 	}
 }
+
+// B7: session list's limit counts the sessions it shows: a burst of newer
+// synthetic sessions (no MCP client opened them) does not hide the real one;
+// --all shows them, within the limit.
+func TestSessionListLimitsWhatItShows(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	b := startBridge(t, tbBin, data, "2025-11-25")
+	b.close(t)
+	if out, err := exec.Command(tbBin, "--data", data, "loadgen", "--requests", "30", "--yes").CombinedOutput(); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	out := tbRun(t, data, "session", "list", "-n", "3")
+	if lines := strings.Count(strings.TrimSpace(out), "\n"); lines != 1 || !strings.Contains(out, "e2e/1.0") {
+		t.Fatalf("session list -n 3 after 30 synthetic sessions, want the one real session:\n%s", out)
+	}
+	if out := tbRun(t, data, "session", "list", "-n", "3", "--all"); strings.Count(strings.TrimSpace(out), "\n") != 3 {
+		t.Fatalf("session list -n 3 --all, want 3 sessions:\n%s", out)
+	}
+}
