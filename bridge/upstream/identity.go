@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
@@ -125,6 +128,56 @@ func (s *Server) checkIdentity(req events.ID, ip identityPin, now identity) erro
 	}
 	return events.Errorf(events.CodeServerChanged, "server %s is not the one pinned: its %s changed (review it with `tracebridge tools diff %s`, accept it with `tracebridge tools accept %s --hash %s`)",
 		s.name, field, projections.IdentityName(s.name), projections.IdentityName(s.name), hash[:12])
+}
+
+// identityBefore checks what the server is before anything is sent or
+// run — its origin and executable — against its pin, and arms l's TLS
+// check with the pinned key. A re-drive's servers are recordings: not
+// checked.
+func (s *Server) identityBefore(ctx context.Context, req events.ID, l *link) (identityPin, identity, error) {
+	now := identity{Origin: s.origin()}
+	if s.g.opts.Dial != nil {
+		return identityPin{}, now, nil
+	}
+	ip, err := s.identityPin(ctx)
+	if err != nil {
+		return ip, now, events.Errorf(events.CodeUpstreamUnavailable, "server %s: %v", s.name, err)
+	}
+	if s.cfg.URL == "" {
+		now.Executable = commandHash(s.cfg.Command)
+	}
+	if ip.known {
+		if err := s.checkIdentity(req, ip, now); err != nil {
+			return ip, now, err
+		}
+	}
+	if strings.HasPrefix(s.cfg.URL, "https:") {
+		l.tls = &tlsPin{want: ip.pinned.TLSKey}
+	}
+	return ip, now, nil
+}
+
+// identityAfter checks the whole identity once the handshake is done (its
+// TLS key, its serverInfo), pinning it on first sight; a changed one ends
+// the session and the process before any call.
+func (s *Server) identityAfter(req events.ID, ip identityPin, now identity, l *link, cs *sdk.ClientSession) error {
+	if s.g.opts.Dial != nil {
+		return nil
+	}
+	if l.tls != nil {
+		now.TLSKey = l.tls.key()
+	}
+	if ir := cs.InitializeResult(); ir != nil && ir.ServerInfo != nil {
+		now.ServerInfo = ir.ServerInfo.Name
+	}
+	if err := s.checkIdentity(req, ip, now); err != nil {
+		cs.Close()
+		if l.proc != nil {
+			l.proc.stop()
+		}
+		return err
+	}
+	return nil
 }
 
 // tlsPin checks an https server's certificate as the connection is made,

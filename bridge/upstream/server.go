@@ -222,25 +222,9 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 		return events.Errorf(events.CodeSecretUnresolved, "server %s: %v", s.name, err)
 	}
 	expand := func(v string) string { return config.ExpandSecrets(v, func(n string) string { return secrets[n] }) }
-	// What the server is, checked against its pin before anything is
-	// sent or run (a re-drive's servers are recordings: not checked).
-	var ip identityPin
-	now := identity{Origin: s.origin()}
-	if s.g.opts.Dial == nil {
-		if ip, err = s.identityPin(ctx); err != nil {
-			return events.Errorf(events.CodeUpstreamUnavailable, "server %s: %v", s.name, err)
-		}
-		if s.cfg.URL == "" {
-			now.Executable = commandHash(s.cfg.Command)
-		}
-		if ip.known {
-			if err := s.checkIdentity(req, ip, now); err != nil {
-				return err
-			}
-		}
-		if strings.HasPrefix(s.cfg.URL, "https:") {
-			l.tls = &tlsPin{want: ip.pinned.TLSKey}
-		}
+	ip, now, err := s.identityBefore(ctx, req, l)
+	if err != nil {
+		return err
 	}
 	var inner sdk.Transport
 	switch {
@@ -279,20 +263,8 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 		}
 		return s.connectError(err, cctx, l)
 	}
-	if s.g.opts.Dial == nil {
-		if l.tls != nil {
-			now.TLSKey = l.tls.key()
-		}
-		if ir := cs.InitializeResult(); ir != nil && ir.ServerInfo != nil {
-			now.ServerInfo = ir.ServerInfo.Name
-		}
-		if err := s.checkIdentity(req, ip, now); err != nil {
-			cs.Close()
-			if l.proc != nil {
-				l.proc.stop()
-			}
-			return err
-		}
+	if err := s.identityAfter(req, ip, now, l, cs); err != nil {
+		return err
 	}
 	l.sess = cs
 	attrs := events.Attrs(nil)
