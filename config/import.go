@@ -215,10 +215,10 @@ type ImportOptions struct {
 // Import turns client entries into [servers.*] sections. Secret-looking
 // values (by their key) become ${secret:…} references to environment
 // variables the client entry passes to tracebridge, VS Code's ${env:VAR}
-// references to secrets read from VAR, and the variables of an envFile
-// references to secrets read from the same variables, which the client
-// entry has the client load from that file; no secret is written to the
-// sections. VS Code's ${workspaceFolder} becomes the workspace's path.
+// references to secrets read from VAR, and the secret-named variables of
+// an envFile references to secrets read from the same variables, which the
+// client entry has the client load from that file (its other variables are
+// plain values); no secret is written to the sections. VS Code's ${workspaceFolder} becomes the workspace's path.
 func Import(in map[string]ClientServer, opts ImportOptions) Imported {
 	if opts.ReadFile == nil {
 		opts.ReadFile = os.ReadFile
@@ -448,27 +448,40 @@ func (im *importer) envFile(name string, s ClientServer) {
 		return
 	}
 	im.out.EnvFile = s.EnvFile
-	for _, k := range dotenvKeys(b) {
-		if _, set := s.Env[k]; !set {
-			s.Env[k] = envFileRef
-			im.secret(k, k)
+	vars := dotenv(b)
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		if _, set := s.Env[k]; set {
+			continue
 		}
+		// Only what is named like a secret is one (as for env): a short
+		// setting (DEBUG=1) as a secret could not be redacted, and would
+		// keep the server from starting.
+		if !secretKeyRE.MatchString(k) {
+			s.Env[k] = vars[k]
+			continue
+		}
+		s.Env[k] = envFileRef
+		im.secret(k, k)
 	}
 }
 
-// dotenvKeys is the variables a dotenv file sets (KEY=value lines, with
-// an optional export; comments and blank lines skipped), sorted.
-func dotenvKeys(b []byte) []string {
-	var keys []string
+// dotenv is the variables a dotenv file sets (KEY=value lines, with an
+// optional export and optional quotes; comments and blank lines skipped),
+// the first of a repeated key kept.
+func dotenv(b []byte) map[string]string {
+	vars := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
-		k, _, ok := strings.Cut(line, "=")
-		if k = strings.TrimSpace(k); ok && !strings.HasPrefix(line, "#") && envNameRE.MatchString(k) && !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		k, v, ok := strings.Cut(line, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		if _, seen := vars[k]; ok && !strings.HasPrefix(line, "#") && envNameRE.MatchString(k) && !seen {
+			vars[k] = v
 		}
 	}
-	slices.Sort(keys)
-	return keys
+	return vars
 }
 
 // ref is what an env or header value becomes in the sections: a secret

@@ -192,23 +192,26 @@ func TestParseClientKeepsClaudeCodeScopes(t *testing.T) {
 }
 
 // VS Code's envFile is loaded by the client for the tracebridge entry, its
-// variables read as secrets (no value reaches the sections; env wins over
-// the file); ${workspaceFolder} becomes the workspace's path, or is kept
-// and noted when the workspace is not known.
+// secret-named variables read as secrets (no secret value reaches the
+// sections; env wins over the file) and its other settings written as
+// plain values — a short one (DEBUG=1) as a secret could not be redacted
+// and kept the server from starting (issue 46 B5); ${workspaceFolder}
+// becomes the workspace's path, or is kept and noted when the workspace is
+// not known.
 func TestImportEnvFileAndWorkspaceFolder(t *testing.T) {
 	ws := t.TempDir()
-	os.WriteFile(filepath.Join(ws, ".env"), []byte("# keys\nGITHUB_TOKEN=ghp_filesecret123\nexport MODE=slow\nLOG=debug\n"), 0o600)
+	os.WriteFile(filepath.Join(ws, ".env"), []byte("# keys\nGITHUB_TOKEN=ghp_filesecret123\nexport MODE=slow\nLOG=debug\nDEBUG=\"1\"\n"), 0o600)
 	servers, _, err := ParseClient([]byte(`{"servers": {"gh": {"type": "stdio", "command": "${workspaceFolder}/bin/gh-mcp",
 	  "args": ["--root", "${workspaceFolder}", "--name", "${workspaceFolderBasename}"], "envFile": "${workspaceFolder}/.env", "env": {"LOG": "info"}}}}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	im := Import(servers, ImportOptions{Workspace: ws})
-	if strings.Contains(im.TOML, "ghp_filesecret123") || strings.Contains(im.TOML, "slow") || strings.Contains(im.TOML, "${workspaceFolder") {
+	if strings.Contains(im.TOML, "ghp_filesecret123") || strings.Contains(im.TOML, "${workspaceFolder") || strings.Contains(im.TOML, "${secret:DEBUG}") {
 		t.Fatalf("the sections:\n%s", im.TOML)
 	}
 	for _, want := range []string{`command = "` + ws + `/bin/gh-mcp"`, `"--root", "` + ws + `"`, `"--name", "` + filepath.Base(ws) + `"`,
-		"[secrets.GITHUB_TOKEN]\nenv = \"GITHUB_TOKEN\"", `"GITHUB_TOKEN" = "${secret:GITHUB_TOKEN}"`, `"MODE" = "${secret:MODE}"`, `"LOG" = "info"`} {
+		"[secrets.GITHUB_TOKEN]\nenv = \"GITHUB_TOKEN\"", `"GITHUB_TOKEN" = "${secret:GITHUB_TOKEN}"`, `"MODE" = "slow"`, `"DEBUG" = "1"`, `"LOG" = "info"`} {
 		if !strings.Contains(im.TOML, want) {
 			t.Errorf("the sections lack %s:\n%s", want, im.TOML)
 		}

@@ -57,6 +57,14 @@ func (b *broker) resolve(names []string) (map[string]string, []secretOutcome, er
 				err = fmt.Errorf("secret %q: %v", name, err)
 			}
 		}
+		if err == nil && len(v) < events.MinSecretLen {
+			where := "environment variable " + ref.Env
+			if ref.Env == "" {
+				where = "file " + ref.File
+			}
+			err = fmt.Errorf("secret %q: %s holds %d bytes, too short to be redacted safely (at least %d): a value this short is not a secret — write it in the server's env as a plain value, not a ${secret:…}",
+				name, where, len(v), events.MinSecretLen)
+		}
 		if err == nil {
 			err = b.redactor.Register(v)
 			if err != nil {
@@ -86,14 +94,23 @@ func ConfiguredSecrets(refs map[string]config.Secret, getenv func(string) string
 
 // ResolvedSecrets is each reference of refs that resolves here, by name.
 func ResolvedSecrets(refs map[string]config.Secret, getenv func(string) string, readFile func(string) ([]byte, error)) map[string]string {
+	out, _ := CheckSecrets(refs, getenv, readFile)
+	return out
+}
+
+// CheckSecrets resolves each reference of refs here: the values of those
+// that resolve, and why each other does not.
+func CheckSecrets(refs map[string]config.Secret, getenv func(string) string, readFile func(string) ([]byte, error)) (values map[string]string, why map[string]error) {
 	b := &broker{refs: refs, getenv: getenv, readFile: readFile, redactor: events.NewRedactor(nil)}
-	out := map[string]string{}
+	values, why = map[string]string{}, map[string]error{}
 	for name := range refs {
 		if vals, _, err := b.resolve([]string{name}); err == nil {
-			out[name] = vals[name]
+			values[name] = vals[name]
+		} else {
+			why[name] = err
 		}
 	}
-	return out
+	return values, why
 }
 
 // ResolveSecrets resolves secret references with the configuration in

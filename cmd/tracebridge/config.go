@@ -150,15 +150,10 @@ func runConfig(ctx context.Context, m *Main, args []string) error {
 	}
 	// Secrets that cannot be resolved in this environment: not an error
 	// (the bridge's may differ), but the calls that need them would fail.
-	for _, name := range sortedKeys(c.Secrets) {
-		if v := executor.ConfiguredSecrets(map[string]config.Secret{name: c.Secrets[name]}, m.Getenv, os.ReadFile); len(v) == 0 {
-			ref := c.Secrets[name]
-			where := "environment variable " + ref.Env + " is not set"
-			if ref.Env == "" {
-				where = "file " + ref.File + " cannot be read or is empty"
-			}
-			fmt.Fprintf(m.Stdout, "warning: secret %s cannot be resolved here (%s): calls of the tools that use it fail with SecretUnresolved until it can\n", name, where)
-		}
+	_, why := executor.CheckSecrets(c.Secrets, m.Getenv, os.ReadFile)
+	for _, name := range sortedKeys(why) {
+		reason := strings.TrimPrefix(why[name].Error(), fmt.Sprintf("secret %q: ", name))
+		fmt.Fprintf(m.Stdout, "warning: secret %s cannot be resolved here (%s): calls of the tools that use it fail with SecretUnresolved until it can\n", name, reason)
 	}
 	return nil
 }

@@ -40,7 +40,8 @@ Values that look like secrets (env keys and headers named like TOKEN, KEY,
 SECRET, PASSWORD, AUTH…) become ${secret:NAME} references to environment
 variables the client entry passes to tracebridge, so no secret is written to
 tracebridge.toml. A server's envFile (VS Code, Cursor) is loaded by the client
-for the tracebridge entry instead, and its variables are read as secrets.
+for the tracebridge entry instead, and its variables named like secrets are
+read as secrets (its other settings are written as plain values).
 A package run through npx or uvx without an exact version is pinned to the
 version its registry has now (npm view; --no-pin leaves it), the registry's
 integrity in a comment; a package a few letters from a well-known one (say
