@@ -193,3 +193,38 @@ func TestServerTLSKeyIsPinned(t *testing.T) {
 		t.Fatalf("tools diff does not show the key change:\n%s", diff)
 	}
 }
+
+// B4: tools list reads a descriptor over 4 KiB whole (the log keeps it
+// cut) and says what its annotations say, not "?"; its "N of M" counts the
+// rows of its own table (the server's identity is no tool).
+func TestToolsListReadsLongDescriptors(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	desc := filepath.Join(dir, "desc")
+	os.WriteFile(desc, []byte("answers ok. "+strings.Repeat("It answers with the text it was given, and nothing else. ", 90)), 0o600)
+	data := filepath.Join(dir, "data")
+	b := startBridge(t, tbBin, data, "2025-11-25", hostileConfig(t, "", map[string]string{"s": fmt.Sprintf("env = { TB_FAULT_UPSTREAM = \"1\", TB_FAULT_DESC = %q }", desc)}))
+	toolNames(t, b.session)
+	b.close(t)
+	out := tbRun(t, data, "tools", "list")
+	var rows, unmarked int
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[0], "s__") {
+			continue
+		}
+		rows++
+		if !strings.Contains(line, "read-only") {
+			unmarked++
+		}
+		if f[0] == "s__ok" && !strings.Contains(line, "read-only") {
+			t.Errorf("the long-described tool's row does not say read-only: %q", line)
+		}
+		if strings.HasSuffix(strings.TrimSpace(line), "?") {
+			t.Errorf("a row says ?: %q", line)
+		}
+	}
+	if want := fmt.Sprintf("%d of %d tools do not say they are read-only", unmarked, rows); !strings.Contains(out, want) {
+		t.Errorf("tools list's count disagrees with its table (want %q):\n%s", want, out)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -121,15 +120,20 @@ func (c *toolsCmd) list(ctx context.Context, node projections.Viewer) error {
 		return nil
 	}
 	sort.Slice(c.pins, func(i, j int) bool { return c.pins[i].Name < c.pins[j].Name })
+	dir, err := c.m.dataDir()
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSTATE\tPINNED\tNEW\tSAYS IT IS")
-	unmarked := 0
+	unmarked, tools := 0, 0
 	for _, p := range c.pins {
-		says := "?"
-		if hints := projections.AnnotationHints(p.Annotations()); hints != nil {
-			says = strings.Join(hints, ", ")
-			if !slices.Contains(hints, "read-only") {
-				unmarked++
+		says := "the server's identity"
+		if p.Tool != projections.IdentityTool {
+			tools++
+			says = toolSays(p, dir.Descriptors())
+			if !strings.Contains(says, "read-only") {
+				unmarked++ // what does not say it only reads needs approval
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.State, short12(p.Hash), short12(p.Pending), says)
@@ -144,9 +148,24 @@ func (c *toolsCmd) list(ctx context.Context, node projections.Viewer) error {
 	}
 	if unmarked > 0 {
 		fmt.Fprintf(out, "\n%d of %d tools do not say they are read-only (annotation readOnlyHint): each call of them needs approval, unless\n"+
-			"[servers.NAME] read_only = [\"pattern\"] names those that only read, or approval = { \"pattern\" = \"never\" } waives it.\n", unmarked, len(c.pins))
+			"[servers.NAME] read_only = [\"pattern\"] names those that only read, or approval = { \"pattern\" = \"never\" } waives it.\n", unmarked, tools)
 	}
 	return nil
+}
+
+// toolSays is what p's descriptor says of the tool (its annotations'
+// hints), read whole from dir when the log keeps it cut (a descriptor over
+// 4 KiB); "?" when neither can be read.
+func toolSays(p projections.Pin, dir string) string {
+	hash := p.Hash
+	if hash == "" { // held on first sight: the descriptor waiting
+		hash, p.Descriptor = p.Pending, p.PendingDescriptor
+	}
+	p.Descriptor, _ = projections.WholeDescriptor(dir, hash, p.Descriptor)
+	if hints := projections.AnnotationHints(p.Annotations()); hints != nil {
+		return strings.Join(hints, ", ")
+	}
+	return "?"
 }
 
 // diff prints a changed tool's descriptor diff and how to accept it.
