@@ -68,7 +68,13 @@ func (f *Fold) Add(e *events.Event) {
 		f.MCP = true
 		f.Client = e.Attrs.Get(events.AttrClient)
 	}
-	if f.Server == "" && e.Boundary == events.BoundaryUpstream {
+	// The server a call was for is its tool's (the executor's catalog step
+	// names it, also for a call refused before any upstream was reached);
+	// else the first upstream crossing's — not another server's start
+	// that the same run happened to cause.
+	if src, ok := strings.CutPrefix(e.Attrs.Get("source"), "upstream:"); ok && e.Kind == events.KindExecutorCatalog {
+		f.Server = src
+	} else if f.Server == "" && e.Boundary == events.BoundaryUpstream {
 		f.Server = e.Attrs.Get(events.AttrServer)
 	}
 	if e.Kind == events.KindMCPResponseSent && f.Answered.IsZero() {
