@@ -203,6 +203,10 @@ func (m *Main) appendImported(path, src string, im config.Imported) error {
 	if wrote != path {
 		via = " (the file " + path + " links to)"
 	}
-	fmt.Fprintf(m.Stdout, "wrote %d servers to %s%s: %s (check it: tracebridge config check --config %s)\n", len(im.Servers), wrote, via, strings.Join(im.Servers, ", "), path)
+	noun := "servers"
+	if len(im.Servers) == 1 {
+		noun = "server"
+	}
+	fmt.Fprintf(m.Stdout, "wrote %d %s to %s%s: %s (check it: tracebridge config check --config %s)\n", len(im.Servers), noun, wrote, via, strings.Join(im.Servers, ", "), path)
 	return nil
 }

@@ -96,7 +96,7 @@ func TestServersImportThenUse(t *testing.T) {
 	os.WriteFile(desktop, fmt.Appendf(nil, `{"mcpServers": {"everything": {"command": "node", "args": [%q, "stdio"], "env": {"EVERYTHING_TOKEN": "desktop-secret-value-123456"}}}}`, everything), 0o600)
 	cfgPath := filepath.Join(dir, "config", "tracebridge.toml")
 	out, err := exec.Command(tbBin, "servers", "import", desktop, "--write", "--config", cfgPath).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "wrote 1 servers") {
+	if err != nil || !strings.Contains(string(out), "wrote 1 server to") {
 		t.Fatalf("import --write: %v\n%s", err, out)
 	}
 	if b, _ := os.ReadFile(cfgPath); strings.Contains(string(b), "desktop-secret-value") || !strings.Contains(string(b), "[servers.everything]") {
@@ -174,7 +174,7 @@ func TestServersImportWritesThroughASymlink(t *testing.T) {
 	client := filepath.Join(dir, "c.json")
 	os.WriteFile(client, []byte(`{"mcpServers":{"fs":{"command":"npx","args":["x"]}}}`), 0o600)
 	out, err := exec.Command(tbBin, "servers", "import", client, "--write", "--config", link).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "wrote 1 servers to "+real) {
+	if err != nil || !strings.Contains(string(out), "wrote 1 server to "+real) {
 		t.Fatalf("import --write: %v\n%s", err, out)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
