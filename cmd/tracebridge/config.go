@@ -131,6 +131,10 @@ func runConfig(ctx context.Context, m *Main, args []string) error {
 		}
 	}
 	c, err := config.Load(path)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(m.Stdout, "tracebridge config check: there is no file %s: name the file you meant (`tracebridge config --help` shows one to start from)\n", path)
+		return errFound
+	}
 	if err != nil {
 		fmt.Fprintln(m.Stdout, err)
 		return errFound

@@ -31,6 +31,11 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	if err := m.parse(fs, "mcp [--config FILE] [--http ADDR] [--data DIR]\n\nServes MCP on stdin/stdout for an AI client (Claude Desktop, Claude Code, Cursor,\nVS Code). Every request, policy decision, secret resolution, approval and tool\nrun is recorded in the data dir's event log; each tool result names its request\nid in _meta[\"tracebridge/requestId\"]. stdout carries only protocol frames; logs\ngo to stderr and to logs/mcp-<pid>.log in the data dir.\n\nWith --http 127.0.0.1:PORT it serves the same bridge at http://127.0.0.1:PORT/mcp\nfor clients that connect by URL: every request needs the header\n\"Authorization: Bearer <token>\" (`tracebridge token` prints it), a loopback Host\nwith this port and, when sent, this Origin.", args); err != nil {
 		return err
 	}
+	if *httpAddr != "" {
+		if err := checkHTTPAddr(*httpAddr); err != nil {
+			return err
+		}
+	}
 	tuneGC()
 	dir, err := m.dataDir()
 	if err != nil {
@@ -132,15 +137,24 @@ func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr s
 	return nil
 }
 
+// checkHTTPAddr refuses an --http address that is not loopback: before
+// the bridge starts (or says it serves).
+func checkHTTPAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError{fmt.Sprintf("--http %q: want 127.0.0.1:PORT", addr)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usageError{fmt.Sprintf("--http %q: only a loopback address (127.0.0.1:PORT) is served; other machines must not reach the bridge", addr)}
+	}
+	return nil
+}
+
 // httpListener listens on addr, which must be a loopback address, and
 // returns the bearer token clients must send (created 0600 on first use).
 func (m *Main) httpListener(dir hub.DataDir, addr string) (net.Listener, string, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, "", usageError{fmt.Sprintf("--http %q: want 127.0.0.1:PORT", addr)}
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, "", usageError{fmt.Sprintf("--http %q: only a loopback address (127.0.0.1:PORT) is served; other machines must not reach the bridge", addr)}
+	if err := checkHTTPAddr(addr); err != nil {
+		return nil, "", err
 	}
 	token, err := mcpToken(dir)
 	if err != nil {
