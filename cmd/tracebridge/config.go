@@ -152,6 +152,9 @@ func runConfig(ctx context.Context, m *Main, args []string) error {
 	for _, w := range append(c.Warnings(), sandboxWarnings(c, confine.ABI())...) {
 		fmt.Fprintln(m.Stdout, "warning: "+w)
 	}
+	if c.OTLP.Endpoint != "" {
+		fmt.Fprintln(m.Stdout, "note: [otlp] is read when the hub's process starts: after adding or changing it, restart that process (the bridge or `tracebridge serve` holding the hub)")
+	}
 	// Secrets that cannot be resolved in this environment: not an error
 	// (the bridge's may differ), but the calls that need them would fail.
 	_, why := executor.CheckSecrets(c.Secrets, m.Getenv, os.ReadFile)
