@@ -86,7 +86,7 @@ func commands() map[string]command {
 		"session":    verb("export an MCP session to a file; re-drive recorded sessions and check drift", runSession, "list", "export", "replay"),
 		"ui":         verb("print the URL (with its token) of the running operator UI", runUI),
 		"completion": verb("print a shell completion script (bash, zsh, fish)", runCompletion, "bash", "zsh", "fish"),
-		"servers":    verb("import a client's MCP servers (Claude Desktop, Cursor, VS Code, Claude Code) behind tracebridge", runServers, "import", "login"),
+		"servers":    verb("import a client's MCP servers (Claude Desktop, Cursor, VS Code, Claude Code) behind tracebridge", runServers, "import", "list", "test", "login"),
 		"token":      verb("print the bearer token of `mcp --http`", runToken),
 		"archive":    verb("move old events into a sealed, signed archive; the log stays verifiable", runArchive),
 		"export":     verb("write the audit envelopes as JSON lines for a SIEM (--follow to stream)", runExport, "audit", "otlp"),

@@ -13,7 +13,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 )
 
-const serversHelp = `servers import FILE [--write] [--config FILE] [--project DIR] [--workspace DIR]
+const serversHelp = `servers import FILE [--write] [--config FILE] [--project DIR] [--workspace DIR] [--no-pin] [--accept-lookalike NAMES]
 servers list [--config FILE] [--json]
 servers test NAME [--config FILE]
 servers login NAME [--config FILE] [--no-browser]
