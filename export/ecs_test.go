@@ -50,6 +50,11 @@ func ecsDefinition(t *testing.T) (string, map[string]ecsField) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); err != nil {
+		if testing.Short() {
+			// make unit is Go alone on a fresh clone; make test installs
+			// the definition and runs this (issue 46).
+			t.Skip("the ECS definition is installed by make deps: make test checks against it")
+		}
 		t.Fatalf("the ECS definition is not installed (%v): run make deps (it runs npm ci in export/testdata/ecs)", err)
 	}
 	out, err := exec.Command("node", "-e", `const e = require(process.argv[1]); process.stdout.write(JSON.stringify({version: e.EcsVersion, fields: e.EcsFlat}))`, dir).Output()
