@@ -327,15 +327,26 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 type sessionsData struct {
 	Sessions []projections.Session
 	Export   bool // each can be downloaded as a recorded-session file
+	// Hidden counts the sessions no MCP client opened (synthetic load, the
+	// demo's burst) left out of the list; All shows them.
+	Hidden int
+	All    bool
 }
 
 func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
-	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: projections.ViewSessions, Limit: runsLimit})
+	// The real sessions first: synthetic ones are left out before the
+	// limit, unless asked for (?all=1), so a burst never hides a client's.
+	all := r.URL.Query().Get("all") != ""
+	rows, err := s.opts.Log.View(r.Context(), projections.Query{View: projections.ViewSessions, Limit: 1 << 20})
 	p := page{Title: "Sessions", Nav: "sessions"}
-	d := sessionsData{Export: s.opts.ExportSession != nil}
+	d := sessionsData{Export: s.opts.ExportSession != nil, All: all}
 	for _, row := range rows {
 		var ss projections.Session
-		if json.Unmarshal(row, &ss) == nil {
+		switch {
+		case json.Unmarshal(row, &ss) != nil:
+		case ss.Client == "" && !all:
+			d.Hidden++
+		case len(d.Sessions) < runsLimit:
 			d.Sessions = append(d.Sessions, ss)
 		}
 	}

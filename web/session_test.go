@@ -43,3 +43,27 @@ func TestSessionDiagramHasTheUpstreamHopAndTheDecision(t *testing.T) {
 		}
 	}
 }
+
+// F7: the Sessions page lists the sessions MCP clients opened; a newer
+// burst of synthetic ones (no client: loadgen, the demo's burst) is
+// counted, not listed above them, and shown on asking.
+func TestSessionsPageListsClientsSessionsFirst(t *testing.T) {
+	f := newFixture(t)
+	real := f.em.NewID()
+	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: f.em.NewID(), SessionID: real, Outcome: events.OK, Attrs: events.A("method", "initialize", events.AttrClient, "claude-code/2.1")})
+	for range 250 {
+		f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: f.em.NewID(), SessionID: f.em.NewID(), Outcome: events.OK, Attrs: events.A("method", "tools/call")})
+	}
+	if err := f.em.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.login()
+	_, body, _ := get(t, c, f.url+"/sessions")
+	if !strings.Contains(body, real.String()) || !strings.Contains(body, "250 sessions no MCP client opened") || strings.Count(body, "<tr data-session=") != 1 {
+		t.Fatalf("the sessions page does not list the client's session alone:\n%s", body)
+	}
+	_, body, _ = get(t, c, f.url+"/sessions?all=1")
+	if n := strings.Count(body, "<tr data-session="); n != 200 || !strings.Contains(body, "Only the sessions MCP clients opened") {
+		t.Fatalf("?all=1 lists %d sessions, want the newest 200", n)
+	}
+}
