@@ -43,6 +43,18 @@ type Fold struct {
 	Later *Verdict `json:"later,omitempty"`
 }
 
+// noteServer keeps the server a call was for: its tool's (the executor's
+// catalog step names it, also for a call refused before any upstream was
+// reached); else the first upstream crossing's — not another server's
+// start that the same run happened to cause.
+func (f *Fold) noteServer(e *events.Event) {
+	if src, ok := strings.CutPrefix(e.Attrs.Get("source"), "upstream:"); ok && e.Kind == events.KindExecutorCatalog {
+		f.Server = src
+	} else if f.Server == "" && e.Boundary == events.BoundaryUpstream {
+		f.Server = e.Attrs.Get(events.AttrServer)
+	}
+}
+
 // Add folds the next event of the run (in seq order).
 func (f *Fold) Add(e *events.Event) {
 	if f.Events == 0 {
@@ -68,15 +80,7 @@ func (f *Fold) Add(e *events.Event) {
 		f.MCP = true
 		f.Client = e.Attrs.Get(events.AttrClient)
 	}
-	// The server a call was for is its tool's (the executor's catalog step
-	// names it, also for a call refused before any upstream was reached);
-	// else the first upstream crossing's — not another server's start
-	// that the same run happened to cause.
-	if src, ok := strings.CutPrefix(e.Attrs.Get("source"), "upstream:"); ok && e.Kind == events.KindExecutorCatalog {
-		f.Server = src
-	} else if f.Server == "" && e.Boundary == events.BoundaryUpstream {
-		f.Server = e.Attrs.Get(events.AttrServer)
-	}
+	f.noteServer(e)
 	if e.Kind == events.KindMCPResponseSent && f.Answered.IsZero() {
 		f.Answered = e.Time
 	}
