@@ -8,8 +8,11 @@ export GOFLAGS := -buildvcs=false
 
 all: build
 
+# make build stamps the checkout it was built from (git describe), so
+# --version names it; a build outside git says dev.
+STAMP    := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 build:
-	$(GO) build -o $(BIN) ./cmd/tracebridge
+	$(GO) build -ldflags "-X main.Version=$(STAMP)" -o $(BIN) ./cmd/tracebridge
 
 # Release archives in out/dist: linux, darwin and windows on amd64 and
 # arm64, the version (VERSION, else git describe) stamped, with SHA256SUMS.
