@@ -155,7 +155,13 @@ func (p *process) readStderr(r io.Reader, log *slog.Logger, red *events.Redactor
 			}
 			ok, dropped := b.take(time.Now())
 			overBudget(dropped)
-			if ok {
+			switch {
+			case ok && p.stopFlag.Load():
+				// What a server says as the bridge stops it (an EPIPE
+				// stack trace at every session's end) is its exit's
+				// tail, not news: debug.
+				log.Debug("upstream stderr", "line", text, "stopping", true)
+			case ok:
 				log.Info("upstream stderr", "line", text)
 			}
 			p.mu.Lock()

@@ -52,3 +52,26 @@ func TestReadLine(t *testing.T) {
 		}
 	}
 }
+
+// F15: what a server writes on stderr once the bridge is stopping it (an
+// EPIPE stack trace at every session's end) is logged at debug, not info,
+// and still kept as its exit's tail.
+func TestStderrWhileStoppingIsDebug(t *testing.T) {
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	red := events.NewRedactor(make([]byte, 32))
+	p := &process{}
+	p.readStderr(strings.NewReader("running fine\n"), log, red)
+	p.markStopping()
+	p.readStderr(strings.NewReader("Error: write EPIPE\n    at afterWriteDispatched\n"), log, red)
+	out := logged.String()
+	if !strings.Contains(out, `level=INFO msg="upstream stderr" line="running fine"`) {
+		t.Fatalf("a line while running is not info:\n%s", out)
+	}
+	if !strings.Contains(out, `level=DEBUG msg="upstream stderr" line="Error: write EPIPE" stopping=true`) || strings.Contains(out, `level=INFO msg="upstream stderr" line="Error: write EPIPE"`) {
+		t.Fatalf("a line while stopping is not debug:\n%s", out)
+	}
+	if !strings.Contains(p.tail(), "EPIPE") {
+		t.Fatalf("the tail lost it: %s", p.tail())
+	}
+}
