@@ -64,6 +64,9 @@ func Decision(p Approval, decision, by, reason string, now time.Time) events.Eve
 	id, _ := events.ParseID(p.ID)
 	e := events.Event{ID: DecisionID(id), Kind: events.KindApprovalDecided, RequestID: p.RequestID, Outcome: events.OK,
 		Attrs: events.A(events.AttrApprovalID, p.ID, events.AttrDecision, decision, events.AttrArgsHash, p.ArgsHash, "by", by, events.AttrReason, reason, events.AttrTool, p.Tool)}
+	if decision == events.Deny { // the run's verdict is the operator's, at the approval
+		e.Outcome, e.Code = events.Denied, events.CodeApprovalDenied
+	}
 	if !now.IsZero() && !p.Requested.IsZero() && now.After(p.Requested) {
 		e.Time = now.UTC()
 		e.DurationMs = events.Ms(now.Sub(p.Requested))
