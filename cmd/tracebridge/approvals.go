@@ -54,9 +54,9 @@ func runApprovals(ctx context.Context, m *Main, args []string) error {
 		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tREQUEST\tTOOL\tWAITS UNTIL\tARGS")
 		for _, p := range pending {
-			// The request's id as `tail --request` and `replay` take it
-			// (a unique prefix serves).
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, shortID(p.RequestID.String()), p.Tool, p.Deadline.Local().Format("15:04:05"), argsLine(p))
+			// The request's id whole, as `tail --request` and `replay`
+			// take it (a cut one could name two requests).
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.RequestID, p.Tool, p.Deadline.Local().Format("15:04:05"), argsLine(p))
 		}
 		return tw.Flush()
 	case "show":

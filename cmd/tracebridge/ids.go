@@ -100,14 +100,3 @@ func (m *Main) logID(ctx context.Context, s, what, view, field string) (events.I
 	}
 	return events.ParseID(idText)
 }
-
-// shortID is an id as a table shows it: its first 16 characters, the
-// millisecond and 30 random bits, a prefix every command taking the id
-// accepts (resolveID) and that two calls share by chance about once in
-// a billion.
-func shortID(id string) string {
-	if len(id) > 16 {
-		return id[:16]
-	}
-	return id
-}

@@ -308,7 +308,7 @@ func TestMCPDenialsNeverRunTheTool(t *testing.T) {
 					// commands that read it take it.
 					table, _ := exec.Command(tbBin, "--data", data, "approvals", "list").Output()
 					req := strings.Fields(strings.Split(string(table), "\n")[1])[1]
-					if !strings.Contains(string(table), "REQUEST") || exec.Command(tbBin, "--data", data, "tail", "--request", req).Run() != nil {
+					if !strings.Contains(string(table), "REQUEST") || len(req) != 26 || exec.Command(tbBin, "--data", data, "tail", "--request", req).Run() != nil {
 						t.Errorf("approvals list names no request that tail --request reads:\n%s", table)
 					}
 					exec.Command(tbBin, "--data", data, "approvals", "approve", pending[0].ID, "--reason", "looks fine").Run()
