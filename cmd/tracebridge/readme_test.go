@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -78,4 +79,39 @@ func TestREADMECommands(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// F4: the README's policy rules for the filesystem server name the fields
+// its tools take: config check, which checks a rule's args.* against the
+// input schemas the log has pinned, accepts them once server-filesystem's
+// tools are pinned, and refuses the README's old rule (args.path for
+// move_file, which takes source and destination).
+func TestReadmePolicyRulesFitTheFilesystemServer(t *testing.T) {
+	long(t)
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(b), "[policy.rules.writes-under-docs]")
+	block, _, _ = strings.Cut(block, "[policy.rules.issues-in-our-org]")
+	rules := "[policy.rules.writes-under-docs]" + block
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	fs := fmt.Sprintf("[servers.fs]\ncommand = \"node\"\nargs = [%q, %q]\n", npmServer(t, "server-filesystem"), dir)
+	bridge := startBridge(t, tbBin, data, "2025-11-25", writeConfig(t, fs))
+	toolNames(t, bridge.session)
+	bridge.close(t)
+	check := func(body string) (string, error) {
+		path := filepath.Join(dir, "check.toml")
+		os.WriteFile(path, []byte(fs+body), 0o600)
+		out, err := exec.Command(tbBin, "--data", data, "config", "check", path).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := check(rules); err != nil {
+		t.Fatalf("the README's rules do not fit server-filesystem's tools: %v\n%s", err, out)
+	}
+	old := "[policy.rules.w]\ntools = [\"fs__move_file\"]\nwhen = 'args.path.startsWith(\"/srv\")'\neffect = \"deny\"\n"
+	if out, err := check(old); err == nil || !strings.Contains(out, "path") {
+		t.Fatalf("config check accepts args.path for move_file: %v\n%s", err, out)
+	}
 }
