@@ -23,6 +23,10 @@ type Fold struct {
 	LastSeq   uint64          `json:"lastSeq,omitempty"`
 	Events    int             `json:"events"`
 	Failure   *Verdict        `json:"failure,omitempty"` // the first failing step
+	// Aside are failures of upstream servers other than the call's (or of
+	// a server not known yet to be the call's), first per server: a run
+	// that started every server is not judged by another's (issue 46 B2).
+	Aside map[string]*Verdict `json:"aside,omitempty"`
 	Open      []string        `json:"open,omitempty"`    // kinds of the steps opened and not yet closed
 	LastKind  string          `json:"lastKind,omitempty"`
 	LastBound events.Boundary `json:"lastBoundary,omitempty"`
@@ -50,9 +54,33 @@ type Fold struct {
 func (f *Fold) noteServer(e *events.Event) {
 	if src, ok := strings.CutPrefix(e.Attrs.Get("source"), "upstream:"); ok && e.Kind == events.KindExecutorCatalog {
 		f.Server = src
-	} else if f.Server == "" && e.Boundary == events.BoundaryUpstream {
+	} else if f.Server == "" && e.Kind == events.KindUpstreamRequestSent {
 		f.Server = e.Attrs.Get(events.AttrServer)
+	} else {
+		return
 	}
+	// The call's own server failed before it was known to be the call's.
+	if v := f.Aside[f.Server]; v != nil && (f.Failure == nil || v.Seq < f.Failure.Seq) {
+		f.Failure = v
+		delete(f.Aside, f.Server)
+	}
+}
+
+// aside keeps v, a failure of another upstream server than the call's (or
+// of one not known yet to be its), out of the verdict; it reports whether
+// it did.
+func (f *Fold) aside(e *events.Event, v *Verdict) bool {
+	server := e.Attrs.Get(events.AttrServer)
+	if e.Boundary != events.BoundaryUpstream || server == "" || server == f.Server {
+		return false
+	}
+	if f.Aside == nil {
+		f.Aside = map[string]*Verdict{}
+	}
+	if f.Aside[server] == nil {
+		f.Aside[server] = v
+	}
+	return true
 }
 
 // Add folds the next event of the run (in seq order).
@@ -107,6 +135,7 @@ func (f *Fold) Add(e *events.Event) {
 		}
 		v := &Verdict{Boundary: e.Boundary, Kind: e.Kind, Code: e.Code, Outcome: e.Outcome, Message: msg, Action: events.ActionFor(e.Code), Seq: e.Seq}
 		switch {
+		case f.aside(e, v):
 		case !f.Answered.IsZero() && e.Boundary == events.BoundaryProposal:
 			// The call returned; its proposal met this later (an operator's
 			// apply): the proposal's fate, not the call's outcome.
@@ -123,6 +152,19 @@ func (f *Fold) Add(e *events.Event) {
 // else, for a run whose request was never answered, where it stopped; else
 // the first step the expected chain opened and nobody closed.
 func (f *Fold) Judgement() (string, Verdict) {
+	if f.Failure != nil && f.Failure.Kind == events.KindMCPResponseSent {
+		// The client was told a code no step of the call's own gave: the
+		// cause is the upstream failure that carries it.
+		var cause *Verdict
+		for _, v := range f.Aside {
+			if v.Code == f.Failure.Code && v.Code != "" && (cause == nil || v.Seq < cause.Seq) {
+				cause = v
+			}
+		}
+		if cause != nil {
+			return statusOf(cause), *cause
+		}
+	}
 	if f.Failure != nil {
 		if f.Failure.Outcome == events.Denied {
 			return StatusDenied, *f.Failure
@@ -147,6 +189,13 @@ func (f *Fold) Judgement() (string, Verdict) {
 	return StatusFailed, Verdict{Boundary: info.Boundary, Kind: step, Code: events.CodeMissingStep,
 		Message: "the request was answered but its " + string(info.Boundary) + " step (" + step + ") never closed; expected " + strings.Join(info.ClosedBy, " or "),
 		Action:  events.ActionFor(events.CodeMissingStep)}
+}
+
+func statusOf(v *Verdict) string {
+	if v.Outcome == events.Denied {
+		return StatusDenied
+	}
+	return StatusFailed
 }
 
 // Summary is the run as the runs projection lists it.
