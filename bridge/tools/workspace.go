@@ -62,6 +62,27 @@ func reviewSchema() *jsonschema.Schema {
 	return s
 }
 
+// strictReviewSchema is present_review's schema as clients are shown it:
+// mode an enum, content required (issue 46, seed 82). The executor checks
+// the lenient reviewSchema, so a wrong mode or a missing content still
+// gets Dialectic's message from the host.
+func strictReviewSchema() json.RawMessage {
+	s := reviewSchema()
+	if m := s.Properties["mode"]; m != nil {
+		m.Enum = []any{"replace", "append", "update-section"}
+	}
+	s.Required = []string{"content"}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// withListed shows t to clients with schema (its InputSchema still checks
+// the arguments).
+func withListed(t *executor.Tool, schema json.RawMessage) *executor.Tool {
+	t.RawSchema = schema
+	return t
+}
+
 // reviewGuide is present_review's description: what a good review holds,
 // as Dialectic asks of the AI.
 const reviewGuide = "Present a review of your work to the operator as markdown, in their review panel. " +
@@ -101,7 +122,7 @@ func Workspace(c HostCaller) []*executor.Tool {
 					"edits": []any{map[string]string{"original": one.Original, "replacement": one.Replacement}}}}}, nil
 			}),
 		tool("propose_text_edits", pipe.CmdProposeEdits, "Propose an all-or-nothing change to several files, each edit an exact text occurring once (a new file: one edit with an empty original). Nothing is written until an operator approves.", propose, true, executor.SchemaFor[ProposeManyArgs](), same),
-		tool("present_review", pipe.CmdPresentReview, reviewGuide, read, true, reviewSchema(), defaultMode),
+		withListed(tool("present_review", pipe.CmdPresentReview, reviewGuide, read, true, reviewSchema(), defaultMode), strictReviewSchema()),
 		tool("ide_query", pipe.CmdIDEQuery, "Ask the workspace's language servers a question in words (where is X called / defined, what does X do). The outcome is success (an answer with [file:line][] references), ambiguous (several symbols match: each refinement is the tool call that answers for one), or unavailable (no language server: why, and what to configure).", read, false, executor.SchemaFor[pipe.QueryArgs](), same),
 		tool("find_symbol", pipe.CmdFindSymbol, "Where symbols named like query are declared in the workspace, from its language server (workspace/symbol): name, kind, container, path, 1-based line and column, and a [path:line][] reference.", read, false, executor.SchemaFor[pipe.SymbolArgs](), same),
 		tool("find_definition", pipe.CmdFindDefinition, "Where the identifier at path:line:column is defined, from the workspace's language server: 1-based locations with [path:line][] references.", read, false, executor.SchemaFor[pipe.PositionArgs](), same),

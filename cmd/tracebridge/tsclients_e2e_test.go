@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +131,39 @@ env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_STRUCT_DESC = %q }
 	changed := []map[string]any{{"name": "s__structured", "arguments": map[string]any{"text": "after"}}}
 	for _, flavor := range []string{"v1", "v2"} {
 		check(flavor+" over stdio, changed", tsCalls(t, flavor, stdio, changed), []events.Code{events.CodeToolChanged})
+	}
+}
+
+// Seed 82: present_review's schema, as clients list it, is strict (mode
+// an enum, content required), and a wrong mode still goes to the host for
+// Dialectic's own message, not a schema checker's.
+func TestPresentReviewSchemaIsStrictAndItsMessageKept(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	b := startBridge(t, tbBin, data, "2025-11-25")
+	defer b.close(t)
+	res, err := b.session.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Enum []string `json:"enum"`
+		} `json:"properties"`
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == "present_review" {
+			raw, _ := json.Marshal(tool.InputSchema)
+			json.Unmarshal(raw, &schema)
+		}
+	}
+	if !slices.Contains(schema.Required, "content") || !slices.Equal(schema.Properties["mode"].Enum, []string{"replace", "append", "update-section"}) {
+		t.Fatalf("present_review's listed schema is not strict: %+v", schema)
+	}
+	// No host runs here: a wrong mode passes the executor's check and
+	// reaches the host step (whose message bridge/mcp's golden
+	// present-review-bad-mode shows), rather than a schema checker's.
+	if r, _, code := b.call(t, "present_review", map[string]any{"content": "x", "mode": "sideways"}); code != events.CodePipeUnavailable {
+		t.Fatalf("a wrong mode was refused before the host: %s %s", code, textOf(r))
 	}
 }
