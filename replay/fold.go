@@ -13,24 +13,24 @@ import (
 // use it, so a replay and the projection always agree. Its JSON form is the
 // projection's stored state.
 type Fold struct {
-	RequestID events.ID       `json:"requestId"`
-	SessionID events.ID       `json:"sessionId,omitzero"`
-	Tool      string          `json:"tool,omitempty"`
-	Method    string          `json:"method,omitempty"`
-	Start     time.Time       `json:"start,omitzero"`
-	End       time.Time       `json:"end,omitzero"`
-	FirstSeq  uint64          `json:"firstSeq,omitempty"`
-	LastSeq   uint64          `json:"lastSeq,omitempty"`
-	Events    int             `json:"events"`
-	Failure   *Verdict        `json:"failure,omitempty"` // the first failing step
+	RequestID events.ID `json:"requestId"`
+	SessionID events.ID `json:"sessionId,omitzero"`
+	Tool      string    `json:"tool,omitempty"`
+	Method    string    `json:"method,omitempty"`
+	Start     time.Time `json:"start,omitzero"`
+	End       time.Time `json:"end,omitzero"`
+	FirstSeq  uint64    `json:"firstSeq,omitempty"`
+	LastSeq   uint64    `json:"lastSeq,omitempty"`
+	Events    int       `json:"events"`
+	Failure   *Verdict  `json:"failure,omitempty"` // the first failing step
 	// Aside are failures of upstream servers other than the call's (or of
 	// a server not known yet to be the call's), first per server: a run
 	// that started every server is not judged by another's (issue 46 B2).
-	Aside map[string]*Verdict `json:"aside,omitempty"`
-	Open      []string        `json:"open,omitempty"`    // kinds of the steps opened and not yet closed
-	LastKind  string          `json:"lastKind,omitempty"`
-	LastBound events.Boundary `json:"lastBoundary,omitempty"`
-	MCP       bool            `json:"mcp,omitempty"` // the run came from an MCP request
+	Aside     map[string]*Verdict `json:"aside,omitempty"`
+	Open      []string            `json:"open,omitempty"` // kinds of the steps opened and not yet closed
+	LastKind  string              `json:"lastKind,omitempty"`
+	LastBound events.Boundary     `json:"lastBoundary,omitempty"`
+	MCP       bool                `json:"mcp,omitempty"` // the run came from an MCP request
 	// Command is the pipe command a run that is not an MCP request began
 	// with (an operator's `proposals approve`, `focus`).
 	Command string `json:"command,omitempty"`
