@@ -97,7 +97,7 @@ func (x *Exporter) Run(ctx context.Context) error {
 	if every <= 0 {
 		every = time.Second
 	}
-	return projections.FollowTicking(ctx, x.Log.Follow, st.Seq+1, every, func(e events.Event) error {
+	err = projections.FollowTicking(ctx, x.Log.Follow, st.Seq+1, every, func(e events.Event) error {
 		if err := x.add(ctx, e); err != nil {
 			return err
 		}
@@ -106,6 +106,37 @@ func (x *Exporter) Run(ctx context.Context) error {
 		}
 		return nil
 	}, func() error { return x.flush(ctx) })
+	if ctx.Err() != nil {
+		x.finalFlush(ctx)
+	}
+	return err
+}
+
+// FinalFlush bounds the last export of a process that stops cleanly.
+const FinalFlush = 5 * time.Second
+
+// finalFlush sends, within FinalFlush, what the log holds past the
+// checkpoint when the process stops: a short-lived bridge a client
+// launched for a few requests would otherwise leave its runs to the next
+// process that holds the hub. What was gathered but not sent is gathered
+// again from the checkpoint (it moves only on an accepted batch).
+func (x *Exporter) finalFlush(parent context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), FinalFlush)
+	defer cancel()
+	st, err := ReadState(x.State)
+	if err != nil {
+		return
+	}
+	x.pending, x.runs, x.last, x.inflight, x.hist = nil, 0, 0, nil, durations{}
+	x.logs.take()
+	if x.Attempts == 0 {
+		x.Attempts = 2
+	}
+	if n, err := x.Backfill(ctx, st.Seq); err != nil && x.Logger != nil {
+		x.Logger.Warn("the last OTLP export on the way out failed (the checkpoint stays; the next process holding the hub sends it)", "err", err)
+	} else if n > 0 && x.Logger != nil {
+		x.Logger.Info("exported the last runs on the way out", "runs", n)
+	}
 }
 
 // Backfill exports the runs answered after seq from up to the log's head
