@@ -19,6 +19,9 @@ var (
 	// Durations in JSON held in a text (a trace tool's answer): the
 	// re-drive's clock stands still.
 	msRE = regexp.MustCompile(`(\\?"[A-Za-z]*Ms\\?":)-?[0-9][0-9.e+-]*`)
+	// A request's JSON-RPC id quoted by a trace tool's answer: the
+	// re-drive's client numbers its requests its own way.
+	rpcIDRE = regexp.MustCompile(`(\\?"jsonrpcId\\?":\s*\\?")[^"\\]*`)
 )
 
 // answerDiff compares the answer a client got in the recording with the
@@ -74,6 +77,7 @@ func normal(v any) any {
 		x = ulidRE.ReplaceAllString(x, "<id>")
 		x = timeRE.ReplaceAllString(x, "<time>")
 		x = msRE.ReplaceAllString(x, "$1<ms>")
+		x = rpcIDRE.ReplaceAllString(x, "$1<n>")
 		return redactedRE.ReplaceAllString(x, "[REDACTED:$1]")
 	}
 	return v
