@@ -36,7 +36,7 @@ func TestDriftIsFoundWhereTheyPart(t *testing.T) {
 		want       string // in the first drift
 	}{
 		{"the operator's approval is now a denial", "approval-approved.jsonl",
-			onLine(`"decisions"`, `"decision":"approve"`, `"decision":"deny"`), "got      executor.audit Executor→Bridge denied ApprovalDenied"},
+			onLine(`"decisions"`, `"decision":"approve"`, `"decision":"deny"`), "got      approval.decided Operator→Approval denied ApprovalDenied"},
 		{"the bridge would send an upstream other arguments", "upstream-filesystem.jsonl",
 			onLine(`"step":"upstream"`, `"content":"from the recording\n"`, `"content":"edited\n"`), "got      upstream.response.received Upstream→Tool error UpstreamError"},
 		{"the workspace host answered otherwise", "read-ok.jsonl",
