@@ -34,6 +34,12 @@ func ABI() int { return landlock.ABI() }
 // cmd.Args as exec.Command made them): the same process, confined before
 // its exec.
 func Wrap(cmd *exec.Cmd, spec Spec) error {
+	// /proc/self/exe is the running binary even when its file was replaced
+	// or removed since (an upgrade under a running bridge): the child of
+	// the fork execs its parent's image, whatever the path now holds.
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return WrapWith(cmd, spec, "/proc/self/exe")
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("confine: the bridge's own executable: %w", err)

@@ -1,6 +1,7 @@
 package confine_test
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"os"
@@ -21,7 +22,25 @@ func TestMain(m *testing.M) {
 		fmt.Print(attempt(try))
 		os.Exit(0)
 	}
+	if os.Getenv("CONFINE_PARENT") == "1" {
+		os.Exit(parent())
+	}
 	os.Exit(m.Run())
+}
+
+// parent is a bridge whose binary is removed while it runs: once told (a
+// line on stdin), it starts a confined child and prints what it said.
+func parent() int {
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = []string{"CONFINE_TRY=read:/etc/passwd"}
+	if err := confine.Wrap(cmd, confine.Plan(confine.Request{Exec: "/proc/self/exe", State: os.TempDir(), Tmp: os.TempDir(), Net: confine.NetAny})); err != nil {
+		fmt.Print(err)
+		return 1
+	}
+	out, err := cmd.CombinedOutput()
+	fmt.Printf("%s %v", out, err)
+	return 0
 }
 
 func attempt(try string) string {
@@ -185,5 +204,36 @@ func TestATrampolineThatCannotConfineDoesNotRun(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 126 || !strings.Contains(string(out), "confinement failed") || !strings.HasPrefix(string(out), "tracebridge: ") {
 		t.Fatalf("err %v, output %q: want exit 126 saying the confinement failed, and no access", err, out)
+	}
+}
+
+// A bridge whose binary was replaced or removed while it runs (an upgrade)
+// still starts confined servers: the trampoline is its own running image.
+func TestABridgeWhoseBinaryWasRemovedStillConfines(t *testing.T) {
+	self, _ := os.Executable()
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(t.TempDir(), "bridge")
+	if err := os.WriteFile(copyPath, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(copyPath)
+	cmd.Env = []string{"CONFINE_PARENT=1"}
+	in, _ := cmd.StdinPipe()
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(copyPath); err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte("go\n"))
+	in.Close()
+	cmd.Wait()
+	if !strings.HasPrefix(out.String(), "ok") {
+		t.Fatalf("the confined child of a bridge whose binary is gone: %q", out.String())
 	}
 }
