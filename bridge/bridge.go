@@ -104,6 +104,7 @@ func New(p Parts) (*Bridge, error) {
 			Dial:  p.Dial, OneAtATime: p.Dial != nil, Getenv: p.Env, Descriptors: p.Descriptors, StateDir: p.ServerState, Reserved: schemes(own), Authorize: b.Executor.Authorize,
 			Version: p.Version, Now: p.Now, Logger: p.Logger, Tokens: p.Tokens})
 		opts.BeforeList = b.gateway.Ensure
+		opts.BeforeCall = b.gateway.EnsureTool
 		opts.Passthrough = b.gateway
 	}
 	b.Server = bmcp.New(opts)

@@ -53,6 +53,10 @@ type Options struct {
 	// a call of a tool the catalog does not hold yet (the gateway connects
 	// its lazy upstreams so their tools are there); req is the request's id.
 	BeforeList func(ctx context.Context, req events.ID, method string)
+	// BeforeCall, when set, runs before a call of a tool the catalog does
+	// not have yet (instead of BeforeList): the gateway lists what its
+	// pins hold and starts only the server the tool belongs to.
+	BeforeCall func(ctx context.Context, req events.ID, tool string)
 	// Passthrough, when set, offers upstream servers' prompts and
 	// resources (the gateway); SyncTools serves them too.
 	Passthrough Passthrough
@@ -520,11 +524,14 @@ func (s *Server) unknownTools(next sdk.MethodHandler) sdk.MethodHandler {
 		} else if known { // held by the guard: never listed, so the SDK does not know it; the executor says why
 			return s.handle(ctx, call)
 		}
-		if s.opts.BeforeList != nil { // an upstream's tool before any tools/list: start the upstreams first
-			var id events.ID
-			if ex := call.GetExtra(); ex != nil && ex.Header != nil {
-				id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
-			}
+		var id events.ID
+		if ex := call.GetExtra(); ex != nil && ex.Header != nil {
+			id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
+		}
+		switch { // an upstream's tool before any tools/list: find its server first
+		case s.opts.BeforeCall != nil:
+			s.opts.BeforeCall(ctx, id, call.Params.Name)
+		case s.opts.BeforeList != nil:
 			s.opts.BeforeList(ctx, id, method)
 		}
 		return s.handle(ctx, call)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,6 +173,29 @@ func (g *Gateway) Ensure(ctx context.Context, req events.ID, method string) {
 		wg.Go(start)
 	}
 	wg.Wait()
+}
+
+// EnsureTool makes tool callable when the catalog does not have it yet (a
+// call before any tools/list): every server lists what its pins hold,
+// which starts nothing; when the tool is still unknown, only its own
+// server (by its NAME__ prefix) is started — every server only when the
+// name says none (a server with prefix = false).
+func (g *Gateway) EnsureTool(ctx context.Context, req events.ID, tool string) {
+	for _, name := range g.names {
+		g.servers[name].listFromPins(ctx)
+	}
+	if _, ok := g.opts.Catalog.Lookup(tool); ok {
+		return
+	}
+	if name, _, ok := strings.Cut(tool, config.Sep); ok {
+		if s := g.servers[name]; s != nil && s.cfg.Prefixed() {
+			if _, err := s.session(ctx, req, events.ID{}); err != nil {
+				g.opts.Logger.Warn("upstream unavailable", "server", name, "err", err)
+			}
+			return
+		}
+	}
+	g.Ensure(ctx, req, "tools/call")
 }
 
 // listFromPins puts the server's pinned tools in the catalog as pinned,

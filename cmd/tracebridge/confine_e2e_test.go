@@ -208,3 +208,50 @@ func TestConfigCheckSaysWhenLandlockIsMissing(t *testing.T) {
 		t.Errorf("with Landlock:\n%s", got)
 	}
 }
+
+// startsOf counts the upstream.started events of each server.
+func startsOf(t *testing.T, data string) map[string]int {
+	t.Helper()
+	out, err := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, l := range strings.Split(string(out), "\n") {
+		var e events.Event
+		if json.Unmarshal([]byte(l), &e) == nil && e.Kind == events.KindUpstreamStarted {
+			n[e.Attrs.Get("server")]++
+		}
+	}
+	return n
+}
+
+// F1: a session's first call, before any tools/list, starts only the
+// server its tool belongs to — with the tools pinned already, and on a
+// fresh data dir — not every configured server.
+func TestFirstCallStartsOnlyItsServer(t *testing.T) {
+	long(t)
+	dir := t.TempDir()
+	cfg := hostileConfig(t, "", map[string]string{"a": `env = { TB_FAULT_UPSTREAM = "1" }`, "b": `env = { TB_FAULT_UPSTREAM = "1" }`})
+	fresh := filepath.Join(dir, "fresh")
+	b := startBridge(t, tbBin, fresh, "2025-11-25", cfg)
+	if _, _, code := b.call(t, "a__ok", map[string]any{}); code != "" {
+		t.Fatalf("a first call on a fresh data dir: %s", code)
+	}
+	b.close(t)
+	if n := startsOf(t, fresh); n["a"] != 1 || n["b"] != 0 {
+		t.Fatalf("a first call on a fresh data dir started %v, want a alone", n)
+	}
+	pinned := filepath.Join(dir, "pinned")
+	b = startBridge(t, tbBin, pinned, "2025-11-25", cfg)
+	toolNames(t, b.session) // lists (and pins) both servers' tools
+	b.close(t)
+	b = startBridge(t, tbBin, pinned, "2025-11-25", cfg)
+	if _, _, code := b.call(t, "a__ok", map[string]any{}); code != "" {
+		t.Fatalf("a first call with the tools pinned: %s", code)
+	}
+	b.close(t)
+	if n := startsOf(t, pinned); n["a"] != 2 || n["b"] != 1 {
+		t.Fatalf("starts %v, want a twice and b once (only by the listing)", n)
+	}
+}
