@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,26 +12,8 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
-
-// loopbackListener accepts and closes connections on a loopback port.
-func loopbackListener(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // A hostile stdio upstream behind the gateway tries to read a private key
 // in the home, a file under another client's root and /etc/shadow, to
@@ -58,7 +39,7 @@ func TestConfinedUpstreamIsRefusedByTheKernel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	given, notGiven := loopbackListener(t), loopbackListener(t)
+	given, notGiven := testenv.Listener(t), testenv.Listener(t)
 	data := filepath.Join(dir, "data")
 	// The guard's credential-path rule would refuse the key's path before
 	// the server sees it: off here, so the kernel is what is tested.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/confine"
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // The test binary is also the confined program: started through the
@@ -84,23 +85,7 @@ func newWorld(t *testing.T) world {
 			t.Fatal(err)
 		}
 	}
-	for _, addr := range []*string{&w.given, &w.notGiven} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-		*addr = ln.Addr().String()
-	}
+	w.given, w.notGiven = testenv.Listener(t), testenv.Listener(t)
 	return w
 }
 

@@ -1,10 +1,11 @@
 // Package testenv holds what several packages' tests need from the machine
 // and from each other: the real gopls they drive, a buffer a child process
-// and the test may share.
+// and the test may share, a loopback port that takes connections.
 package testenv
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,4 +58,25 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// Listener accepts and closes connections on a loopback port until the
+// test ends; it returns the port's host:port.
+func Listener(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
