@@ -22,12 +22,19 @@ type Session struct {
 	Code     events.Code `json:"code,omitempty"`
 	FirstSeq uint64      `json:"firstSeq"`
 	LastSeq  uint64      `json:"lastSeq"`
+	// Opened is whether a bridge served the session (mcp.session.started):
+	// a client's, even one that names itself on no request (2026-07-28).
+	Opened bool `json:"opened,omitempty"`
 }
+
+// Synthetic reports whether no MCP client opened the session: load a
+// test or the demo's burst appended (lists leave these out by default).
+func (s Session) Synthetic() bool { return !s.Opened && s.Client == "" }
 
 type sessions struct{}
 
 func (sessions) Name() string { return ViewSessions }
-func (sessions) Version() int { return 2 } // 2: transport, failures
+func (sessions) Version() int { return 3 } // 2: transport, failures; 3: opened
 
 func (sessions) Apply(kv KV, e *events.Event) error {
 	if e.SessionID.IsZero() {
@@ -43,7 +50,7 @@ func (sessions) Apply(kv KV, e *events.Event) error {
 	s.LastSeq = e.Seq
 	switch e.Kind {
 	case events.KindMCPSessionStarted:
-		s.Start = e.Time
+		s.Start, s.Opened = e.Time, true
 	case events.KindMCPRequestReceived:
 		s.Requests++
 		if v := e.Attrs.Get(events.AttrClient); v != "" {

@@ -344,7 +344,7 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 		var ss projections.Session
 		switch {
 		case json.Unmarshal(row, &ss) != nil:
-		case ss.Client == "" && !all:
+		case ss.Synthetic() && !all:
 			d.Hidden++
 		case len(d.Sessions) < runsLimit:
 			d.Sessions = append(d.Sessions, ss)

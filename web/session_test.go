@@ -49,8 +49,12 @@ func TestSessionDiagramHasTheUpstreamHopAndTheDecision(t *testing.T) {
 // counted, not listed above them, and shown on asking.
 func TestSessionsPageListsClientsSessionsFirst(t *testing.T) {
 	f := newFixture(t)
-	real := f.em.NewID()
+	real, quiet := f.em.NewID(), f.em.NewID()
 	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: f.em.NewID(), SessionID: real, Outcome: events.OK, Attrs: events.A("method", "initialize", events.AttrClient, "claude-code/2.1")})
+	// A 2026-07-28 client names itself on no request: the bridge served
+	// its session all the same.
+	f.em.Emit(events.Event{Kind: events.KindMCPSessionStarted, SessionID: quiet, Outcome: events.OK})
+	f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: f.em.NewID(), SessionID: quiet, Outcome: events.OK, Attrs: events.A("method", "tools/list")})
 	for range 250 {
 		f.em.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: f.em.NewID(), SessionID: f.em.NewID(), Outcome: events.OK, Attrs: events.A("method", "tools/call")})
 	}
@@ -59,8 +63,8 @@ func TestSessionsPageListsClientsSessionsFirst(t *testing.T) {
 	}
 	c, _ := f.login()
 	_, body, _ := get(t, c, f.url+"/sessions")
-	if !strings.Contains(body, real.String()) || !strings.Contains(body, "250 sessions no MCP client opened") || strings.Count(body, "<tr data-session=") != 1 {
-		t.Fatalf("the sessions page does not list the client's session alone:\n%s", body)
+	if !strings.Contains(body, real.String()) || !strings.Contains(body, quiet.String()) || !strings.Contains(body, "250 sessions no MCP client opened") || strings.Count(body, "<tr data-session=") != 2 {
+		t.Fatalf("the sessions page does not list the clients' sessions alone:\n%s", body)
 	}
 	_, body, _ = get(t, c, f.url+"/sessions?all=1")
 	if n := strings.Count(body, "<tr data-session="); n != 200 || !strings.Contains(body, "Only the sessions MCP clients opened") {

@@ -102,7 +102,7 @@ func runSessionList(ctx context.Context, m *Main, args []string) error {
 	var rows []json.RawMessage
 	for _, r := range viewed {
 		var s projections.Session
-		if json.Unmarshal(r, &s) == nil && (s.Client != "" || *all) {
+		if json.Unmarshal(r, &s) == nil && (!s.Synthetic() || *all) {
 			rows = append(rows, r)
 		}
 		if *limit > 0 && len(rows) == *limit {
