@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,7 +62,47 @@ type identityPin struct {
 	known  bool
 }
 
+// identityCache keeps a server's identity pin as read for identityFresh:
+// a burst of client sessions connecting reads the pins view once. A
+// change, a first sight or a learned field forgets it.
+type identityCache struct {
+	mu sync.Mutex
+	ip identityPin
+	at time.Time
+}
+
+const identityFresh = 10 * time.Second
+
+func (c *identityCache) get(now time.Time) (identityPin, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ip, !c.at.IsZero() && now.Sub(c.at) < identityFresh
+}
+
+func (c *identityCache) put(ip identityPin, now time.Time) {
+	c.mu.Lock()
+	c.ip, c.at = ip, now
+	c.mu.Unlock()
+}
+
+func (c *identityCache) forget() {
+	c.mu.Lock()
+	c.at = time.Time{}
+	c.mu.Unlock()
+}
+
 func (s *Server) identityPin(ctx context.Context) (identityPin, error) {
+	if ip, ok := s.identity.get(s.g.opts.Now()); ok {
+		return ip, nil
+	}
+	ip, err := s.readIdentityPin(ctx)
+	if err == nil {
+		s.identity.put(ip, s.g.opts.Now())
+	}
+	return ip, err
+}
+
+func (s *Server) readIdentityPin(ctx context.Context) (identityPin, error) {
 	pins, err := s.g.pins(ctx, s.name)
 	if err != nil {
 		return identityPin{}, err
@@ -101,6 +142,9 @@ func (s *Server) origin() string {
 // back to what was pinned.
 func (s *Server) checkIdentity(req events.ID, ip identityPin, now identity) error {
 	desc, hash := now.describe()
+	if !ip.known || ip.pinned.differs(now) != "" || ip.pinned.learns(now) {
+		s.identity.forget() // what it records changes the pin
+	}
 	attrs := events.A(projections.AttrUpTool, projections.IdentityTool, projections.AttrExposed, projections.IdentityName(s.name),
 		projections.AttrHash, hash, projections.AttrDescriptor, desc)
 	if !ip.known {

@@ -47,6 +47,10 @@ type Server struct {
 	refreshQueued     atomic.Bool // a list_changed listing waits to run
 	listed            atomic.Bool // its tools are in the catalog (listed, or from its pins)
 	lastRefresh       atomic.Int64
+
+	// identity is its identity pin as last read, while fresh (identity.go):
+	// each client session's connection need not read the pins view again.
+	identity identityCache
 }
 
 // toolState is one listed tool: its descriptor as the upstream sent it and
