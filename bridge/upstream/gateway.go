@@ -215,7 +215,7 @@ func (s *Server) listFromPins(ctx context.Context) bool {
 	var listed []*executor.Tool
 	for _, name := range sortedPinNames(pins) {
 		p := pins[name]
-		if p.State == projections.PinRemoved || !s.cfg.Exposes(name) {
+		if p.State == projections.PinRemoved || !s.cfg.Exposes(name) || name == projections.IdentityTool {
 			continue
 		}
 		pt, ok := pinnedTool(p, s.g.opts.Descriptors)

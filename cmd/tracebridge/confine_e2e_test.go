@@ -153,6 +153,9 @@ func TestServersListAndTest(t *testing.T) {
 		t.Fatalf("servers list --json: %v %+v", err, rows)
 	}
 	for _, r := range rows {
+		if r.Name == "broke" { // never called: a call starts only its own server
+			continue
+		}
 		if r.LastStart == nil || len(r.LastStart.Sha256) != 64 || r.LastStart.UID == "" || (r.Name == "free") != (r.LastStart.Sandbox == "off") {
 			t.Errorf("servers list --json, %s: %+v", r.Name, r.LastStart)
 		}

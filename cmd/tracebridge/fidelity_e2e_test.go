@@ -173,6 +173,7 @@ func TestPinnedServersListWithoutStartingAndFailWithTheRealCode(t *testing.T) {
 	}
 	secrets := "[secrets.B]\nenv = \"TB_B_SECRET\"\n"
 	b := startBridge(t, tbBin, data, "2025-06-18", hostileConfig(t, secrets, servers), "TB_B_SECRET=b-secret-value-1234")
+	toolNames(t, b.session) // lists (and pins) both servers' tools
 	if _, _, code := b.call(t, "b__ok", map[string]any{"text": "x"}); code != "" {
 		t.Fatalf("first run: b__ok: %s", code)
 	}
