@@ -3,8 +3,10 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,7 +207,12 @@ func (t *Tool) validate(args json.RawMessage) error {
 			return fmt.Errorf("arguments are not JSON: %v", err)
 		}
 	}
-	return t.resolved.Validate(v)
+	if err := t.resolved.Validate(v); err != nil {
+		// The checker names a JSON null by Go's reflection ("<invalid
+		// reflect.Value> has type null"): say null, as the caller wrote.
+		return errors.New(strings.ReplaceAll(err.Error(), "<invalid reflect.Value>", "null"))
+	}
+	return nil
 }
 
 // SchemaFor infers an object input schema from a Go type (see jsonschema.For).
