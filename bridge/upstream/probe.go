@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -45,10 +44,7 @@ type Probe struct {
 func ProbeServer(ctx context.Context, c *config.Config, name, stateRoot string, getenv func(string) string, secrets map[string]string) Probe {
 	cfg := c.Servers[name]
 	var p Probe
-	exe, err := exec.LookPath(cfg.Command)
-	if err == nil {
-		exe, err = filepath.Abs(exe)
-	}
+	exe, err := resolveCommand(cfg.Command)
 	if err != nil {
 		p.Err = fmt.Errorf("server %s: `%s`: %w", name, cfg.Describe(), err)
 		return p

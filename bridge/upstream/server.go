@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -349,10 +347,7 @@ func (s *Server) child(ctx context.Context, req, op events.ID, l *link, expand f
 		own = append(own, k+"="+expand(s.cfg.Env[k]))
 	}
 	env = append(env, own...)
-	exe, err := exec.LookPath(s.cfg.Command)
-	if err == nil {
-		exe, err = filepath.Abs(exe)
-	}
+	exe, err := resolveCommand(s.cfg.Command)
 	var conf confinement
 	if err == nil {
 		conf, env, err = s.confinement(ctx, l, exe, env, own)

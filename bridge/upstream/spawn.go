@@ -44,13 +44,20 @@ func (s *Server) spawnAttrs(p *process, exe string, env []string, conf confineme
 	return attrs
 }
 
+// resolveCommand is the absolute path of the executable command names,
+// as its start will run it (PATH, then the bridge's folder).
+func resolveCommand(command string) (string, error) {
+	exe, err := exec.LookPath(command)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(exe)
+}
+
 // commandHash is the SHA-256 of the executable command resolves to, or
 // what says why there is none.
 func commandHash(command string) string {
-	exe, err := exec.LookPath(command)
-	if err == nil {
-		exe, err = filepath.Abs(exe)
-	}
+	exe, err := resolveCommand(command)
 	if err != nil {
 		return "unresolved: " + command
 	}
