@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,16 +50,24 @@ func conformanceDir(t *testing.T) (dir, node string) {
 // (everything-server.ts of the suite at v0.1.16) on a free port.
 func startReferenceServer(t *testing.T, dir, node string) string {
 	t.Helper()
+	return startReference(t, dir, node, "everything-server.ts")
+}
+
+// startReference runs a reference server (node ARGS… in dir) on a free
+// port and returns its MCP endpoint.
+func startReference(t *testing.T, dir, node string, args ...string) string {
+	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(node, "everything-server.ts")
+	cmd := exec.Command(node, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // tsx runs the server in a child: end the group
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	eventually(t, 30*time.Second, "the reference server listens", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
@@ -69,12 +78,13 @@ func startReferenceServer(t *testing.T, dir, node string) string {
 	return fmt.Sprintf("http://localhost:%d/mcp", port)
 }
 
-// conformanceChecks runs the suite's server scenarios against url and
-// returns each check's status by "scenario/check".
-func conformanceChecks(t *testing.T, dir, node, url string) map[string]string {
+// conformanceChecks runs the suite's server scenarios against url (with
+// the suite's further args, as --requirements REVISION) and returns each
+// check's status by "scenario/check".
+func conformanceChecks(t *testing.T, dir, node, url string, args ...string) map[string]string {
 	t.Helper()
 	outDir := t.TempDir()
-	cmd := exec.Command(node, filepath.Join(dir, "node_modules", ".bin", "conformance"), "server", "--url", url, "-o", outDir)
+	cmd := exec.Command(node, append([]string{filepath.Join(dir, "node_modules", ".bin", "conformance"), "server", "--url", url, "-o", outDir}, args...)...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
@@ -190,6 +200,26 @@ func TestConformanceThroughTheGateway(t *testing.T) {
 	bridgeURL, token, stderr, _ := startHTTPBridge(t, data, "TRACEBRIDGE_CONFIG="+cfg)
 	through := conformanceChecks(t, dir, node, frontDoorProxy(t, bridgeURL, token))
 
+	compareConformance(t, direct, through)
+	if t.Failed() {
+		t.Logf("bridge stderr:\n%s", stderr.String())
+	}
+	// The sampling and elicitation the scenarios caused were relayed and
+	// recorded as their own crossings, with the client's answers.
+	if n := countKind(t, data, "upstream.client.asked"); n == 0 {
+		t.Error("no upstream.client.asked event: the relayed requests are not on the record")
+	}
+	answered := countKind(t, data, "upstream.client.answered")
+	refused := countCode(t, data, "upstream.client.answered", events.CodeClientIncapable) + countCode(t, data, "upstream.client.answered", events.CodeClientError)
+	if answered-refused == 0 {
+		t.Errorf("no upstream.client.answered event carries a client's answer (%d answered, %d refused or failed)", answered, refused)
+	}
+}
+
+// compareConformance fails for each check that passes directly but not
+// through, and logs both columns, scenario by scenario.
+func compareConformance(t *testing.T, direct, through map[string]string) {
+	t.Helper()
 	var keys []string
 	for k := range direct {
 		keys = append(keys, k)
@@ -219,21 +249,8 @@ func TestConformanceThroughTheGateway(t *testing.T) {
 	}
 	t.Logf("conformance checks passed: %d of %d directly, %d of %d through tracebridge\n%s",
 		passed(direct), len(direct), passed(through), len(through), table.String())
-	if t.Failed() {
-		t.Logf("bridge stderr:\n%s", stderr.String())
-	}
 	if passed(direct) == 0 {
 		t.Fatal("no check passed directly: the reference server did not run as it should")
-	}
-	// The sampling and elicitation the scenarios caused were relayed and
-	// recorded as their own crossings, with the client's answers.
-	if n := countKind(t, data, "upstream.client.asked"); n == 0 {
-		t.Error("no upstream.client.asked event: the relayed requests are not on the record")
-	}
-	answered := countKind(t, data, "upstream.client.answered")
-	refused := countCode(t, data, "upstream.client.answered", events.CodeClientIncapable) + countCode(t, data, "upstream.client.answered", events.CodeClientError)
-	if answered-refused == 0 {
-		t.Errorf("no upstream.client.answered event carries a client's answer (%d answered, %d refused or failed)", answered, refused)
 	}
 }
 
