@@ -133,6 +133,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := len(msg.ID) > 0 && msg.Method != ""
+	if sm := readStatelessMeta(body); sid == "" && statelessRequest(r.Header.Get("Mcp-Protocol-Version"), sm) {
+		f.stateless(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call, sm)
+		return
+	}
 	switch {
 	case sid != "":
 		sess := f.session(sid)
@@ -150,8 +154,8 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Mcp-Session-Id", sess.id)
 		sess.post(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call)
 	case call:
-		// No session: the stateless path. The request is a session of
-		// its own, ended once it is answered.
+		// No session and no protocol named: a session of its own, ended
+		// once it is answered.
 		sess, err := f.open(false)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -292,6 +296,9 @@ func (f *front) open(keep bool) (*httpSession, error) {
 type httpSession struct {
 	id string
 	in *io.PipeWriter
+	// stateless: the session carries one 2026-07-28 request, whose
+	// answer's HTTP status says how it ended (statelessStatus).
+	stateless bool
 
 	mu       sync.Mutex
 	waiters  map[string]chan []byte // JSON-RPC id → its response
@@ -460,15 +467,23 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 	}
 	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	fl, _ := w.(http.Flusher)
-	if stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
+	opened := false
+	open := func() { // the stream's header: at once, or (stateless) with its first message
+		if stream && !opened {
+			opened = true
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusOK)
+		}
+	}
+	if !h.stateless {
+		open()
 	}
 	for {
 		select {
 		case line := <-prog:
 			if stream {
+				open()
 				fmt.Fprintf(w, "event: message\ndata: %s\n\n", line)
 				if fl != nil {
 					fl.Flush()
@@ -481,7 +496,15 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 				}
 				return
 			}
+			if status := statelessStatus(line); h.stateless && !opened && status != http.StatusOK {
+				stream = false // an error refused as sent: its status says so, as JSON
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				w.Write(line)
+				return
+			}
 			if stream {
+				open()
 				// What the bridge wrote before the answer goes first
 				// (select picks at random among ready channels).
 				for pending := true; pending; {
