@@ -58,6 +58,9 @@ type Call struct {
 	// Progress reports progress to the client; nil when the client asked
 	// for none.
 	Progress func(progress, total float64, message string)
+	// Round is the client's answers to its server's input requests, when
+	// the call is a retry (tools that ask for none never see one).
+	Round InputRound
 }
 
 // RunFunc runs a tool. Its result is returned to the client as structured

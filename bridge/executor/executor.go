@@ -130,7 +130,21 @@ type Invocation struct {
 	Transport string
 	// Progress reports progress to the client (nil: it asked for none).
 	Progress func(progress, total float64, message string)
+	// Round is the client's retry of a call its server answered with
+	// input requests (2026-07-28's multi-round-trip): zero on a first call.
+	Round InputRound
 }
+
+// InputRound is what a client sends back when it retries a call whose
+// server asked it for input: its answers by input request id (a JSON
+// object) and the server's requestState, byte for byte.
+type InputRound struct {
+	Responses json.RawMessage
+	State     string
+}
+
+// IsZero reports whether the call is a first call, not a retry.
+func (r InputRound) IsZero() bool { return r.Responses == nil && r.State == "" }
 
 // Attributes of a Recorded tool's tool.completed: its result and its
 // descriptor, as JSON.
@@ -461,7 +475,7 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 				done <- outcome{panic: r}
 			}
 		}()
-		v, err := c.tool.Run(rctx, Call{RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID, Args: c.inv.Args, Secrets: secrets,
+		v, err := c.tool.Run(rctx, Call{RequestID: c.inv.RequestID, OperationID: c.op, SessionID: c.inv.SessionID, Args: c.inv.Args, Secrets: secrets, Round: c.inv.Round,
 			Traceparent: c.inv.Traceparent, Progress: c.inv.Progress})
 		done <- outcome{v: v, err: err}
 	}()

@@ -365,7 +365,7 @@ func (s *Server) rootsChanged(ctx context.Context, req *sdk.RootsListChangedRequ
 // beforeList runs the BeforeList hook ahead of tools/list.
 func (s *Server) beforeList(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if s.opts.BeforeList != nil && (method == "tools/list" || strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "resources/")) {
+		if s.opts.BeforeList != nil && (method == "tools/list" || strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "resources/") || method == "completion/complete") {
 			var id events.ID
 			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 				id, _ = events.ParseID(ex.Header.Get(hdrRequestID))
@@ -418,6 +418,10 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 // handle runs a tools/call through the executor.
 func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	inv := executor.Invocation{Tool: req.Params.Name, Args: rawArgs(req.Params.Arguments)}
+	if len(req.Params.InputResponses) > 0 || req.Params.RequestState != "" { // a retry with the answers its server asked for
+		inv.Round.Responses, _ = json.Marshal(req.Params.InputResponses)
+		inv.Round.State = req.Params.RequestState
+	}
 	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 		inv.RequestID, _ = events.ParseID(ex.Header.Get(hdrRequestID))
 		inv.SessionID, _ = events.ParseID(ex.Header.Get(hdrSessionID))

@@ -89,7 +89,15 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 		s.progress.Store(token, &progressSink{rec: rec, forward: c.Progress, touch: touch})
 		defer s.progress.Delete(token)
 	}
-	params.Meta = meta
+	params.Meta = l.requestMeta(ctx, meta)
+	if !c.Round.IsZero() { // the client's retry: its answers and the server's state go back as they came
+		if len(c.Round.Responses) > 0 {
+			if err := json.Unmarshal(c.Round.Responses, &params.InputResponses); err != nil {
+				return nil, events.Errorf(events.CodeInvalidArguments, "the answers to server %s's input requests do not decode: %v", s.name, err)
+			}
+		}
+		params.RequestState = c.Round.State
+	}
 	t0 := s.g.opts.Now()
 	res, err := l.sess.CallTool(cctx, params)
 	raw := l.conn.takeResult(rec.rpcID) // nil over HTTP: encoded again below

@@ -4,6 +4,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 
@@ -53,6 +54,9 @@ type link struct {
 	s     *Server
 	key   string
 	owner Downstream // nil for the shared link
+	// version is the protocol version the link asks for ("": the SDK's
+	// newest); the upstream may answer with an older one.
+	version string
 	sess  *sdk.ClientSession
 	conn  *evidenceConn
 	proc  *process
@@ -110,15 +114,28 @@ func (l *link) target() (Downstream, events.ID, events.ID) {
 	return l.owner, events.ID{}, events.ID{}
 }
 
-// keyOf is the link a request from ctx's client goes on.
-func (s *Server) keyOf(ctx context.Context) (string, Downstream) {
-	if s.cfg.Shared() {
-		return "", nil
+// newProtocol is the first protocol version without sessions: per-request
+// _meta, and a server's questions to the client as input requests in its
+// result (multi-round-trip) instead of requests of its own.
+const newProtocol = "2026-07-28"
+
+// sharedNewKey is the key of the shared link of clients on newProtocol.
+const sharedNewKey = "@" + newProtocol
+
+// keyOf is the link a request from ctx's client goes on and the protocol
+// version that link speaks: the client's own link at the client's version;
+// else a shared one, of the new protocol for a client on it (its questions
+// come back to that client as input requests), of sharedProtocol for the
+// rest.
+func (s *Server) keyOf(ctx context.Context) (string, Downstream, string) {
+	d := downstreamOf(ctx)
+	if !s.cfg.Shared() && d != nil && d.Key() != "" {
+		return d.Key(), d, d.ProtocolVersion()
 	}
-	if d := downstreamOf(ctx); d != nil && d.Key() != "" {
-		return d.Key(), d
+	if d != nil && d.ProtocolVersion() >= newProtocol {
+		return sharedNewKey, nil, newProtocol
 	}
-	return "", nil // the shared link: what it is asked goes to the caller in flight
+	return "", nil, sharedProtocol // the shared link: what it is asked goes to the caller in flight
 }
 
 // Release ends the links the client session key owned (the session ended).
@@ -149,4 +166,38 @@ func (l *link) close() {
 	if l.proc != nil {
 		l.proc.stop()
 	}
+}
+
+// protocolMetaPrefix is the prefix of the protocol's own _meta keys.
+const protocolMetaPrefix = "io.modelcontextprotocol/"
+
+// requestMeta adds to meta, for a request of ctx's client on l, what the
+// new protocol asks each request to declare: the capabilities of the
+// client that asked (the upstream asks it only what it can answer), not
+// the link's. On an older protocol there is nothing to add.
+func (l *link) requestMeta(ctx context.Context, meta sdk.Meta) sdk.Meta {
+	ir := l.sess.InitializeResult()
+	if ir == nil || ir.ProtocolVersion < newProtocol {
+		return meta
+	}
+	d := downstreamOf(ctx)
+	if d == nil || d.Capabilities() == nil {
+		return meta
+	}
+	meta[sdk.MetaKeyClientCapabilities] = wireCapabilities(d.Capabilities())
+	return meta
+}
+
+// wireCapabilities is c as the new protocol's _meta carries it: roots as
+// declared (RootsV2), not the SDK's legacy always-present roots object.
+func wireCapabilities(c *sdk.ClientCapabilities) map[string]any {
+	b, _ := json.Marshal(c)
+	m := map[string]any{}
+	json.Unmarshal(b, &m)
+	delete(m, "roots")
+	//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; a client that declares them still gets asked
+	if c.RootsV2 != nil {
+		m["roots"] = c.RootsV2
+	}
+	return m
 }

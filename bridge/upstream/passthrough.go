@@ -318,7 +318,7 @@ func (s *Server) roundTrip(ctx context.Context, req events.ID, what string, para
 	}
 	record(AttrRequest, params) // as the client asked, before the hop's _meta
 	t0 := s.g.opts.Now()
-	res, err := do(cctx, l, sdk.Meta{"traceparent": events.Traceparent(events.TraceparentOf(ctx), req, rec.span)})
+	res, err := do(cctx, l, l.requestMeta(ctx, sdk.Meta{"traceparent": events.Traceparent(events.TraceparentOf(ctx), req, rec.span)}))
 	l.order.settle(ctx)
 	attrs.Set("rpcId", rec.rpcID)
 	if err != nil {

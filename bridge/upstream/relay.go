@@ -32,6 +32,12 @@ func (l *link) newClient(ctx context.Context) *sdk.Client {
 		ElicitationHandler:          l.onElicit,
 		CreateMessageHandler:        l.onCreateMessage,
 	}
+	if l.version >= newProtocol {
+		// A server's input requests go back to the client that asked, in
+		// the result (its retry brings the answers): the SDK must not
+		// answer them itself.
+		opts.MultiRoundTrip = &sdk.MultiRoundTripOptions{Disabled: true}
+	}
 	var roots []*sdk.Root
 	if l.owner != nil {
 		caps := l.owner.Capabilities()

@@ -99,7 +99,7 @@ const maxBackoffWait = 5 * time.Second
 // its own deadline), else it is refused at once with why the last one
 // ended.
 func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) {
-	key, owner := s.keyOf(ctx)
+	key, owner, version := s.keyOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for waited := false; ; waited = true {
@@ -131,7 +131,7 @@ func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) 
 			return nil, events.Errorf(events.CodeCancelled, "the call ended while server %s was being restarted", s.name)
 		}
 	}
-	l := &link{s: s, key: key, owner: owner}
+	l := &link{s: s, key: key, owner: owner, version: version}
 	if err := s.connect(ctx, req, op, l); err != nil {
 		s.crashed(err.Error())
 		e := events.AsErr(err, events.CodeUpstreamUnavailable)
@@ -152,7 +152,7 @@ func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) 
 
 // live reports whether ctx's client session has a link.
 func (s *Server) live(ctx context.Context) bool {
-	key, _ := s.keyOf(ctx)
+	key, _, _ := s.keyOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.links[key] != nil
@@ -249,14 +249,9 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout())
 	defer cancel()
 	// The link speaks its client's protocol version (what a server may ask
-	// of a client during a request differs between versions); the SDK
-	// falls back when the server does not know it.
-	// The shared link serves clients of any version: it speaks the newest
-	// one on which a server may still ask the client during a request.
-	copts := &sdk.ClientSessionOptions{ProtocolVersion: sharedProtocol}
-	if l.owner != nil {
-		copts.ProtocolVersion = l.owner.ProtocolVersion()
-	}
+	// of a client during a request differs between versions: keyOf); the
+	// SDK falls back when the server does not know it.
+	copts := &sdk.ClientSessionOptions{ProtocolVersion: l.version}
 	cs, err := client.Connect(cctx, t, copts)
 	if err != nil {
 		if l.tls != nil && l.tls.want != "" && l.tls.key() != "" && l.tls.key() != l.tls.want {

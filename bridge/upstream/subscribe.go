@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,10 +121,15 @@ func (g *Gateway) Complete(ctx context.Context, req events.ID, p *sdk.CompletePa
 		q.Ref = &ref
 		var res *sdk.CompleteResult
 		err := s.roundTrip(ctx, req, "completion/complete "+ref.Name+ref.URI, &q, func(ctx context.Context, l *link, meta sdk.Meta) (_ any, err error) {
-			sent := q // the client's _meta goes along, its traceparent this hop's
-			sent.Meta = maps.Clone(q.Meta)
-			if sent.Meta == nil {
-				sent.Meta = sdk.Meta{}
+			// The client's _meta goes along but for the protocol's own keys
+			// (the link's version and the client's capabilities are the
+			// link's to say: requestMeta), its traceparent this hop's.
+			sent := q
+			sent.Meta = sdk.Meta{}
+			for k, v := range q.Meta {
+				if !strings.HasPrefix(k, protocolMetaPrefix) {
+					sent.Meta[k] = v
+				}
 			}
 			maps.Copy(sent.Meta, meta)
 			res, err = l.sess.Complete(ctx, &sent)
