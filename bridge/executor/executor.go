@@ -161,6 +161,16 @@ type Result struct {
 	Message     string
 	// Action tells the operator what would make the call succeed.
 	Action string
+	// Relayed, when set, is the protocol error the tool's server answered:
+	// the client is answered with it as the server sent it.
+	Relayed Relayed
+}
+
+// Relayed is an error a tool's server answered in the protocol itself (a
+// JSON-RPC error): its code, message and data, as sent.
+type Relayed interface {
+	error
+	Relay() (code int64, message string, data json.RawMessage)
 }
 
 // OK reports whether the tool ran and succeeded.
@@ -498,6 +508,7 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 	case o.err != nil:
 		e := events.AsErr(o.err, events.CodeToolError)
 		res = failed(e.Code, c.x.redact("error", e.Msg))
+		errors.As(o.err, &res.Relayed)
 	default:
 		res = Result{Value: o.v}
 	}

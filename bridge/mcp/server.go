@@ -68,8 +68,10 @@ type Passthrough interface {
 	Prompts() []*sdk.Prompt
 	Resources() []*sdk.Resource
 	ResourceTemplates() []*sdk.ResourceTemplate
-	GetPrompt(ctx context.Context, req events.ID, name string, args map[string]string) (*sdk.GetPromptResult, error)
-	ReadResource(ctx context.Context, req events.ID, uri string) (*sdk.ReadResourceResult, error)
+	// GetPrompt and ReadResource take the client's params whole: a retry
+	// carries its answers to the server's input requests.
+	GetPrompt(ctx context.Context, req events.ID, p *sdk.GetPromptParams) (*sdk.GetPromptResult, error)
+	ReadResource(ctx context.Context, req events.ID, p *sdk.ReadResourceParams) (*sdk.ReadResourceResult, error)
 	Complete(ctx context.Context, req events.ID, p *sdk.CompleteParams) (*sdk.CompleteResult, error)
 	Subscribe(ctx context.Context, req events.ID, uri string) error
 	Unsubscribe(ctx context.Context, req events.ID, uri string) error
@@ -247,13 +249,13 @@ func (s *Server) syncPassthrough() {
 		}
 	}
 	read := func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		res, err := pt.ReadResource(hopContext(ctx, req.GetExtra()), reqOf(req.GetExtra()), req.Params.URI)
+		res, err := pt.ReadResource(hopContext(ctx, req.GetExtra()), reqOf(req.GetExtra()), req.Params)
 		return res, policyError(err)
 	}
 	for _, p := range pt.Prompts() {
 		put("prompt "+p.Name, p, func() {
 			s.sdk.AddPrompt(p, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-				res, err := pt.GetPrompt(hopContext(ctx, req.GetExtra()), reqOf(req.GetExtra()), req.Params.Name, req.Params.Arguments)
+				res, err := pt.GetPrompt(hopContext(ctx, req.GetExtra()), reqOf(req.GetExtra()), req.Params)
 				return res, policyError(err)
 			})
 		})
@@ -312,11 +314,21 @@ func (s *Server) authorize(ctx context.Context, req events.ID, id, capability st
 // policyError turns a policy denial (PolicyDenied, ConfigInvalid) into the
 // JSON-RPC error a client sees; other errors pass unchanged.
 func policyError(err error) error {
+	var r executor.Relayed
+	if errors.As(err, &r) {
+		return relayed(r)
+	}
 	var e *events.Err
 	if errors.As(err, &e) && (e.Code == events.CodePolicyDenied || e.Code == events.CodeConfigInvalid) {
 		return &jsonrpc.Error{Code: CodePolicyRefused, Message: string(e.Code) + ": " + e.Msg}
 	}
 	return err
+}
+
+// relayed is the JSON-RPC error an upstream answered, as it sent it.
+func relayed(r executor.Relayed) *jsonrpc.Error {
+	code, msg, data := r.Relay()
+	return &jsonrpc.Error{Code: code, Message: msg, Data: data}
 }
 
 // CodePolicyRefused is the JSON-RPC error code of a resource read or prompt
@@ -441,6 +453,9 @@ func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	}
 	res := s.opts.Executor.Execute(ctx, inv)
 	s.setCode(ctx, inv.RequestID, res.Code)
+	if res.Relayed != nil { // the server's own JSON-RPC error, as it sent it
+		return nil, relayed(res.Relayed)
+	}
 	out := toResult(res)
 	if out.IsError && s.declaresOutput(inv.Tool) {
 		// A client checks structured content against the tool's output

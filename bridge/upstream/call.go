@@ -148,7 +148,7 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 // answer: the client cancelled (the SDK told the upstream), the deadline
 // passed, the upstream answered a JSON-RPC error, or the connection broke.
 // what names the request ("tools/call x"); attrs go on its event.
-func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *callRec, what string, t0 time.Time, attrs events.Attrs) *events.Err {
+func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *callRec, what string, t0 time.Time, attrs events.Attrs) error {
 	var rpcErr *jsonrpc.Error
 	if r := l.oauth.takeRefusal(); r != nil { // the server asked for authorization the bridge does not hold
 		msg := s.g.redact(s.safe(r.Error()))
@@ -170,7 +170,7 @@ func (s *Server) failed(ctx, cctx context.Context, err error, l *link, rec *call
 		attrs.Set("error", msg)
 		attrs.Set("rpcCode", fmt.Sprint(rpcErr.Code))
 		s.emit(events.KindUpstreamResponse, rec.req, rec.op, events.Error, events.CodeUpstreamError, t0, attrs)
-		return events.Errorf(events.CodeUpstreamError, "%s", msg)
+		return &relayedError{Err: events.Errorf(events.CodeUpstreamError, "%s", msg), rpc: rpcErr, redact: s.g.redact}
 	}
 	e := s.lost(l, err)
 	attrs.Set("error", e.Msg)
@@ -192,6 +192,26 @@ func (s *Server) lost(l *link, err error) *events.Err {
 		}
 	}
 	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s) lost the connection during the call: %s", s.name, s.cfg.Describe(), oneLine(s.g.redact(s.safe(err.Error())), 300))
+}
+
+// relayedError is a JSON-RPC error an upstream answered: an UpstreamError
+// on the record, and to the client the server's own code, message and
+// data (its message redacted), as a client reaching it directly is told
+// (executor.Relayed).
+type relayedError struct {
+	*events.Err
+	rpc    *jsonrpc.Error
+	redact func(string) string
+}
+
+func (e *relayedError) Unwrap() error { return e.Err }
+
+func (e *relayedError) Relay() (int64, string, json.RawMessage) {
+	data := json.RawMessage(e.redact(string(e.rpc.Data)))
+	if len(e.rpc.Data) == 0 || !json.Valid(data) {
+		data = nil
+	}
+	return e.rpc.Code, e.redact(e.rpc.Message), data
 }
 
 // textOf is a result's text content.

@@ -29,6 +29,9 @@ type identity struct {
 	Executable string `json:"executableSha256,omitempty"`
 	TLSKey     string `json:"tlsPublicKeySha256,omitempty"`
 	ServerInfo string `json:"serverInfo,omitempty"`
+	// DiscoverInfo is its serverInfo on the new protocol (server/discover's
+	// result): a server may name itself differently there.
+	DiscoverInfo string `json:"discoverServerInfo,omitempty"`
 }
 
 func (id identity) describe() (desc, hash string) {
@@ -42,6 +45,7 @@ func (id identity) differs(other identity) string {
 	for _, f := range []struct{ name, a, b string }{
 		{"origin", id.Origin, other.Origin}, {"executable", id.Executable, other.Executable},
 		{"TLS key", id.TLSKey, other.TLSKey}, {"serverInfo", id.ServerInfo, other.ServerInfo},
+		{"serverInfo (server/discover)", id.DiscoverInfo, other.DiscoverInfo},
 	} {
 		if f.a != "" && f.b != "" && f.a != f.b {
 			return f.name
@@ -52,7 +56,26 @@ func (id identity) differs(other identity) string {
 
 // learns reports whether other knows a field id does not.
 func (id identity) learns(other identity) bool {
-	return id.TLSKey == "" && other.TLSKey != "" || id.ServerInfo == "" && other.ServerInfo != "" || id.Executable == "" && other.Executable != ""
+	return id.TLSKey == "" && other.TLSKey != "" || id.ServerInfo == "" && other.ServerInfo != "" || id.Executable == "" && other.Executable != "" ||
+		id.DiscoverInfo == "" && other.DiscoverInfo != ""
+}
+
+// filledFrom is id with the fields it does not know taken from pinned (a
+// contact shows some fields only: the TLS key over https, serverInfo
+// after the handshake of its own protocol version).
+func (id identity) filledFrom(pinned identity) identity {
+	for _, f := range []struct {
+		have *string
+		from string
+	}{
+		{&id.Origin, pinned.Origin}, {&id.Executable, pinned.Executable}, {&id.TLSKey, pinned.TLSKey},
+		{&id.ServerInfo, pinned.ServerInfo}, {&id.DiscoverInfo, pinned.DiscoverInfo},
+	} {
+		if *f.have == "" {
+			*f.have = f.from
+		}
+	}
+	return id
 }
 
 // identityPin is a server's pinned identity, if any.
@@ -141,6 +164,9 @@ func (s *Server) origin() string {
 // know yet are learned. A change waiting refuses the server unless it is
 // back to what was pinned.
 func (s *Server) checkIdentity(req events.ID, ip identityPin, now identity) error {
+	if ip.known {
+		now = now.filledFrom(ip.pinned) // what this contact did not show stays as pinned
+	}
 	desc, hash := now.describe()
 	if !ip.known || ip.pinned.differs(now) != "" || ip.pinned.learns(now) {
 		s.identity.forget() // what it records changes the pin
@@ -212,7 +238,11 @@ func (s *Server) identityAfter(req events.ID, ip identityPin, now identity, l *l
 		now.TLSKey = l.tls.key()
 	}
 	if ir := cs.InitializeResult(); ir != nil && ir.ServerInfo != nil {
-		now.ServerInfo = ir.ServerInfo.Name
+		if ir.ProtocolVersion >= newProtocol {
+			now.DiscoverInfo = ir.ServerInfo.Name
+		} else {
+			now.ServerInfo = ir.ServerInfo.Name
+		}
 	}
 	if err := s.checkIdentity(req, ip, now); err != nil {
 		cs.Close()

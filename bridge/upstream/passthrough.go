@@ -221,7 +221,8 @@ func (g *Gateway) recordConflicts() {
 
 // GetPrompt fetches an exposed prompt from its server, recorded as the
 // upstream hop of request req.
-func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, args map[string]string) (*sdk.GetPromptResult, error) {
+func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, p *sdk.GetPromptParams) (*sdk.GetPromptResult, error) {
+	name := p.Name
 	for _, sname := range g.names {
 		s := g.servers[sname]
 		if own, ok := s.offers().upstream[name]; ok {
@@ -229,7 +230,7 @@ func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, arg
 				return nil, err
 			}
 			var res *sdk.GetPromptResult
-			params := &sdk.GetPromptParams{Name: own, Arguments: args}
+			params := &sdk.GetPromptParams{Name: own, Arguments: p.Arguments, InputResponses: p.InputResponses, RequestState: p.RequestState}
 			err := s.roundTrip(ctx, req, "prompts/get "+own, params, func(ctx context.Context, l *link, meta sdk.Meta) (_ any, err error) {
 				params.Meta = meta
 				res, err = l.sess.GetPrompt(ctx, params)
@@ -245,7 +246,8 @@ func (g *Gateway) GetPrompt(ctx context.Context, req events.ID, name string, arg
 // server whose template fits it, recorded as the upstream hop of request
 // req. A URI the bridge serves itself, or that several servers claim, is
 // refused.
-func (g *Gateway) ReadResource(ctx context.Context, req events.ID, uri string) (*sdk.ReadResourceResult, error) {
+func (g *Gateway) ReadResource(ctx context.Context, req events.ID, p *sdk.ReadResourceParams) (*sdk.ReadResourceResult, error) {
+	uri := p.URI
 	s, err := g.resourceServer(uri)
 	if err != nil {
 		return nil, err
@@ -254,7 +256,7 @@ func (g *Gateway) ReadResource(ctx context.Context, req events.ID, uri string) (
 		return nil, err
 	}
 	var res *sdk.ReadResourceResult
-	params := &sdk.ReadResourceParams{URI: uri}
+	params := &sdk.ReadResourceParams{URI: uri, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	err = s.roundTrip(ctx, req, "resources/read "+uri, params, func(ctx context.Context, l *link, meta sdk.Meta) (_ any, err error) {
 		params.Meta = meta
 		res, err = l.sess.ReadResource(ctx, params)

@@ -67,20 +67,20 @@ func TestPromptsAndResourcesPassThroughToTheirOwner(t *testing.T) {
 
 	req := em.NewID()
 	const clientTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	res, err := g.GetPrompt(events.WithTraceparent(ctx, clientTP), req, "b__greet", nil)
+	res, err := g.GetPrompt(events.WithTraceparent(ctx, clientTP), req, &sdk.GetPromptParams{Name: "b__greet"})
 	if err != nil || res.Messages[0].Content.(*sdk.TextContent).Text != "hello from b" {
 		t.Fatalf("b__greet: %v %+v", err, res)
 	}
-	read, err := g.ReadResource(ctx, req, "file:///a.txt")
+	read, err := g.ReadResource(ctx, req, &sdk.ReadResourceParams{URI: "file:///a.txt"})
 	if err != nil || read.Contents[0].Text != "a has file:///a.txt" {
 		t.Fatalf("file:///a.txt: %v %+v", err, read)
 	}
 	for _, uri := range []string{"file:///shared.txt", "trace://runs/forged"} {
-		if _, err := g.ReadResource(ctx, em.NewID(), uri); err == nil {
+		if _, err := g.ReadResource(ctx, em.NewID(), &sdk.ReadResourceParams{URI: uri}); err == nil {
 			t.Errorf("%s was read; two servers list it or it is the bridge's own", uri)
 		}
 	}
-	if _, err := g.GetPrompt(ctx, em.NewID(), "greet", nil); err == nil {
+	if _, err := g.GetPrompt(ctx, em.NewID(), &sdk.GetPromptParams{Name: "greet"}); err == nil {
 		t.Error("a prompt without its server's prefix was served")
 	}
 

@@ -101,7 +101,7 @@ func TestResourceUpdatesReachOnlyTheSubscriber(t *testing.T) {
 	if got := r.crossings(t, req); !has(got, events.KindUpstreamRequestSent+" resources/subscribe ok") {
 		t.Fatalf("the subscription's crossings: %q", got)
 	}
-	if _, err := r.g.ReadResource(ctxB, r.em.NewID(), uri); err != nil { // b has a link too, not subscribed
+	if _, err := r.g.ReadResource(ctxB, r.em.NewID(), &sdk.ReadResourceParams{URI: uri}); err != nil { // b has a link too, not subscribed
 		t.Fatal(err)
 	}
 	if err := w.srv.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
