@@ -57,9 +57,9 @@ type link struct {
 	// version is the protocol version the link asks for ("": the SDK's
 	// newest); the upstream may answer with an older one.
 	version string
-	sess  *sdk.ClientSession
-	conn  *evidenceConn
-	proc  *process
+	sess    *sdk.ClientSession
+	conn    *evidenceConn
+	proc    *process
 	// client is the go-sdk client (its roots are the owner's).
 	client *sdk.Client
 	subs   subscriptions
