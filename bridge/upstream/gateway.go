@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"slices"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -153,7 +154,7 @@ func (g *Gateway) Ensure(ctx context.Context, req events.ID, method string) {
 	for _, name := range g.names {
 		s := g.servers[name]
 		switch {
-		case method == "tools/list" && (s.listed.Load() || !s.cfg.Eager() && s.listFromPins(ctx)):
+		case method == "tools/list" && !s.newUnlisted(ctx) && (s.listed.Load() || !s.cfg.Eager() && s.listFromPins(ctx)):
 			continue
 		case method != "tools/list" && method != "tools/call" && s.extras.Load() != nil:
 			continue // its prompts and resources are listed (it tells of changes)
@@ -276,13 +277,14 @@ func (g *Gateway) redact(s string) string { return g.opts.Emitter.Redactor().Val
 // pin (recording first sights, changes and removals), and puts the exposed
 // tools in the catalog. s.mu is held.
 func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.ClientSession) error {
-	var listed []*sdk.Tool
+	var now []*sdk.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return err
 		}
-		listed = append(listed, t)
+		now = append(now, t)
 	}
+	listed := s.unionLocked(cs, now)
 	pins, err := s.g.pins(ctx, s.name)
 	if err != nil {
 		return fmt.Errorf("read the pins: %w", err)
@@ -334,6 +336,43 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 	s.listed.Store(true)
 	s.g.catalogChanged()
 	return nil
+}
+
+// newUnlisted reports whether ctx's client speaks the new protocol and the
+// server was never listed on it (it may offer tools there only).
+func (s *Server) newUnlisted(ctx context.Context) bool {
+	if _, _, version := s.keyOf(ctx); version < newProtocol {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listings[1] == nil
+}
+
+// unionLocked notes what a link of cs's protocol generation listed and
+// returns the server's tools as both generations last listed them (this
+// listing first): a server may offer tools on the new protocol that it
+// does not on the old, and one generation's listing does not remove the
+// other's tools. s.mu is held.
+func (s *Server) unionLocked(cs *sdk.ClientSession, now []*sdk.Tool) []*sdk.Tool {
+	gen := 0
+	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion >= newProtocol {
+		gen = 1
+	}
+	s.listings[gen] = now
+	out := slices.Clone(now)
+	seen := map[string]bool{}
+	for _, t := range now {
+		if t != nil {
+			seen[t.Name] = true
+		}
+	}
+	for _, t := range s.listings[1-gen] {
+		if t != nil && !seen[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // pinTool compares a listed tool with its pin and records what changed:

@@ -30,6 +30,7 @@ type Server struct {
 	nextStart time.Time
 	lastFault string                 // why the last session ended, for the next refusal
 	tools     map[string]*toolState  // upstream tool name → what was listed
+	listings  [2][]*sdk.Tool         // the last listing on the old protocol [0] and the new [1] (unionLocked)
 	extras    atomic.Pointer[extras] // its prompts and resources (read without mu: SyncTools runs under it)
 	// annotations are each listed tool's annotations with the
 	// specification's defaults (map[string]bool), read without mu by
@@ -498,6 +499,10 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	resp, err := base.RoundTrip(r)
+	if err == nil && r.Method == http.MethodPost {
+		errorAsAnswer(r, resp)
+		asEventStream(r, resp, h.maxFrame)
+	}
 	if err == nil && h.order != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &sseCounter{ReadCloser: resp.Body, o: h.order, max: h.maxFrame}
 	}

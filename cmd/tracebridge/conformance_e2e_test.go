@@ -216,8 +216,23 @@ func TestConformanceThroughTheGateway(t *testing.T) {
 	}
 }
 
+// knownGaps are the checks that pass directly and not through, each with
+// why: listed, never hidden (the note of the issue that left them names
+// them too). Any other difference fails the test.
+var knownGaps = map[string]string{
+	// SEP-1699 (SHOULD; a pending scenario of 2025-11-25): the front door
+	// neither primes its POST streams nor resumes them with Last-Event-ID.
+	// A priming event without resumption is a promise it cannot keep: the
+	// TypeScript SDK 1.27 client then reconnects after every error answer
+	// and hung the suite's runs.
+	"server-sse-polling/server-sse-priming-event":    "no priming event: the front door keeps no events to resume from",
+	"server-sse-polling/server-sse-retry-field":      "no retry field: no resumption",
+	"server-sse-polling/server-sse-disconnect-resume": "no Last-Event-ID resumption",
+}
+
 // compareConformance fails for each check that passes directly but not
-// through, and logs both columns, scenario by scenario.
+// through (but the knownGaps, logged as such), and logs both columns,
+// scenario by scenario.
 func compareConformance(t *testing.T, direct, through map[string]string) {
 	t.Helper()
 	var keys []string
@@ -243,7 +258,9 @@ func compareConformance(t *testing.T, direct, through map[string]string) {
 	for _, k := range keys {
 		d, th := direct[k], through[k]
 		fmt.Fprintf(&table, "%-60s %-10s %s\n", k, first(d), th)
-		if d == "SUCCESS" && th != "SUCCESS" {
+		if gap, known := knownGaps[k]; known && d == "SUCCESS" && th != "SUCCESS" {
+			t.Logf("%s passes directly but not through the gateway, a known gap: %s", k, gap)
+		} else if d == "SUCCESS" && th != "SUCCESS" {
 			t.Errorf("%s passes directly but not through the gateway: %q", k, th)
 		}
 	}
