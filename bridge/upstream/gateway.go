@@ -1,11 +1,11 @@
 package upstream
 
 import (
-	"slices"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"

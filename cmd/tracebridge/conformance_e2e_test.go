@@ -225,8 +225,8 @@ var knownGaps = map[string]string{
 	// A priming event without resumption is a promise it cannot keep: the
 	// TypeScript SDK 1.27 client then reconnects after every error answer
 	// and hung the suite's runs.
-	"server-sse-polling/server-sse-priming-event":    "no priming event: the front door keeps no events to resume from",
-	"server-sse-polling/server-sse-retry-field":      "no retry field: no resumption",
+	"server-sse-polling/server-sse-priming-event":     "no priming event: the front door keeps no events to resume from",
+	"server-sse-polling/server-sse-retry-field":       "no retry field: no resumption",
 	"server-sse-polling/server-sse-disconnect-resume": "no Last-Event-ID resumption",
 }
 
