@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -208,6 +209,16 @@ func (t *Tool) validate(args json.RawMessage) error {
 	if len(args) > 0 && string(args) != "null" {
 		if err := json.Unmarshal(args, &v); err != nil {
 			return fmt.Errorf("arguments are not JSON: %v", err)
+		}
+	}
+	if m, ok := v.(map[string]any); ok && t.InputSchema != nil {
+		// A null for an optional argument says "not given" (SEP-2243: a
+		// header parameter sent null is omitted): judged as absent, and
+		// forwarded as sent. A required one stays null, and is refused.
+		for k, val := range m {
+			if val == nil && !slices.Contains(t.InputSchema.Required, k) {
+				delete(m, k)
+			}
 		}
 	}
 	if err := t.resolved.Validate(v); err != nil {

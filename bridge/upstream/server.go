@@ -254,6 +254,15 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	// SDK falls back when the server does not know it.
 	copts := &sdk.ClientSessionOptions{ProtocolVersion: l.version}
 	cs, err := client.Connect(cctx, t, copts)
+	if err != nil && s.cfg.URL != "" && l.version != "" && l.version < newProtocol && cctx.Err() == nil &&
+		(l.tls == nil || l.tls.want == "" || l.tls.key() == l.tls.want) {
+		// A server of the new protocol only refuses initialize: the link
+		// asks for the new protocol instead, and the SDK answers the
+		// server's input requests by asking this link's old client
+		// (elicitation, sampling, roots, relayed as before).
+		client = l.newClient(ctx)
+		cs, err = client.Connect(cctx, t, &sdk.ClientSessionOptions{ProtocolVersion: newProtocol})
+	}
 	if err != nil {
 		if l.tls != nil && l.tls.want != "" && l.tls.key() != "" && l.tls.key() != l.tls.want {
 			now.TLSKey = l.tls.key()
