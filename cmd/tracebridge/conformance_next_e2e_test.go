@@ -1,10 +1,21 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
 // conformanceNextDir holds the conformance suite's newest release and its
@@ -43,5 +54,115 @@ func TestConformanceNextThroughTheGateway(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("bridge stderr:\n%s", stderr.String())
+	}
+}
+
+// A 2026-07-28 client over stdio calls a tool whose server asks for input
+// (multi-round-trip): the server's input request reaches the client in
+// the result, the client's retry carries its answer back, and the call
+// completes. Both round trips are in the client's session: exported, it
+// re-drives with no drift. A stateless request over HTTP does too.
+func TestMultiRoundTripRecordsAndReDrives(t *testing.T) {
+	long(t)
+	dir, node, tsx := conformanceNextDir(t)
+	ref := startReference(t, dir, node, tsx, "everything-server.ts")
+	cfg := writeConfig(t, fmt.Sprintf("[servers.cf]\nurl = %q\nprefix = false\napproval = { \"*\" = \"never\" }\n", ref))
+	data := filepath.Join(t.TempDir(), "data")
+	cmd := exec.Command(tbBin, "--data", data, "--log-level", "warn", "mcp")
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), cfg)
+	stderr := &testenv.Buffer{}
+	cmd.Stderr = stderr
+	asked := 0
+	c := sdk.NewClient(&sdk.Implementation{Name: "mrtr", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked++
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "test_input_required_result_elicitation", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("call: %v\n%s", err, stderr)
+	}
+	if got := textOf(res); got != "Hello, Ada!" || asked != 1 {
+		t.Fatalf("the call came to %q after %d elicitations; want \"Hello, Ada!\" after 1\n%s", got, asked, stderr)
+	}
+	cs.Close()
+
+	cli := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tbBin, append([]string{"--data", data}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tracebridge %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	var runs []struct {
+		SessionID string `json:"sessionId"`
+		Status    string `json:"status"`
+	}
+	for line := range strings.Lines(cli("runs", "--json", "--tool", "test_input_required_result_elicitation")) {
+		var r struct {
+			SessionID string `json:"sessionId"`
+			Status    string `json:"status"`
+		}
+		if json.Unmarshal([]byte(line), &r) == nil && r.SessionID != "" {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) != 2 || runs[0].SessionID != runs[1].SessionID || runs[0].Status != "ok" || runs[1].Status != "ok" {
+		t.Fatalf("the two round trips are not two ok runs of one session: %+v", runs)
+	}
+	if n := countKind(t, data, "upstream.response.received"); n < 2 {
+		t.Fatalf("%d upstream answers recorded, want both round trips'", n)
+	}
+	file := filepath.Join(t.TempDir(), "mrtr.jsonl")
+	cli("session", "export", runs[0].SessionID, "-o", file, "--name", "mrtr")
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), "input_required") || !strings.Contains(string(b), "inputResponses") {
+		t.Fatalf("the exported session lacks the input request or the retry's answers:\n%.2000s", b)
+	}
+	if out, err := exec.Command(tbBin, "session", "replay", file).CombinedOutput(); err != nil || !strings.Contains(string(out), "no drift") {
+		b, _ := os.ReadFile(file)
+		t.Fatalf("the multi-round-trip session does not re-drive cleanly: %v\n%s\nfile:\n%.4000s", err, out, b)
+	}
+
+	// A stateless request over HTTP is a session of its own: it exports
+	// and re-drives the same way.
+	hdata := filepath.Join(t.TempDir(), "data")
+	url, token, _, _ := startHTTPBridge(t, hdata, cfg)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"test_simple_text","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(answer), `"resultType":"complete"`) {
+		t.Fatalf("the stateless call: HTTP %d %s", resp.StatusCode, answer)
+	}
+	data = hdata
+	line := strings.SplitN(cli("runs", "--json", "--limit", "1", "--tool", "test_simple_text"), "\n", 2)[0]
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal([]byte(line), &r); err != nil || r.SessionID == "" {
+		t.Fatalf("runs: %q %v", line, err)
+	}
+	file = filepath.Join(t.TempDir(), "stateless.jsonl")
+	cli("session", "export", r.SessionID, "-o", file, "--name", "stateless")
+	if out, err := exec.Command(tbBin, "session", "replay", file).CombinedOutput(); err != nil || !strings.Contains(string(out), "no drift") {
+		b, _ := os.ReadFile(file)
+		t.Fatalf("the stateless request's session does not re-drive cleanly: %v\n%s\nfile:\n%.4000s", err, out, b)
 	}
 }
