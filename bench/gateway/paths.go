@@ -27,7 +27,8 @@ type pathKind struct {
 var paths = []pathKind{
 	{"direct", "go-sdk client → the server (stdio)", startDirect},
 	{"tracebridge-stdio", "tracebridge mcp, the server behind its gateway; evidence durable before each answer", startTracebridgeStdio},
-	{"tracebridge-http", "tracebridge mcp --http (Streamable HTTP, bearer token); evidence durable before each answer", startTracebridgeHTTP},
+	{"tracebridge-http", "tracebridge mcp --http (Streamable HTTP, bearer token; the client on 2026-07-28: each request stateless); evidence durable before each answer", startTracebridgeHTTP},
+	{"tracebridge-http-2025", "tracebridge mcp --http, the client on 2025-11-25 (one session: initialize, Mcp-Session-Id)", startTracebridgeHTTP2025},
 	{"supergateway", "supergateway 4.0.0 --stdio, SSE", startSupergateway},
 	{"mcp-proxy", "mcp-proxy 6.7.19, Streamable HTTP", startMCPProxy},
 }
@@ -98,6 +99,14 @@ func startTracebridgeStdio(ctx context.Context, s *setup) (*path, error) {
 }
 
 func startTracebridgeHTTP(ctx context.Context, s *setup) (*path, error) {
+	return tracebridgeHTTP(ctx, s, nil)
+}
+
+func startTracebridgeHTTP2025(ctx context.Context, s *setup) (*path, error) {
+	return tracebridgeHTTP(ctx, s, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+}
+
+func tracebridgeHTTP(ctx context.Context, s *setup, opts *sdk.ClientSessionOptions) (*path, error) {
 	dir, env, err := tracebridgeData(s)
 	if err != nil {
 		return nil, err
@@ -115,7 +124,7 @@ func startTracebridgeHTTP(ctx context.Context, s *setup) (*path, error) {
 	cmd := exec.Command(s.tracebridge, "--data", data, "--log-level", "error", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
 	cmd.Env = env
 	hc := &http.Client{Transport: bearer(strings.TrimSpace(string(tok)))}
-	p, err := serve(ctx, cmd, fmt.Sprintf("127.0.0.1:%d", port), &sdk.StreamableClientTransport{Endpoint: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), HTTPClient: hc})
+	p, err := serveWith(ctx, cmd, fmt.Sprintf("127.0.0.1:%d", port), &sdk.StreamableClientTransport{Endpoint: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), HTTPClient: hc}, opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -159,6 +168,11 @@ func startMCPProxy(ctx context.Context, s *setup) (*path, error) {
 // serve starts an HTTP gateway in a process group of its own and connects
 // once it listens on addr (at most 30 s).
 func serve(ctx context.Context, cmd *exec.Cmd, addr string, t sdk.Transport) (*path, error) {
+	return serveWith(ctx, cmd, addr, t, nil)
+}
+
+// serveWith is serve, the client connecting with opts.
+func serveWith(ctx context.Context, cmd *exec.Cmd, addr string, t sdk.Transport, opts *sdk.ClientSessionOptions) (*path, error) {
 	if _, err := os.Stat(cmd.Args[min(1, len(cmd.Args)-1)]); err != nil && cmd.Args[0] == "node" {
 		return nil, fmt.Errorf("%w: install the peers first (npm ci --prefix bench/gateway/peers; make bench-gateway does)", err)
 	}
@@ -186,7 +200,7 @@ func serve(ctx context.Context, cmd *exec.Cmd, addr string, t sdk.Transport) (*p
 		kill()
 		return nil, errors.Join(fmt.Errorf("%s did not listen on %s within 30 s: %w", filepath.Base(cmd.Args[min(1, len(cmd.Args)-1)]), addr, err), errors.New(stderr.String()))
 	}
-	sess, err := client().Connect(ctx, t, nil)
+	sess, err := client().Connect(ctx, t, opts)
 	if err != nil {
 		kill()
 		return nil, errors.Join(err, errors.New(stderr.String()))
