@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,11 +62,11 @@ func startReference(t *testing.T, dir, node string, args ...string) string {
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // tsx runs the server in a child: end the group
+	ownGroup(cmd) // tsx runs the server in a child: end the group
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	t.Cleanup(func() { killGroup(cmd); cmd.Wait() })
 	eventually(t, 30*time.Second, "the reference server listens", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
