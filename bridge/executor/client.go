@@ -1,6 +1,9 @@
 package executor
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // Client is the MCP client session a request came from. The gateway relays
 // what an upstream asks or tells (sampling, elicitation, roots, log
@@ -20,5 +23,21 @@ func WithClient(ctx context.Context, c Client) context.Context {
 // the bridge's own work).
 func ClientOf(ctx context.Context) Client {
 	c, _ := ctx.Value(clientKey{}).(Client)
+	return c
+}
+
+type declaredKey struct{}
+
+// WithDeclared returns ctx carrying the capabilities the client declared
+// on this request (2026-07-28's per-request _meta, as JSON): what the
+// gateway tells the server the request's client can answer.
+func WithDeclared(ctx context.Context, caps json.RawMessage) context.Context {
+	return context.WithValue(ctx, declaredKey{}, caps)
+}
+
+// DeclaredOf is what WithDeclared put in ctx (nil: the request declared
+// nothing of its own).
+func DeclaredOf(ctx context.Context) json.RawMessage {
+	c, _ := ctx.Value(declaredKey{}).(json.RawMessage)
 	return c
 }

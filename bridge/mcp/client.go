@@ -167,6 +167,13 @@ func (s *Server) withClient(next sdk.MethodHandler) sdk.MethodHandler {
 			c.mu.Unlock()
 		}
 		ctx = executor.WithClient(ctx, c)
+		if p := req.GetParams(); p != nil {
+			if caps, ok := p.GetMeta()[sdk.MetaKeyClientCapabilities]; ok {
+				if b, err := json.Marshal(caps); err == nil {
+					ctx = executor.WithDeclared(ctx, b) // this request's own, over a session's first
+				}
+			}
+		}
 		res, err := next(ctx, method, req)
 		if p, ok := req.GetParams().(*sdk.SetLoggingLevelParams); ok && err == nil && p != nil {
 			c.mu.Lock()

@@ -172,12 +172,17 @@ func (l *link) close() {
 const protocolMetaPrefix = "io.modelcontextprotocol/"
 
 // requestMeta adds to meta, for a request of ctx's client on l, what the
-// new protocol asks each request to declare: the capabilities of the
-// client that asked (the upstream asks it only what it can answer), not
-// the link's. On an older protocol there is nothing to add.
+// new protocol asks each request to declare: the capabilities the client
+// declared on this request (else on its session), not the link's: the
+// upstream asks it only what it can answer. On an older protocol there is
+// nothing to add.
 func (l *link) requestMeta(ctx context.Context, meta sdk.Meta) sdk.Meta {
 	ir := l.sess.InitializeResult()
 	if ir == nil || ir.ProtocolVersion < newProtocol {
+		return meta
+	}
+	if caps := executor.DeclaredOf(ctx); caps != nil {
+		meta[sdk.MetaKeyClientCapabilities] = caps // as this request declared them
 		return meta
 	}
 	d := downstreamOf(ctx)

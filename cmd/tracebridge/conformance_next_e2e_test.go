@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/internal/testenv"
@@ -91,6 +93,20 @@ func TestMultiRoundTripRecordsAndReDrives(t *testing.T) {
 	}
 	if got := textOf(res); got != "Hello, Ada!" || asked != 1 {
 		t.Fatalf("the call came to %q after %d elicitations; want \"Hello, Ada!\" after 1\n%s", got, asked, stderr)
+	}
+	// What reaches the server is each request's own capabilities: this
+	// client declared no sampling for its session, so the server refuses
+	// the tool (-32021, relayed as the server sent it) until a request
+	// declares sampling itself.
+	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "test_missing_capability", Arguments: map[string]any{}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -32021 {
+		t.Fatalf("a call needing sampling from a client without it: %v, want the server's -32021", err)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "test_missing_capability", Arguments: map[string]any{},
+		Meta: sdk.Meta{sdk.MetaKeyClientCapabilities: map[string]any{"sampling": map[string]any{}}}})
+	if err != nil || textOf(res) != "Success" {
+		t.Fatalf("a request declaring sampling itself: %v %v", err, res)
 	}
 	cs.Close()
 
