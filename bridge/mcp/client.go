@@ -5,6 +5,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -167,7 +168,7 @@ func (s *Server) withClient(next sdk.MethodHandler) sdk.MethodHandler {
 			c.mu.Unlock()
 		}
 		ctx = executor.WithClient(ctx, c)
-		if p := req.GetParams(); p != nil {
+		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() { // a request without params holds a typed nil
 			if caps, ok := p.GetMeta()[sdk.MetaKeyClientCapabilities]; ok {
 				if b, err := json.Marshal(caps); err == nil {
 					ctx = executor.WithDeclared(ctx, b) // this request's own, over a session's first

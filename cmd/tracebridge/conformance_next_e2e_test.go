@@ -51,6 +51,9 @@ func TestConformanceNextThroughTheGateway(t *testing.T) {
 		t.Run(rev, func(t *testing.T) {
 			direct := conformanceChecks(t, dir, node, ref, "--requirements", rev)
 			through := conformanceChecks(t, dir, node, front, "--requirements", rev)
+			againAlone(t, direct, through, func(sc string) map[string]string {
+				return conformanceChecks(t, dir, node, front, "--scenario", sc, "--spec-version", rev)
+			})
 			compareConformance(t, direct, through)
 		})
 	}
