@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -422,40 +421,13 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 	h.touch()
 	var resp, prog chan []byte
 	if call {
-		resp = make(chan []byte, 1)
-		prog = make(chan []byte, 64)
-		// Keyed by the id as the SDK echoes it (-0 comes back 0, "\u0041"
-		// comes back "A"), and never kept past this POST.
-		key := canonicalID(id)
-		h.mu.Lock()
-		if _, dup := h.waiters[key]; dup {
-			h.mu.Unlock()
+		var done func()
+		var ok bool
+		if resp, prog, done, ok = h.await(id, token, strings.Contains(r.Header.Get("Accept"), "text/event-stream")); !ok {
 			http.Error(w, "a request with this id is in flight", http.StatusConflict)
 			return
 		}
-		h.waiters[key] = resp
-		if len(token) > 0 {
-			h.progress[string(token)] = prog
-		}
-		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-			h.streams[key] = prog
-			h.order = append(h.order, key)
-		}
-		h.mu.Unlock()
-		defer func() {
-			h.mu.Lock()
-			if len(token) > 0 {
-				delete(h.progress, string(token))
-			}
-			if h.streams[key] == prog {
-				delete(h.streams, key)
-				h.order = slices.DeleteFunc(h.order, func(k string) bool { return k == key })
-			}
-			if h.waiters[key] == resp {
-				delete(h.waiters, key)
-			}
-			h.mu.Unlock()
-		}()
+		defer done()
 	}
 	if _, err := h.in.Write(append(bytes.TrimSpace(body), '\n')); err != nil {
 		http.Error(w, "the session has ended: initialize again", http.StatusNotFound)
@@ -532,27 +504,6 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 			return
 		}
 	}
-}
-
-// canonicalID is a JSON-RPC id as the SDK echoes it: an integer in its
-// shortest decimal form, a string re-encoded by encoding/json.
-func canonicalID(id json.RawMessage) string {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(id))
-	dec.UseNumber()
-	if dec.Decode(&v) != nil {
-		return string(id)
-	}
-	switch v := v.(type) {
-	case json.Number:
-		if n, err := strconv.ParseInt(v.String(), 10, 64); err == nil {
-			return strconv.FormatInt(n, 10)
-		}
-	case string:
-		b, _ := json.Marshal(v)
-		return string(b)
-	}
-	return string(id)
 }
 
 // serveGET streams the session's notifications (tools/list_changed, log

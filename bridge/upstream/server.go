@@ -252,17 +252,7 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	// The link speaks its client's protocol version (what a server may ask
 	// of a client during a request differs between versions: keyOf); the
 	// SDK falls back when the server does not know it.
-	copts := &sdk.ClientSessionOptions{ProtocolVersion: l.version}
-	cs, err := client.Connect(cctx, t, copts)
-	if err != nil && s.cfg.URL != "" && l.version != "" && l.version < newProtocol && cctx.Err() == nil &&
-		(l.tls == nil || l.tls.want == "" || l.tls.key() == l.tls.want) {
-		// A server of the new protocol only refuses initialize: the link
-		// asks for the new protocol instead, and the SDK answers the
-		// server's input requests by asking this link's old client
-		// (elicitation, sampling, roots, relayed as before).
-		client = l.newClient(ctx)
-		cs, err = client.Connect(cctx, t, &sdk.ClientSessionOptions{ProtocolVersion: newProtocol})
-	}
+	cs, err := s.handshake(ctx, cctx, l, t, client)
 	if err != nil {
 		if l.tls != nil && l.tls.want != "" && l.tls.key() != "" && l.tls.key() != l.tls.want {
 			now.TLSKey = l.tls.key()
@@ -292,6 +282,20 @@ func (s *Server) connect(ctx context.Context, req, op events.ID, l *link) error 
 	// (info when it did not say); a server without logging says no.
 	l.setLevel(cctx, l.level())
 	return nil
+}
+
+// handshake connects l's client at the link's version. A server of the
+// new protocol only refuses initialize: an HTTP link then asks for the new
+// protocol instead, and the SDK answers the server's input requests by
+// asking the link's old client (elicitation, sampling, roots, relayed as
+// before). A stdio process is not asked twice.
+func (s *Server) handshake(ctx, cctx context.Context, l *link, t sdk.Transport, client *sdk.Client) (*sdk.ClientSession, error) {
+	cs, err := client.Connect(cctx, t, &sdk.ClientSessionOptions{ProtocolVersion: l.version})
+	if err == nil || s.cfg.URL == "" || l.version == "" || l.version >= newProtocol || cctx.Err() != nil ||
+		l.tls != nil && l.tls.want != "" && l.tls.key() != l.tls.want {
+		return cs, err
+	}
+	return l.newClient(ctx).Connect(cctx, t, &sdk.ClientSessionOptions{ProtocolVersion: newProtocol})
 }
 
 // dialed is the transport a re-drive's recording serves (Options.Dial).
