@@ -80,6 +80,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderReview$$' -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClient$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) ./internal/confine
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONAsSSE$$' -fuzztime $(FUZZTIME) ./bridge/upstream
+	$(GO) test -run '^$$' -fuzz '^FuzzStatelessMeta$$' -fuzztime $(FUZZTIME) ./bridge/mcp
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat
 # (median and spread per benchmark). Raw output: out/bench.txt.

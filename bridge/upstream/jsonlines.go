@@ -30,13 +30,33 @@ func asEventStream(r *http.Request, resp *http.Response, maxFrame int) {
 	resp.Header.Set("Content-Type", "text/event-stream")
 	resp.Header.Del("Content-Length")
 	resp.ContentLength = -1
-	resp.Body = &jsonAsSSE{body: resp.Body, dec: json.NewDecoder(resp.Body), max: maxFrame}
+	capped := &perMessageCap{r: resp.Body, max: int64(maxFrame) + 64<<10} // the decoder reads ahead: a buffer's slack
+	resp.Body = &jsonAsSSE{body: resp.Body, dec: json.NewDecoder(capped), cap: capped, max: maxFrame}
+}
+
+// perMessageCap fails a read once more than max bytes were read since the
+// last message was decoded: a server streaming one endless value is cut
+// off, not buffered whole.
+type perMessageCap struct {
+	r   io.Reader
+	n   int64
+	max int64
+}
+
+func (c *perMessageCap) Read(p []byte) (int, error) {
+	if c.n > c.max {
+		return 0, errors.New("a message of the server's answer exceeds the frame cap")
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // jsonAsSSE reads JSON values off body and yields each as one SSE event.
 type jsonAsSSE struct {
 	body io.ReadCloser
 	dec  *json.Decoder
+	cap  *perMessageCap
 	max  int
 	buf  bytes.Buffer
 	err  error
@@ -56,6 +76,10 @@ func (j *jsonAsSSE) Read(p []byte) (int, error) {
 		if len(m) > j.max {
 			j.err = errors.New("a message of the server's answer exceeds the frame cap")
 			break
+		}
+		j.cap.n = 0
+		if ahead, ok := j.dec.Buffered().(interface{ Len() int }); ok {
+			j.cap.n = int64(ahead.Len()) // what is read ahead belongs to the next message
 		}
 		j.buf.WriteString("event: message\ndata: ")
 		json.Compact(&j.buf, m)
