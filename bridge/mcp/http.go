@@ -132,9 +132,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := len(msg.ID) > 0 && msg.Method != ""
-	if sm := readStatelessMeta(body); sid == "" && statelessRequest(r.Header.Get("Mcp-Protocol-Version"), sm) {
-		f.stateless(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call, sm)
-		return
+	if sid == "" { // a request of the stateless protocol? (a session's requests are not read twice)
+		if sm := readStatelessMeta(body); statelessRequest(r.Header.Get("Mcp-Protocol-Version"), sm) {
+			f.stateless(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call, sm)
+			return
+		}
 	}
 	switch {
 	case sid != "":
@@ -468,12 +470,13 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 				}
 				return
 			}
-			if status := statelessStatus(line); h.stateless && !opened && status != http.StatusOK {
-				stream = false // an error refused as sent: its status says so, as JSON
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(status)
-				w.Write(line)
-				return
+			if h.stateless && !opened { // an error refused as sent: its status says so, as JSON
+				if status := statelessStatus(line); status != http.StatusOK {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(status)
+					w.Write(line)
+					return
+				}
 			}
 			if stream {
 				open()

@@ -4,7 +4,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"sync"
 
@@ -173,36 +172,15 @@ const protocolMetaPrefix = "io.modelcontextprotocol/"
 
 // requestMeta adds to meta, for a request of ctx's client on l, what the
 // new protocol asks each request to declare: the capabilities the client
-// declared on this request (else on its session), not the link's: the
-// upstream asks it only what it can answer. On an older protocol there is
-// nothing to add.
+// declared on this request, not the link's (the upstream asks it only
+// what it can answer). A request without its own (an old client's, on a
+// link that had to speak the new protocol) gets the link's from the SDK,
+// which are its owner's. On an older protocol there is nothing to add.
 func (l *link) requestMeta(ctx context.Context, meta sdk.Meta) sdk.Meta {
-	ir := l.sess.InitializeResult()
-	if ir == nil || ir.ProtocolVersion < newProtocol {
-		return meta
+	if ir := l.sess.InitializeResult(); ir != nil && ir.ProtocolVersion >= newProtocol {
+		if caps := executor.DeclaredOf(ctx); caps != nil {
+			meta[sdk.MetaKeyClientCapabilities] = caps
+		}
 	}
-	if caps := executor.DeclaredOf(ctx); caps != nil {
-		meta[sdk.MetaKeyClientCapabilities] = caps // as this request declared them
-		return meta
-	}
-	d := downstreamOf(ctx)
-	if d == nil || d.Capabilities() == nil {
-		return meta
-	}
-	meta[sdk.MetaKeyClientCapabilities] = wireCapabilities(d.Capabilities())
 	return meta
-}
-
-// wireCapabilities is c as the new protocol's _meta carries it: roots as
-// declared (RootsV2), not the SDK's legacy always-present roots object.
-func wireCapabilities(c *sdk.ClientCapabilities) map[string]any {
-	b, _ := json.Marshal(c)
-	m := map[string]any{}
-	json.Unmarshal(b, &m)
-	delete(m, "roots")
-	//lint:ignore SA1019 roots are deprecated in 2026-07-28 but in their window; a client that declares them still gets asked
-	if c.RootsV2 != nil {
-		m["roots"] = c.RootsV2
-	}
-	return m
 }
