@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/internal/testenv"
 )
 
@@ -56,6 +57,12 @@ func TestConformanceNextThroughTheGateway(t *testing.T) {
 			})
 			compareConformance(t, direct, through)
 		})
+	}
+	// What the suite sent malformed on the stateless protocol (no header,
+	// no _meta, a header that disagrees) was refused before any session,
+	// and recorded with its code.
+	if n := countCode(t, data, events.KindMCPHTTPRejected, events.CodeInvalidRequest); n == 0 {
+		t.Error("no mcp.http.rejected event with InvalidRequest: the front door's stateless refusals are not on the record")
 	}
 	if t.Failed() {
 		t.Logf("bridge stderr:\n%s", stderr.String())
