@@ -30,9 +30,9 @@ func Validate(e *Event) error {
 	if e.Boundary != info.Boundary {
 		return fmt.Errorf("event %s: kind %s belongs to boundary %q, not %q", e.ID, e.Kind, info.Boundary, e.Boundary)
 	}
-	for name, s := range map[string]string{"from": e.From, "to": e.To, "outcome": string(e.Outcome), "code": string(e.Code)} {
-		if len(s) > maxFieldLen {
-			return fmt.Errorf("event %s: %s is %d bytes (cap %d)", e.ID, name, len(s), maxFieldLen)
+	for _, f := range [...]struct{ name, s string }{{"from", e.From}, {"to", e.To}, {"outcome", string(e.Outcome)}, {"code", string(e.Code)}} {
+		if len(f.s) > maxFieldLen {
+			return fmt.Errorf("event %s: %s is %d bytes (cap %d)", e.ID, f.name, len(f.s), maxFieldLen)
 		}
 	}
 	if len(e.Traceparent) > maxParentLen {

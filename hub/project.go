@@ -16,7 +16,7 @@ import (
 // so a busy log costs the projections one transaction per interval, not
 // one per commit. Queries catch up themselves first, so nothing reads
 // stale state.
-const projectEvery = 20 * time.Millisecond
+const projectEvery = 100 * time.Millisecond
 
 // project keeps the projections caught up with the log while the hub runs.
 func (h *Hub) project() {

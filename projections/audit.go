@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -38,9 +39,12 @@ func (audit) Apply(kv KV, e *events.Event) error {
 	var env struct {
 		Tool string `json:"tool"`
 	}
-	if raw := []byte(e.Attrs.Get(events.AttrEnvelope)); json.Valid(raw) {
+	// One pass: Unmarshal checks the whole text before it decodes, so only
+	// a syntax error means the envelope is not JSON.
+	raw := []byte(e.Attrs.Get(events.AttrEnvelope))
+	var syntax *json.SyntaxError
+	if err := json.Unmarshal(raw, &env); !errors.As(err, &syntax) {
 		a.Envelope = raw
-		json.Unmarshal(raw, &env)
 	} else if len(raw) > 0 {
 		a.Envelope, _ = json.Marshal(e.Attrs.Get(events.AttrEnvelope)) // truncated or redacted: kept as text
 	}

@@ -37,7 +37,7 @@ type applier struct {
 // virtual disk, a trap per I/O — serves many acknowledgements; a waiting
 // reader cuts the wait short.
 const (
-	applyLinger = 20 * time.Millisecond
+	applyLinger = 100 * time.Millisecond
 	applyAt     = 64 << 10
 )
 

@@ -182,9 +182,16 @@ func serveWith(ctx context.Context, cmd *exec.Cmd, addr string, t sdk.Transport,
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	kill := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
+	kill := func() { // asked first (a profile, TRACEBRIDGE_CPUPROFILE, is written at exit), then killed
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
 	}
 	// Listening first; then one connect whose context lives as long as the
 	// session (an SSE session's stream is that context's request).

@@ -389,7 +389,8 @@ func (s *Server) beforeList(next sdk.MethodHandler) sdk.MethodHandler {
 }
 
 // Serve runs one session over r and w until the client closes r, the
-// session fails, or ctx ends. Every event is flushed before it returns.
+// session fails, or ctx ends. Every event is flushed before it returns,
+// except a stateless request's session end (see below).
 func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	c := &connState{rec: s.opts.Emitter, log: s.opts.Logger, session: s.opts.Emitter.NewID(), codeOf: s.codeOf,
 		flushTimeout: s.opts.FlushTimeout, now: s.opts.Now, inflight: map[string]*pending{}, transport: "pipe"}
@@ -405,7 +406,8 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
 	t := &evidenceTransport{inner: &sdk.IOTransport{Reader: readCloser{in, r}, Writer: out, MaxLineLength: s.opts.MaxLineLength}, c: c}
 	cs := &clientSession{key: c.session.String(), conn: c}
-	if one, _ := ctx.Value(oneRequestKey{}).(bool); one {
+	one, _ := ctx.Value(oneRequestKey{}).(bool)
+	if one {
 		cs.key = ""
 	}
 	c.related = relatedOf(ctx)
@@ -419,6 +421,13 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 		s.opts.Passthrough.Release(cs.key)
 	}
 	c.endSession(io.EOF) // a no-op when Read already recorded why it stopped
+	if one {
+		// A stateless request's answer waited for its own events; the
+		// session's end rides with the emitter's next batch (within its
+		// linger) instead of a durable point of its own that the HTTP
+		// handler would wait for.
+		return err
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.FlushTimeout)
 	defer cancel()
 	if ferr := s.opts.Emitter.FlushAll(fctx); ferr != nil {

@@ -11,7 +11,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	endProfile := startProfile()
 	code := NewMain().Run(ctx, os.Args[1:])
 	stop()
+	endProfile()
 	os.Exit(code)
 }
