@@ -18,6 +18,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/internal/confine"
+	"github.com/tracebridge/tracebridge/internal/lineconn"
 )
 
 // Probe is one trial start of a command server (`tracebridge servers test
@@ -80,7 +81,7 @@ func ProbeServer(ctx context.Context, c *config.Config, name, stateRoot string, 
 	cctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout())
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "tracebridge-servers-test", Version: "1"}, nil)
-	cs, err := client.Connect(cctx, &sdk.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, nil)
+	cs, err := client.Connect(cctx, &lineconn.Transport{Reader: proc.stdout, Writer: proc.stdin, MaxFrame: sdk.DefaultMaxLineLength}, nil)
 	if err == nil {
 		defer cs.Close()
 		for tool, terr := range cs.Tools(cctx, nil) {

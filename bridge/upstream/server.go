@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/lineconn"
 )
 
 // Server is one upstream: its connection, its process (stdio), the tools it
@@ -372,7 +373,7 @@ func (s *Server) child(ctx context.Context, req, op events.ID, l *link, expand f
 	l.proc = p
 	s.emit(events.KindUpstreamStarted, req, op, events.OK, "", time.Time{}, s.spawnAttrs(p, exe, env, conf))
 	go s.recordExit(p, req, op)
-	return &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.g.opts.MaxFrame}, nil
+	return &lineconn.Transport{Reader: p.stdout, Writer: p.stdin, MaxFrame: s.g.opts.MaxFrame}, nil
 }
 
 // connectError says how the handshake failed: the process exited (with its
