@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/internal/lineconn"
 )
 
 // DefaultMaxLineLength caps one JSON-RPC line from the client. A longer line
@@ -404,7 +405,9 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	s.opts.Emitter.Emit(started)
 	out := &lockedWriter{w: w}
 	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
-	t := &evidenceTransport{inner: &sdk.IOTransport{Reader: readCloser{in, r}, Writer: out, MaxLineLength: s.opts.MaxLineLength}, c: c}
+	// The line guard caps each line; the connection decodes each message
+	// once (internal/lineconn) and answers a batch message by message.
+	t := &evidenceTransport{inner: &lineconn.Transport{Reader: readCloser{in, r}, Writer: out, Batches: true}, c: c}
 	cs := &clientSession{key: c.session.String(), conn: c}
 	one, _ := ctx.Value(oneRequestKey{}).(bool)
 	if one {

@@ -21,11 +21,18 @@ type Transport struct {
 	Writer io.WriteCloser
 	// MaxFrame caps one message's bytes; zero or less: no cap.
 	MaxFrame int
+	// Batches takes a JSON array of messages (2025-03-26 allowed a client
+	// to send one) as its messages, in order; each is answered on a line
+	// of its own. Without it an array ends the connection.
+	Batches bool
 }
 
 // Connect implements sdk.Transport.
 func (t *Transport) Connect(context.Context) (sdk.Connection, error) {
-	return New(t.Reader, t.Writer, t.MaxFrame), nil
+	c := newConn(t.Reader, t.Writer)
+	c.batches = t.Batches
+	go c.readLoop(t.MaxFrame)
+	return c, nil
 }
 
 // Conn is one connection. Its reader runs in a goroutine of its own, so a
@@ -38,6 +45,7 @@ type Conn struct {
 	closed   chan struct{}
 	once     sync.Once
 	closeErr error
+	batches  bool
 }
 
 type read struct {
@@ -47,9 +55,13 @@ type read struct {
 
 // New starts reading r; maxFrame caps one message (zero or less: no cap).
 func New(r io.ReadCloser, w io.WriteCloser, maxFrame int) *Conn {
-	c := &Conn{r: r, w: w, incoming: make(chan read), closed: make(chan struct{})}
+	c := newConn(r, w)
 	go c.readLoop(maxFrame)
 	return c
+}
+
+func newConn(r io.ReadCloser, w io.WriteCloser) *Conn {
+	return &Conn{r: r, w: w, incoming: make(chan read), closed: make(chan struct{})}
 }
 
 func (c *Conn) readLoop(maxFrame int) {
@@ -61,23 +73,53 @@ func (c *Conn) readLoop(maxFrame int) {
 		if err == nil {
 			err = trailing(dec)
 		}
-		var msg jsonrpc.Message
+		var msgs []jsonrpc.Message
 		if err == nil {
-			msg, err = Decode(raw)
+			msgs, err = c.decode(raw)
 		}
 		if lim.over() && err != nil && !errors.Is(err, io.EOF) {
 			err = ErrFrameTooLarge
 		}
-		select {
-		case c.incoming <- read{msg, err}:
-		case <-c.closed:
+		if err != nil {
+			select {
+			case c.incoming <- read{err: err}:
+			case <-c.closed:
+			}
 			return
 		}
-		if err != nil {
-			return
+		for _, msg := range msgs {
+			select {
+			case c.incoming <- read{msg: msg}:
+			case <-c.closed:
+				return
+			}
 		}
 		lim.reset(dec.Buffered())
 	}
+}
+
+// decode is one message, or a batch's when the connection takes them.
+func (c *Conn) decode(raw json.RawMessage) ([]jsonrpc.Message, error) {
+	if !c.batches || len(raw) == 0 || raw[0] != '[' {
+		msg, err := Decode(raw)
+		return []jsonrpc.Message{msg}, err
+	}
+	var batch []json.RawMessage
+	if err := json.Unmarshal(raw, &batch); err != nil {
+		return nil, fmt.Errorf("unmarshaling jsonrpc batch: %w", err)
+	}
+	if len(batch) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	msgs := make([]jsonrpc.Message, 0, len(batch))
+	for _, m := range batch {
+		msg, err := Decode(m)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
 }
 
 // trailing is the SDK's check after a message: only a line end may follow

@@ -105,3 +105,32 @@ func TestCloseAndContextEndARead(t *testing.T) {
 		t.Fatal("Close did not end a blocked Read")
 	}
 }
+
+// A 2025-03-26 client's batch is its messages in order, where batches are
+// taken; elsewhere it ends the connection.
+func TestBatchesAreTheirMessagesWhereTaken(t *testing.T) {
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"c"}` + "\n"
+	conn, _ := (&Transport{Reader: io.NopCloser(strings.NewReader(batch)), Writer: nopWriter{}, Batches: true}).Connect(context.Background())
+	defer conn.Close()
+	var got []string
+	for range 3 {
+		m, err := conn.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.(*jsonrpc.Request).Method)
+	}
+	if strings.Join(got, ",") != "a,b,c" {
+		t.Fatalf("read %v, want a, b, c", got)
+	}
+	for _, bad := range []string{"[]\n", `[{"jsonrpc":"2.0","id":1,"method":"a"},7]` + "\n"} {
+		conn, _ := (&Transport{Reader: io.NopCloser(strings.NewReader(bad)), Writer: nopWriter{}, Batches: true}).Connect(context.Background())
+		if _, err := conn.Read(context.Background()); err == nil {
+			t.Fatalf("%q was read", bad)
+		}
+		conn.Close()
+	}
+	if _, err := readOne(t, batch, 0); err == nil {
+		t.Fatal("a batch was read where batches are not taken")
+	}
+}
