@@ -32,7 +32,8 @@ type HTTPOptions struct {
 	MaxBody int64
 	// MaxSessions bounds the open sessions. Zero: 64.
 	MaxSessions int
-	// IdleTimeout closes a session no request used for this long. Zero: 30m.
+	// IdleTimeout closes a session no request used for this long (and with
+	// none in flight and no GET stream open). Zero: 30m.
 	IdleTimeout time.Duration
 	// Refusals aggregates the refusals (shared with the listener's, which
 	// records other users' connections). Nil: the handler's own, flushed
@@ -279,7 +280,7 @@ func (f *front) open(keep bool) (*httpSession, error) {
 				case <-sess.done:
 					return
 				case <-t.C:
-					if sess.idle() > f.opts.IdleTimeout {
+					if !sess.busy() && sess.idle() > f.opts.IdleTimeout { // a request in flight (an approval's wait) or an open GET stream is use
 						f.drop(sess.id)
 						sess.close()
 						return
@@ -421,6 +422,7 @@ func (h *httpSession) relate(out, in json.RawMessage) {
 // one, else as JSON.
 func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, token json.RawMessage, call bool) {
 	h.touch()
+	defer h.touch() // idle from the answer on, not from a long request's start
 	var resp, prog chan []byte
 	if call {
 		var done func()
@@ -524,6 +526,7 @@ func (h *httpSession) serveGET(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		h.mu.Lock()
 		h.get = nil
+		h.last = time.Now() // idle from the stream's end: a client holding it was there
 		h.mu.Unlock()
 	}()
 	w.Header().Set("Content-Type", "text/event-stream")

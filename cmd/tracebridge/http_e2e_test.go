@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,13 +26,19 @@ import (
 // at cleanup), once it listens.
 func startHTTPBridge(t testing.TB, data string, env ...string) (url, token string, stderr *testenv.Buffer, cmd *exec.Cmd) {
 	t.Helper()
+	return startHTTPBridgeWith(t, data, nil, env...)
+}
+
+// startHTTPBridgeWith is startHTTPBridge with more flags for mcp.
+func startHTTPBridgeWith(t testing.TB, data string, flags []string, env ...string) (url, token string, stderr *testenv.Buffer, cmd *exec.Cmd) {
+	t.Helper()
 	tok, err := exec.Command(tbBin, "--data", data, "token").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := freePort(t)
 	stderr = &testenv.Buffer{}
-	cmd = exec.Command(tbBin, "--data", data, "--log-level", "warn", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd = exec.Command(tbBin, append([]string{"--data", data, "--log-level", "warn", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port)}, flags...)...)
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -288,5 +295,95 @@ func TestHTTPFrontDoorSessionsAndOddIDs(t *testing.T) {
 	}
 	if resp, body := post(sid, `{"jsonrpc":"2.0","id":-0,"method":"ping"}`); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the same id again after its answer: %d %s", resp.StatusCode, body)
+	}
+}
+
+// F2: a session its client abandoned (no DELETE, no connection left)
+// ends after --session-idle and stops the server processes it started; its
+// id then gets 404. Twin: a connected client (its GET stream open) whose
+// request waits for an approval past the idle time keeps its session and
+// its server.
+func TestIdleHTTPSessionsEndAndStopTheirServers(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := hostileConfig(t, "[approval]\nmode = \"prompt\"\ntimeout = \"60s\"\n", map[string]string{"s": "env = { TB_FAULT_UPSTREAM = \"1\" }"})
+	url, token, stderr, _ := startHTTPBridgeWith(t, data, []string{"--session-idle", "2s"}, cfg)
+	post := func(sid, body string) (*http.Response, string) {
+		t.Helper()
+		r, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+token)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			r.Header.Set("Mcp-Session-Id", sid)
+			r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	resp, _ := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"gone","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("initialize: HTTP %d, no session\n%s", resp.StatusCode, stderr.String())
+	}
+	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if _, body := post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__ok","arguments":{}}}`); !strings.Contains(body, "ok ") {
+		t.Fatalf("the call: %s", body)
+	}
+	if n := countKind(t, data, events.KindUpstreamStarted); n != 1 {
+		t.Fatalf("%d upstream starts, want 1", n)
+	}
+	eventually(t, 20*time.Second, "the abandoned session's server exits", func() bool { return countKind(t, data, events.KindUpstreamExited) == 1 })
+	eventually(t, 5*time.Second, "the abandoned session is recorded ended", func() bool { return countKind(t, data, events.KindMCPSessionEnded) == 1 })
+	if resp, _ := post(sid, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the ended session's id: HTTP %d, want 404", resp.StatusCode)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := sdk.NewClient(&sdk.Implementation{Name: "here", Version: "1"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: token}}, MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	done := make(chan error, 1)
+	go func() {
+		res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "s__write", Arguments: map[string]any{"text": "x"}})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("%s", textOf(res))
+		}
+		done <- err
+	}()
+	var id string
+	eventually(t, 15*time.Second, "the approval is pending", func() bool {
+		out, _ := exec.Command(tbBin, "--data", data, "approvals", "list", "--json").Output()
+		var list []struct{ ID string }
+		json.Unmarshal(out, &list)
+		if len(list) > 0 {
+			id = list[0].ID
+		}
+		return id != ""
+	})
+	time.Sleep(5 * time.Second) // past the idle time, the request in flight
+	if out, err := exec.Command(tbBin, "--data", data, "approvals", "approve", id).CombinedOutput(); err != nil {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the approved call after the idle time: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the approved call never answered")
+	}
+	if n := countKind(t, data, events.KindUpstreamExited); n != 1 {
+		t.Fatalf("the connected session's server stopped: %d exits", n)
 	}
 }

@@ -28,7 +28,8 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	fs := m.flags("mcp")
 	cfgPath := fs.String("config", "", "tracebridge.toml `FILE` (default $TRACEBRIDGE_CONFIG, else tracebridge.toml in the user config dir; none: safe defaults)")
 	httpAddr := fs.String("http", "", "serve MCP over Streamable HTTP at `ADDR` (127.0.0.1:PORT; loopback only, bearer token from `tracebridge token`) instead of stdio")
-	if err := m.parse(fs, "mcp [--config FILE] [--http ADDR] [--data DIR]\n\nServes MCP on stdin/stdout for an AI client (Claude Desktop, Claude Code, Cursor,\nVS Code). Every request, policy decision, secret resolution, approval and tool\nrun is recorded in the data dir's event log; each tool result names its request\nid in _meta[\"tracebridge/requestId\"]. stdout carries only protocol frames; logs\ngo to stderr and to logs/mcp-<pid>.log in the data dir.\n\nWith --http 127.0.0.1:PORT it serves the same bridge at http://127.0.0.1:PORT/mcp\nfor clients that connect by URL: every request needs the header\n\"Authorization: Bearer <token>\" (`tracebridge token` prints it), a loopback Host\nwith this port and, when sent, this Origin.", args); err != nil {
+	idle := fs.Duration("session-idle", defaultSessionIdle, "with --http: end a session no request used for `DURATION` and stop the servers it started (its client gets 404 and initializes again)")
+	if err := m.parse(fs, "mcp [--config FILE] [--http ADDR [--session-idle DURATION]] [--data DIR]\n\nServes MCP on stdin/stdout for an AI client (Claude Desktop, Claude Code, Cursor,\nVS Code). Every request, policy decision, secret resolution, approval and tool\nrun is recorded in the data dir's event log; each tool result names its request\nid in _meta[\"tracebridge/requestId\"]. stdout carries only protocol frames; logs\ngo to stderr and to logs/mcp-<pid>.log in the data dir.\n\nWith --http 127.0.0.1:PORT it serves the same bridge at http://127.0.0.1:PORT/mcp\nfor clients that connect by URL: every request needs the header\n\"Authorization: Bearer <token>\" (`tracebridge token` prints it), a loopback Host\nwith this port and, when sent, this Origin.", args); err != nil {
 		return err
 	}
 	if *httpAddr != "" {
@@ -88,7 +89,7 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		m.addHubDuties(ctx, &g, cfg, dir, node, em, logger)
 	}
 	if *httpAddr != "" {
-		if err := m.addMCPHTTP(ctx, &g, dir, *httpAddr, srv, em, logger); err != nil {
+		if err := m.addMCPHTTP(ctx, &g, dir, *httpAddr, *idle, srv, em, logger); err != nil {
 			return err
 		}
 		return g.run()
@@ -103,9 +104,15 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 	return g.run()
 }
 
+// defaultSessionIdle is how long an HTTP session may go unused before it
+// ends: each session owns its servers' processes (unless a server is
+// shared), and a client that never sends DELETE would keep them for ever
+// (issue 46 F2: ~400 MB after 23 minutes of one client reconnecting).
+const defaultSessionIdle = 10 * time.Minute
+
 // addMCPHTTP adds the bridge served over Streamable HTTP at addr (loopback,
 // bearer token) to g, in place of stdio.
-func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr string, srv *bmcp.Server, em *events.Emitter, logger *slog.Logger) error {
+func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr string, idle time.Duration, srv *bmcp.Server, em *events.Emitter, logger *slog.Logger) error {
 	l, token, err := m.httpListener(dir, addr)
 	if err != nil {
 		return err
@@ -120,7 +127,7 @@ func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr s
 	l = loopback.SameUser(l, refusals.ForeignPeer, func() {
 		logger.Warn("this system cannot tell which user a loopback connection comes from: the bearer token is the only check")
 	})
-	hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals}),
+	hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals, IdleTimeout: idle}),
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 15 * time.Second}
 	logger.Info("serving MCP over HTTP", "url", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), "token", "`tracebridge token` prints it")
 	fmt.Fprintf(m.Stderr, "tracebridge: MCP at http://127.0.0.1:%d/mcp (Authorization: Bearer $(tracebridge token))\n", port)
