@@ -99,6 +99,7 @@ func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 			exact = append(exact, s)
 		}
 	}
+	exact = workspaceFirst(exact)
 	switch len(exact) {
 	case 0:
 		return QueryResult{Outcome: "success", Message: fmt.Sprintf("no symbol named %s in the workspace (the language server knows none)", name)}, nil

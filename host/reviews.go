@@ -237,6 +237,24 @@ var symbolKindsOf = map[string][]string{
 
 // resolveSymbol finds what kind:Name names: exactly one symbol of that kind
 // and name (gopls names a method Type.Method).
+// workspaceFirst keeps the symbols defined in the workspace when there
+// are any: a language server also answers from the module's dependencies
+// and the standard library (gopls: a workspace's Validate beside every
+// Validate it imports), which only count when the workspace has none.
+// A symbol outside the root has an absolute path (Host.locations).
+func workspaceFirst(syms []Symbol) []Symbol {
+	var in []Symbol
+	for _, s := range syms {
+		if !filepath.IsAbs(s.Path) {
+			in = append(in, s)
+		}
+	}
+	if len(in) == 0 {
+		return syms
+	}
+	return in
+}
+
 func resolveSymbol(sym string, find SymbolFinder, asked int) Ref {
 	kind, name, _ := strings.Cut(sym, ":")
 	switch {
@@ -266,6 +284,7 @@ func resolveSymbol(sym string, find SymbolFinder, asked int) Ref {
 			exact = append(exact, s)
 		}
 	}
+	exact = workspaceFirst(exact)
 	switch len(exact) {
 	case 0:
 		return Ref{Problem: fmt.Sprintf("the language server knows no %s named %s", kind, name)}
