@@ -342,6 +342,12 @@ func replaceSection(doc, section, body string) (string, []string) {
 // writes them: [`src/auth.ts:23`][].
 var refRE = regexp.MustCompile("\\[(`?)([^\\[\\]\\n:`]+):(\\d{1,9})(?:-(\\d{1,9})|:(\\d{1,9}))?(`?)\\]\\[\\]")
 
+// linkRefRE matches a reference written as a markdown link to a line:
+// [text](file:line), [text](file:line:col), [text](file:line-line) (what
+// VS Code resolves; seed 131). A URL's scheme is not a file: the line
+// must follow the first colon.
+var linkRefRE = regexp.MustCompile(`\[([^\[\]\n]*)\]\(([^()\s:]+):(\d{1,9})(?:-(\d{1,9})|:(\d{1,9}))?\)`)
+
 // symbolRefRE matches the references Dialectic resolves through the IDE:
 // [text](function:Name), [text](class:Name), [text](symbol:Name).
 var symbolRefRE = regexp.MustCompile(`\[([^\[\]\n]*)\]\((function|class|symbol):([A-Za-z_$][A-Za-z0-9_$.]{0,200})\)`)
@@ -358,6 +364,11 @@ func ParseRefs(md string) []Ref {
 	}
 	for _, m := range refRE.FindAllStringSubmatchIndex(md, -1) {
 		if ref, ok := fileRef(md, m); ok {
+			found = append(found, at{m[0], ref})
+		}
+	}
+	for _, m := range linkRefRE.FindAllStringSubmatchIndex(md, -1) {
+		if ref, ok := linkRef(md, m); ok {
 			found = append(found, at{m[0], ref})
 		}
 	}
@@ -395,10 +406,22 @@ func fileRef(md string, m []int) (Ref, bool) {
 	return Ref{Text: group(0), Path: path, Line: line, EndLine: end, Column: col}, true
 }
 
-// Label is the reference's text as a reader sees it: x of [x][] and of
-// [x](function:Name).
+// linkRef is the [text](file:line) reference linkRefRE matched at m.
+func linkRef(md string, m []int) (Ref, bool) {
+	num := func(i int) int {
+		if m[2*i] < 0 {
+			return 0
+		}
+		n, _ := strconv.Atoi(md[m[2*i]:m[2*i+1]])
+		return n
+	}
+	return Ref{Text: md[m[0]:m[1]], Path: md[m[4]:m[5]], Line: num(3), EndLine: num(4), Column: num(5)}, true
+}
+
+// Label is the reference's text as a reader sees it: x of [x][], of
+// [x](function:Name) and of [x](file:line).
 func (r Ref) Label() string {
-	if r.Symbol != "" {
+	if r.Symbol != "" || strings.HasSuffix(r.Text, ")") {
 		return r.Text[1:strings.LastIndex(r.Text, "](")]
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(r.Text, "["), "][]")

@@ -181,3 +181,33 @@ func TestReviewMissingSectionAndBaseURI(t *testing.T) {
 		t.Fatalf("the existing section was lost: %q", v.Content)
 	}
 }
+
+// F16 (seed 131): a reference written as a link to a line — [text](file:line),
+// with a column or a range — is counted and checked like [file:line][]; a
+// URL with a port is not one.
+func TestLinkReferencesAreCheckedToo(t *testing.T) {
+	r, _, _ := newReviews(t)
+	v, err := r.Present("The [entry point](a.go:3) and [its package](a.go:1:9), [the range](a.go:1-3); [gone](b.go:2), "+
+		"[past the end](a.go:40); not [a site](http://example.com:8080/) nor [a call](function:A).", "", ModeReplace, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		label, path string
+		line        int
+		ok          bool
+	}
+	var got []want
+	for _, ref := range v.Refs {
+		if ref.Symbol == "" {
+			got = append(got, want{ref.Label(), ref.Path, ref.Line, ref.OK})
+		}
+	}
+	exp := []want{{"entry point", "a.go", 3, true}, {"its package", "a.go", 1, true}, {"the range", "a.go", 1, true}, {"gone", "b.go", 2, false}, {"past the end", "a.go", 40, false}}
+	if fmt.Sprint(got) != fmt.Sprint(exp) {
+		t.Fatalf("link references:\n got %v\nwant %v", got, exp)
+	}
+	if v.Refs[2].EndLine != 3 || v.Refs[1].Column != 9 {
+		t.Fatalf("the range and the column: %+v %+v", v.Refs[2], v.Refs[1])
+	}
+}

@@ -22,35 +22,34 @@ import (
 // Links to other local services lose their href (links.go).
 var md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough), goldmark.WithParserOptions(localLinkPolicy))
 
-// renderReview renders a review document. Its [file:line][] references
-// become links to the workspace view at that line; its symbol references
-// ([text](function:Name)) too, where the host resolved them (refs), else
-// struck through, or plain text where it did not look them up.
+// renderReview renders a review document. Its references — [file:line][],
+// [text](file:line), [text](function:Name) — become links to the workspace
+// view at the line the host resolved (refs: with the review's baseUri, the
+// file and the line checked), struck through where the host found them
+// broken; those it did not look at link as written ([file:line]) or stay
+// text (symbols).
 func renderReview(src string, refs []host.Ref) template.HTML {
 	var defs strings.Builder
 	seen := map[string]bool{}
 	for _, ref := range refs {
-		if ref.Symbol == "" {
-			continue
-		}
 		label := ref.Label()
 		to := "~~" + label + "~~"
 		if ref.OK && !filepath.IsAbs(ref.Path) {
-			to = fmt.Sprintf("[%s](/workspace?file=%s#L%d)", label, url.QueryEscape(ref.Path), ref.Line)
+			to = fmt.Sprintf("[%s](%s)", label, workspaceLink(ref))
 		}
 		src = strings.ReplaceAll(src, ref.Text, to)
 	}
 	for _, ref := range host.ParseRefs(src) {
-		if ref.Symbol != "" { // one the host did not resolve: its text
-			src = strings.ReplaceAll(src, ref.Text, ref.Label())
-			continue
-		}
 		label := ref.Label()
-		if seen[strings.ToLower(label)] {
-			continue
+		switch {
+		case ref.Symbol != "": // one the host did not resolve: its text
+			src = strings.ReplaceAll(src, ref.Text, label)
+		case strings.HasSuffix(ref.Text, ")"): // [text](file:line)
+			src = strings.ReplaceAll(src, ref.Text, fmt.Sprintf("[%s](%s)", label, workspaceLink(ref)))
+		case !seen[strings.ToLower(label)]:
+			seen[strings.ToLower(label)] = true
+			fmt.Fprintf(&defs, "\n[%s]: %s\n", label, workspaceLink(ref))
 		}
-		seen[strings.ToLower(label)] = true
-		fmt.Fprintf(&defs, "\n[%s]: /workspace?file=%s#L%d\n", label, url.QueryEscape(ref.Path), ref.Line)
 	}
 	var out bytes.Buffer
 	if err := md.Convert([]byte(src+"\n"+defs.String()), &out); err != nil {
@@ -90,4 +89,9 @@ func commitMessage(src string) string {
 		return subject + "\n"
 	}
 	return subject + "\n\n" + text + "\n"
+}
+
+// workspaceLink is the workspace view of ref's file at its line.
+func workspaceLink(ref host.Ref) string {
+	return fmt.Sprintf("/workspace?file=%s#L%d", url.QueryEscape(ref.Path), ref.Line)
 }

@@ -147,3 +147,28 @@ func TestSymbolReferencesLinkWhereResolved(t *testing.T) {
 		t.Errorf("rendered:\n%s", out)
 	}
 }
+
+// Seeds 81, 155 and 131: what the host resolved is what the page links —
+// the file under the review's baseUri, a broken reference struck through,
+// [text](file:line) a link to the workspace view, not a dead relative URL.
+func TestReviewLinksWhatTheHostResolved(t *testing.T) {
+	src := "See [the entry](a.go:3), [a.go:1][] and [gone](b.go:1)."
+	refs := host.ParseRefs(src)
+	refs[0].Path, refs[0].OK = "sub/a.go", true
+	refs[1].Path, refs[1].OK = "sub/a.go", true
+	refs[2].Path, refs[2].Problem = "sub/b.go", "file not readable in the workspace"
+	out := string(renderReview(src, refs))
+	for _, want := range []string{
+		`<a href="/workspace?file=sub%2Fa.go#L3">the entry</a>`,
+		`<a href="/workspace?file=sub%2Fa.go#L1">a.go:1</a>`,
+		`<del>gone</del>`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in\n%s", want, out)
+		}
+	}
+	// Not looked at by the host: linked as written.
+	if out := string(renderReview("See [the entry](a.go:3).", nil)); !strings.Contains(out, `<a href="/workspace?file=a.go#L3">the entry</a>`) {
+		t.Errorf("an unresolved [text](file:line):\n%s", out)
+	}
+}
