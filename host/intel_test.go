@@ -273,6 +273,25 @@ func TestIDEQueryOutcomes(t *testing.T) {
 	if r := ask("where is `Nope` defined?"); r.Outcome != "success" || !strings.Contains(r.Message, "no symbol named Nope") {
 		t.Fatalf("no such symbol: %+v", r)
 	}
+	// Seeds 113-115, 156: a change is not answered as a question about
+	// something else; a name in another case gets the close names; the
+	// selected symbol is the one asked about.
+	if r := ask("rename `ValidateToken` to `Check`"); r.Outcome != "unavailable" || !strings.Contains(r.Message, "does not rename") || !strings.Contains(r.Message, "where is `Name` defined?") {
+		t.Fatalf("rename: %+v", r)
+	}
+	if r := ask("where is validatetoken defined?"); r.Outcome != "success" || !strings.Contains(r.Message, "close names: ValidateToken (function a.go:4)") ||
+		len(r.Refinements) == 0 || r.Refinements[0].Arguments["path"] != "a.go" || r.Refinements[0].Tool != "find_definition" {
+		t.Fatalf("a lower-case name: %+v", r)
+	}
+	if r := ask("what is the selected symbol?"); r.Outcome != "unavailable" || !strings.Contains(r.Message, "nothing is selected") {
+		t.Fatalf("no selection: %+v", r)
+	}
+	if _, err := call(t, h, pipe.CmdSetFocus, Focus{Path: filepath.Join(h.WS.Dir(), "a.go"), StartLine: 4, StartCol: 6, EndLine: 4, EndCol: 19}); err != nil {
+		t.Fatal(err)
+	}
+	if r := ask("who calls the selected symbol?"); r.Outcome != "success" || strings.Join(r.References, " ") != "[b.go:4][] [b.go:4][]" {
+		t.Fatalf("the selected symbol: %+v", r)
+	}
 	// A workspace with no known language: unavailable, at once.
 	none, _ := langHost(t, []Language{})
 	os.Remove(filepath.Join(none.WS.Dir(), "go.mod"))

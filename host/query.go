@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -73,14 +74,86 @@ func subject(q string) string {
 	return last
 }
 
+// queryForms is what ide_query can answer, as a client should ask it.
+const queryForms = "ask where a symbol is defined (where is `Name` defined?), who uses it (who calls `Name`?) or what it is (what is `Name`?); " +
+	"`Name` may be \"the selected symbol\""
+
+// changeVerbs are what a question may ask that ide_query does not do: it
+// reads the code, it never changes it.
+var changeVerbs = []string{"rename", "refactor", "delete", "remove", "move", "extract", "inline", "format", "fix", "change", "implement", "generate", "rewrite", "replace"}
+
+// unsupported is the verb of a question asking for a change, or "".
+func unsupported(q string) string {
+	words := strings.Fields(strings.ToLower(strings.Trim(q, " ?.!")))
+	if len(words) == 0 {
+		return ""
+	}
+	first := strings.Trim(words[0], ",:;")
+	if first == "please" || first == "can" || first == "could" || first == "you" {
+		for _, w := range words[1:] {
+			if w != "you" && w != "please" {
+				first = strings.Trim(w, ",:;")
+				break
+			}
+		}
+	}
+	for _, v := range changeVerbs {
+		if first == v {
+			return v
+		}
+	}
+	return ""
+}
+
+// asksSelection reports whether a question is about the selected symbol.
+func asksSelection(q string) bool {
+	l := strings.ToLower(q)
+	return !backticked.MatchString(q) && (strings.Contains(l, "selected") || strings.Contains(l, "selection"))
+}
+
+// selectedName is the first identifier of the editor's selection, or why
+// there is none.
+func (h *Host) selectedName(ctx context.Context, req pipe.Request) (string, string) {
+	sel, err := h.selection(ctx, req)
+	if err != nil {
+		return "", "the selection could not be read: " + events.AsErr(err, "").Msg
+	}
+	m, _ := sel.(map[string]any)
+	text, _ := m["text"].(string)
+	if name := identRE.FindString(text); name != "" {
+		return name, ""
+	}
+	if m == nil {
+		return "", "nothing is selected: select the symbol in the editor (or name it: where is `Name` defined?)"
+	}
+	return "", fmt.Sprintf("the selection (%q) names no symbol", oneLine(text, 60))
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
 func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 	var a pipe.QueryArgs
 	if err := decode(req, &a); err != nil {
 		return nil, err
 	}
+	if verb := unsupported(a.Query); verb != "" {
+		return QueryResult{Outcome: "unavailable", Message: fmt.Sprintf("ide_query reads code, it does not %s it: %s. To %s, propose the edit (propose_edits).", verb, queryForms, verb)}, nil
+	}
 	name := subject(a.Query)
+	if asksSelection(a.Query) {
+		var why string
+		if name, why = h.selectedName(ctx, req); name == "" {
+			return QueryResult{Outcome: "unavailable", Message: why}, nil
+		}
+	}
 	if name == "" {
-		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "the question names no symbol: write it as code, e.g. where is `ValidateToken` called?"}
+		return nil, &events.Err{Code: events.CodeInvalidArguments, Msg: "the question names no symbol: " + queryForms}
 	}
 	short := name[strings.LastIndex(name, ".")+1:] // pkg.Name: the server knows Name
 	what := intent(a.Query)
@@ -102,7 +175,7 @@ func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 	exact = workspaceFirst(exact)
 	switch len(exact) {
 	case 0:
-		return QueryResult{Outcome: "success", Message: fmt.Sprintf("no symbol named %s in the workspace (the language server knows none)", name)}, nil
+		return notFound(name, found, what), nil
 	case 1:
 	default:
 		out := QueryResult{Outcome: "ambiguous", Message: fmt.Sprintf("%d symbols are named %s; ask about one of them", len(exact), name)}
@@ -142,4 +215,33 @@ func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// notFound answers a name no symbol has: the close names the language
+// server offered (its workspace/symbol search is fuzzy), the same name in
+// another case first, each with the call that asks about it.
+func notFound(name string, found []Symbol, what string) QueryResult {
+	out := QueryResult{Outcome: "success", Message: fmt.Sprintf("no symbol named %s in the workspace (the language server knows none)", name)}
+	near := workspaceFirst(slices.Clone(found))
+	rank := func(s Symbol) int {
+		switch n := strings.ToLower(s.Name); {
+		case strings.EqualFold(s.Name, name) || strings.HasSuffix(n, "."+strings.ToLower(name)):
+			return 0
+		case strings.Contains(n, strings.ToLower(name)):
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(near, func(x, y Symbol) int { return rank(x) - rank(y) })
+	var names []string
+	for _, s := range near[:min(len(near), 5)] {
+		names = append(names, fmt.Sprintf("%s (%s %s:%d)", s.Name, s.Kind, s.Path, s.Line))
+		out.Refinements = append(out.Refinements, Refinement{Label: fmt.Sprintf("%s %s in %s:%d", s.Kind, s.Name, s.Path, s.Line),
+			Tool:      map[string]string{"references": "find_references", "hover": "hover", "definition": "find_definition"}[what],
+			Arguments: map[string]any{"path": s.Path, "line": s.Line, "column": s.Column}})
+	}
+	if len(names) > 0 {
+		out.Message += "; close names: " + strings.Join(names, ", ")
+	}
+	return out
 }
