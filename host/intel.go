@@ -424,20 +424,25 @@ func (h *Host) symbols(ctx context.Context, rid events.ID, query, language strin
 	}
 	var out []Symbol
 	var firstErr error
+	answered := 0
 	for _, srv := range servers {
 		srv.Ready(ctx)
+		if lang, ok := h.Languages().langOf(srv); ok {
+			h.Languages().tellChanges(srv, lang, rid)
+		}
 		var raw []lspSymbol
 		if err := srv.Call(ctx, rid, "workspace/symbol", map[string]string{"query": query}, &raw); err != nil {
 			firstErr = cmpErr(firstErr, err)
 			continue
 		}
+		answered++
 		for _, s := range raw {
 			if l := h.locations(srv, []lspLocation{s.Location}); len(l) == 1 {
 				out = append(out, Symbol{Name: s.Name, Kind: kindName(s.Kind), Container: s.ContainerName, Location: l[0]})
 			}
 		}
 	}
-	if out == nil && firstErr != nil {
+	if answered == 0 && firstErr != nil { // none answered; one that found nothing is an answer
 		return nil, firstErr
 	}
 	return out, nil

@@ -479,3 +479,69 @@ func TestReviewSymbolsResolvedByTheLanguageServer(t *testing.T) {
 		}
 	}
 }
+
+// Seed 142: a file created after the language server started — by hand, or
+// by the AI's own approved proposal — is known to find_symbol, ide_query
+// and review references: the host tells the server (didChangeWatchedFiles)
+// before it asks; one removed is forgotten.
+func TestLanguageServersSeeFilesCreatedAfterTheyStarted(t *testing.T) {
+	bin := gopls(t)
+	h, log := langHost(t, []Language{{Name: "go", Command: []string{bin}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: time.Minute}})
+	find := func(q string) []Symbol {
+		t.Helper()
+		out, err := call(t, h, pipe.CmdFindSymbol, pipe.SymbolArgs{Query: q})
+		if err != nil {
+			t.Fatalf("find_symbol %s: %v", q, err)
+		}
+		var r struct{ Symbols []Symbol }
+		json.Unmarshal(out, &r)
+		var named []Symbol
+		for _, s := range r.Symbols {
+			if s.Name == q {
+				named = append(named, s)
+			}
+		}
+		return named
+	}
+	if got := find("ValidateToken"); len(got) != 1 { // the server runs
+		t.Fatalf("before: %+v", got)
+	}
+	os.WriteFile(filepath.Join(h.WS.Dir(), "fresh.go"), []byte("package m\n\n// FreshlyMade is new.\nfunc FreshlyMade() {}\n"), 0o644)
+	if got := find("FreshlyMade"); len(got) != 1 || got[0].Path != "fresh.go" {
+		t.Fatalf("a file created after the server started: %+v", got)
+	}
+	os.Remove(filepath.Join(h.WS.Dir(), "fresh.go"))
+	if got := find("FreshlyMade"); len(got) != 0 {
+		t.Fatalf("a removed file's symbol: %+v", got)
+	}
+	log.Emitter.FlushAll(t.Context())
+	all, _ := log.Store.Range(1, 100000)
+	told := 0
+	for _, e := range all {
+		if e.Kind == events.KindLSPNotified && e.Attrs.Get("method") == "workspace/didChangeWatchedFiles" {
+			told++
+		}
+	}
+	if told != 2 {
+		t.Fatalf("the server was told of %d changes, want 2 (a creation, a removal)", told)
+	}
+}
+
+// Seed 142's other half: a name no symbol has is "not found" when one
+// server answered, even if another language's server is not installed.
+func TestNotFoundIsNotNoServer(t *testing.T) {
+	bin := gopls(t)
+	h, _ := langHost(t, []Language{
+		{Name: "go", Command: []string{bin}, Extensions: []string{".go"}, Markers: []string{"go.mod"}, LanguageID: "go", Timeout: time.Minute},
+		{Name: "typescript", Command: []string{"no-such-typescript-language-server"}, Extensions: []string{".ts"}, Markers: []string{"go.mod"}, LanguageID: "typescript"},
+	})
+	out, err := call(t, h, pipe.CmdFindSymbol, pipe.SymbolArgs{Query: "NoSuchSymbolAnywhere"})
+	if err != nil || !strings.Contains(string(out), `"count":0`) {
+		t.Fatalf("a name nobody has, one server answering: %s %v", out, err)
+	}
+	// Twin: when no server answers, why is the answer.
+	none, _ := langHost(t, []Language{{Name: "typescript", Command: []string{"no-such-typescript-language-server"}, Extensions: []string{".ts"}, Markers: []string{"go.mod"}, LanguageID: "typescript"}})
+	if _, err := call(t, none, pipe.CmdFindSymbol, pipe.SymbolArgs{Query: "X"}); err == nil || !strings.Contains(err.Error(), string(events.CodeLanguageServerUnavailable)) {
+		t.Fatalf("no server at all: %v", err)
+	}
+}

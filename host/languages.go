@@ -47,7 +47,8 @@ type Languages struct {
 
 	mu        sync.Mutex
 	servers   map[string]*lsp.Server
-	installed map[string]bool // command → found on PATH, looked up once
+	installed map[string]bool     // command → found on PATH, looked up once
+	views     map[string]diskView // by language: what its server was told of the disk (watched.go)
 }
 
 // newLanguages returns the servers for ws; langs nil: DefaultLanguages.
@@ -55,7 +56,7 @@ func newLanguages(ws *Workspace, rec events.Recorder, langs []Language) *Languag
 	if langs == nil {
 		langs = DefaultLanguages
 	}
-	return &Languages{ws: ws, rec: rec, langs: langs, servers: map[string]*lsp.Server{}, installed: map[string]bool{}}
+	return &Languages{ws: ws, rec: rec, langs: langs, servers: map[string]*lsp.Server{}, installed: map[string]bool{}, views: map[string]diskView{}}
 }
 
 // languageIDs maps extensions to LSP language ids where they differ from

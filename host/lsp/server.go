@@ -66,6 +66,8 @@ type Server struct {
 	retryAt    time.Time
 	stderr     *tail
 	closed     bool
+	starts     int       // processes started: which one a caller's view of the disk is for
+	startedAt  time.Time // when the running one started
 }
 
 // refused is how the error of a request the server answered with an error
@@ -172,6 +174,7 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 		s.exited(cmd, err)
 	}()
 	s.cmd, s.c, s.opened = cmd, c, map[string]document{}
+	s.starts, s.startedAt = s.starts+1, t0
 	s.progress, s.firstOpen, s.heard = map[string]time.Time{}, time.Time{}, false
 	s.emit(events.KindLSPStarted, req, events.ID{}, "", time.Time{}, "command", strings.Join(s.cfg.Command, " "), "root", s.cfg.Root)
 
@@ -190,7 +193,8 @@ func (s *Server) ensure(ctx context.Context, req events.ID) (*conn, error) {
 				"publishDiagnostics": map[string]any{},
 				"definition":         map[string]any{}, "references": map[string]any{},
 			},
-			"workspace": map[string]any{"symbol": map[string]any{}, "workspaceFolders": true, "configuration": true},
+			"workspace": map[string]any{"symbol": map[string]any{}, "workspaceFolders": true, "configuration": true,
+				"didChangeWatchedFiles": map[string]any{"dynamicRegistration": false}}, // the host says what changed on disk
 		},
 	}
 	if s.cfg.InitOptions != nil {
