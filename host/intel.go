@@ -241,6 +241,11 @@ func (h *Host) positionCall(method string, extra map[string]any) pipe.Handler {
 		for k, v := range extra {
 			params[k] = v
 		}
+		if method == "textDocument/references" { // reads the whole workspace, as workspace/symbol does
+			if lang, ok := h.Languages().langOf(srv); ok {
+				h.Languages().tellChanges(srv, lang, rid)
+			}
+		}
 		var raw json.RawMessage
 		if err := srv.Call(ctx, rid, method, params, &raw); err != nil {
 			return nil, err

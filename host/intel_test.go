@@ -510,6 +510,13 @@ func TestLanguageServersSeeFilesCreatedAfterTheyStarted(t *testing.T) {
 	if got := find("FreshlyMade"); len(got) != 1 || got[0].Path != "fresh.go" {
 		t.Fatalf("a file created after the server started: %+v", got)
 	}
+	// A call to ValidateToken in another new file is one of its references.
+	os.WriteFile(filepath.Join(h.WS.Dir(), "caller.go"), []byte("package m\n\nvar checked = ValidateToken(\"z\")\n"), 0o644)
+	out, err := call(t, h, "lsp.references", pipe.PositionArgs{Path: "a.go", Line: 4, Column: 6})
+	if err != nil || !strings.Contains(string(out), `"path":"caller.go"`) {
+		t.Fatalf("references after a new caller: %s %v", out, err)
+	}
+	os.Remove(filepath.Join(h.WS.Dir(), "caller.go"))
 	os.Remove(filepath.Join(h.WS.Dir(), "fresh.go"))
 	if got := find("FreshlyMade"); len(got) != 0 {
 		t.Fatalf("a removed file's symbol: %+v", got)
@@ -522,8 +529,8 @@ func TestLanguageServersSeeFilesCreatedAfterTheyStarted(t *testing.T) {
 			told++
 		}
 	}
-	if told != 2 {
-		t.Fatalf("the server was told of %d changes, want 2 (a creation, a removal)", told)
+	if told != 3 {
+		t.Fatalf("the server was told of changes %d times, want 3 (a creation, another, the removals)", told)
 	}
 }
 
