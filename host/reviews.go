@@ -135,6 +135,9 @@ func (r *Reviews) Present(content, baseURI, mode, section string, find SymbolFin
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Section parameter required for update-section mode"}
 	case mode != ModeUpdateSection && section != "":
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "section is only used with mode update-section"}
+	case baseURI != "" && !insideRoot(r.ws, baseURI):
+		// Seed 155: it was ignored, and every reference read from the root.
+		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("baseUri %q is not a folder in the workspace (%s): give file:///abs/dir or a path inside it, or leave it out for the root", baseURI, r.ws.Dir())}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -180,18 +183,27 @@ func (r *Reviews) Present(content, baseURI, mode, section string, find SymbolFin
 // an absolute or workspace-relative path), relative to the root; "" for
 // none or one outside the root.
 func baseDir(ws *Workspace, baseURI string) string {
-	if baseURI == "" {
-		return ""
-	}
-	p := strings.TrimPrefix(baseURI, "file://")
-	if u, err := url.PathUnescape(p); err == nil {
-		p = u
-	}
-	rel, err := ws.Relative(strings.TrimSuffix(p, "/") + "/.")
+	rel, err := baseRel(ws, baseURI)
 	if err != nil || rel == "." {
 		return ""
 	}
 	return rel
+}
+
+// baseRel is baseURI as a folder relative to the root.
+func baseRel(ws *Workspace, baseURI string) (string, error) {
+	p := strings.TrimPrefix(baseURI, "file://")
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	return ws.Relative(strings.TrimSuffix(p, "/") + "/.")
+}
+
+// insideRoot reports whether baseURI names a folder inside the root (or
+// the root).
+func insideRoot(ws *Workspace, baseURI string) bool {
+	_, err := baseRel(ws, baseURI)
+	return err == nil
 }
 
 // Versions returns every version, oldest first, as lists carry them.

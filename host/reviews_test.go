@@ -26,7 +26,7 @@ func newReviews(t *testing.T) (*Reviews, *tree, string) {
 
 func TestReviewModesAndVersions(t *testing.T) {
 	r, tr, dir := newReviews(t)
-	v1, err := r.Present("# Review\n\n## Summary\nfirst\n\n## Risks\nnone\n", "file:///ws", ModeReplace, "", nil)
+	v1, err := r.Present("# Review\n\n## Summary\nfirst\n\n## Risks\nnone\n", "file://"+tr.root, ModeReplace, "", nil)
 	if err != nil || v1.Version != 1 {
 		t.Fatal(v1, err)
 	}
@@ -168,6 +168,12 @@ func TestReviewMissingSectionAndBaseURI(t *testing.T) {
 		v, err := r.Present("see [b.go:1][]", base, ModeReplace, "", nil)
 		if err != nil || len(v.Refs) != 1 || !v.Refs[0].OK || v.Refs[0].Path != "sub/b.go" {
 			t.Fatalf("baseUri %s: %v %+v", base, err, v.Refs)
+		}
+	}
+	// Seed 155: a base outside the root is refused, not ignored.
+	for _, base := range []string{"file:///etc", "/tmp", "../elsewhere"} {
+		if _, err := r.Present("see [b.go:1][]", base, ModeReplace, "", nil); err == nil || !strings.Contains(err.Error(), "not a folder in the workspace") {
+			t.Fatalf("baseUri %s outside the root: %v", base, err)
 		}
 	}
 	if _, err := r.Present("# Review\n\n## Pricing\n\nold", "", ModeReplace, "", nil); err != nil {
