@@ -148,11 +148,25 @@ func TestNeovim(t *testing.T) {
 	if diff := n.lua(t, `table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|')`); !strings.Contains(diff, "|+func A() int { return 43 }|") {
 		t.Fatalf("the diff buffer: %s", diff)
 	}
+	// The user's last selection in a.go was "func" on line 3 (Neovim moves
+	// it to line 1 when the whole text is replaced).
+	n.lua(t, `vim.api.nvim_buf_set_mark(vim.fn.bufnr('a.go'), '<', 3, 0, {}) and vim.api.nvim_buf_set_mark(vim.fn.bufnr('a.go'), '>', 3, 3, {}) and 'ok'`)
 	n.keys(t, "ga")
 	n.waitLua(t, "the buffer holds the edit", `vim.api.nvim_buf_get_lines(vim.fn.bufnr('a.go'), 2, 3, false)[1]`, "func A() int { return 43 }")
 	if r.read(t, "a.go") != goFile {
 		t.Fatal("the approved edit of an unsaved buffer was written to disk")
 	}
+	// Seed 154: the edit replaced the text the selection was in; what the
+	// marks point at now is not a selection the user made.
+	n.keys(t, ":buffer a.go<CR>")
+	eventually(t, 10*time.Second, "no selection after the approved edit", func() bool {
+		return nullAsEmpty(r.call(t, "get_selection", nil)) == "{}" && strings.Contains(r.call(t, "get_active_document", nil), "return 43")
+	})
+	// Twin: one the user makes afterwards is reported.
+	n.keys(t, "gg0vee<Esc>")
+	eventually(t, 10*time.Second, "a new selection is reported", func() bool {
+		return strings.Contains(r.call(t, "get_selection", nil), `"text":"package a"`)
+	})
 	// One undoable change: u takes it back, CTRL-R brings it again.
 	n.keys(t, ":buffer a.go<CR>u")
 	n.waitLua(t, "u undoes the applied edit", `vim.api.nvim_buf_get_lines(0, 2, 3, false)[1]`, "func A() int { return 42 }")

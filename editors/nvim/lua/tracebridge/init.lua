@@ -185,12 +185,22 @@ local function document(b)
   return d
 end
 
+-- replaced[b] are b's '< and '> marks right after the plugin replaced b's
+-- whole text (an approved edit): Neovim moves a visual mark in replaced
+-- lines to the first of them, so what they point at is not a selection the
+-- user made (seed 154: get_selection answered line 1).
+local replaced = {}
+
+local function marks_key(s, e)
+  return table.concat({ s[1], s[2], e[1], e[2] }, ':')
+end
+
 -- selection returns the last visual selection of b ('< and '>), with its
 -- text; nil when there is none.
 local function selection(b)
   local s = vim.api.nvim_buf_get_mark(b, '<')
   local e = vim.api.nvim_buf_get_mark(b, '>')
-  if s[1] == 0 or e[1] == 0 or e[1] < s[1] then
+  if s[1] == 0 or e[1] == 0 or e[1] < s[1] or replaced[b] == marks_key(s, e) then
     return nil
   end
   local last = vim.api.nvim_buf_line_count(b)
@@ -452,6 +462,7 @@ local function apply_edit(req)
     table.remove(lines)
   end
   vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
+  replaced[b] = marks_key(vim.api.nvim_buf_get_mark(b, '<'), vim.api.nvim_buf_get_mark(b, '>'))
   respond(req, true, { version = vim.api.nvim_buf_get_changedtick(b) })
   log('applied proposal ' .. (a.proposal or '') .. ' to the unsaved buffer ' .. vim.fn.fnamemodify(a.path, ':~:.') .. ' (u undoes it)')
   M.push_document(b)
