@@ -185,6 +185,19 @@ func TestOperatorUIInBrowser(t *testing.T) {
 		chromedp.Run(ctx, chromedp.Evaluate(`tracebridge.mermaidErrors`, &errs))
 		t.Errorf("diagram: state %q, %d svg, errors %v", mermaidState, svgs, errs)
 	}
+	// Issue 46 F6: every lane of the run's diagram is on the first screen
+	// (scaled to the box's width, not running off its edge).
+	var fit struct {
+		Scale string  `json:"scale"`
+		Over  float64 `json:"over"`
+		Lanes int     `json:"lanes"`
+	}
+	run(t, ctx, "the diagram fits", chromedp.Evaluate(`(() => { const b = document.querySelector(".diagram"), s = b.querySelector("svg");
+		return {scale: b.dataset.scale || "", over: s.getBoundingClientRect().right - b.getBoundingClientRect().right,
+			lanes: new Set([...s.querySelectorAll("text.actor")].map(t => t.textContent)).size}; })()`, &fit))
+	if fit.Over > 0 || fit.Scale == "scroll" || fit.Lanes < 6 {
+		t.Errorf("the run's diagram (%d lanes) runs %.0f px past its box (scale %q)", fit.Lanes, fit.Over, fit.Scale)
+	}
 	var bannerText string
 	run(t, ctx, "banner text", chromedp.Text("#verdict", &bannerText, chromedp.ByQuery))
 	if !strings.Contains(bannerText, "What to do") {

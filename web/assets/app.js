@@ -60,6 +60,7 @@ async function renderDiagrams() {
       const { svg } = await mermaid.render("tb-diagram-" + i++, pre.textContent);
       target.innerHTML = svg; // produced by Mermaid with securityLevel strict (DOMPurify)
       target.dataset.rendered = "svg";
+      fitDiagram(target);
     } catch (e) {
       target.dataset.rendered = "error";
       target.textContent = "Mermaid could not render this diagram: " + (e && e.message ? e.message : e);
@@ -67,6 +68,36 @@ async function renderDiagrams() {
     }
   }
   document.body.dataset.mermaid = tb.mermaidErrors.length ? "error" : "done";
+}
+
+// fitDiagram scales a diagram wider than its box down to the box's width,
+// so the first screen shows every lane (a gateway run has seven), unless
+// its text would shrink below minDiagramScale of its size: then it keeps
+// its size and the box scrolls. data-scale says which.
+const minDiagramScale = 0.5;
+function fitDiagram(box) {
+  const svg = box.querySelector("svg");
+  if (!svg) return;
+  const natural = svg.getBoundingClientRect().width;
+  const room = box.clientWidth - 16; // the box's padding
+  if (natural <= room || room <= 0) {
+    box.dataset.scale = "1";
+    return;
+  }
+  const scale = room / natural;
+  if (scale < minDiagramScale) {
+    box.dataset.scale = "scroll";
+    return;
+  }
+  const vb = svg.viewBox && svg.viewBox.baseVal;
+  if (vb && vb.width) {
+    svg.setAttribute("width", String(room));
+    svg.setAttribute("height", String(Math.round(vb.height * (room / vb.width))));
+  } else {
+    svg.style.width = room + "px";
+  }
+  svg.style.maxWidth = "100%";
+  box.dataset.scale = scale.toFixed(2);
 }
 
 // render is used by tests and by anyone on the page: Mermaid source in, SVG
