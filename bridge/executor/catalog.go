@@ -86,6 +86,10 @@ type Tool struct {
 	// called now; its *events.Err refuses the call before policy (a
 	// changed upstream descriptor: ToolChanged).
 	Admit func(ctx context.Context) error
+	// Offered, when set, says whether the tool is listed to a client of
+	// protocol version v: an upstream offers some tools on one protocol
+	// generation only. Nil: to every client.
+	Offered func(v string) bool
 	// Held is a tool the guard holds (an upstream's flagged descriptor):
 	// found by Lookup, so its calls are refused by Admit with why, but
 	// never in Tools (not listed, not searched).

@@ -385,7 +385,11 @@ func (s *Server) beforeList(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 			s.opts.BeforeList(ctx, id, method)
 		}
-		return next(ctx, method, req)
+		res, err := next(ctx, method, req)
+		if method == "tools/list" && err == nil {
+			s.offeredOnly(req, res)
+		}
+		return res, err
 	}
 }
 

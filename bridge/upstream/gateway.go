@@ -319,8 +319,10 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 	s.tools = next
 	s.g.setListed(s.name, sortedToolNames(next))
 	var tools []*executor.Tool
+	offered := s.offeredLocked()
 	for _, name := range sortedToolNames(shown) {
 		if t := s.executorTool(shown[name]); t != nil {
+			t.Offered = offered(name)
 			tools = append(tools, t)
 		}
 	}
@@ -338,15 +340,48 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 	return nil
 }
 
-// newUnlisted reports whether ctx's client speaks the new protocol and the
-// server was never listed on it (it may offer tools there only).
+// newUnlisted reports whether the server was never listed on the protocol
+// generation ctx's client speaks (it may offer other tools there): on the
+// new one at all, on the old one when the new one was.
 func (s *Server) newUnlisted(ctx context.Context) bool {
-	if _, _, version := s.keyOf(ctx); version < newProtocol {
-		return false
-	}
+	_, _, version := s.keyOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if version < newProtocol {
+		return s.listings[0] == nil && s.listings[1] != nil
+	}
 	return s.listings[1] == nil
+}
+
+// offeredLocked returns, for a tool's name, whether a client of a
+// protocol version is shown it: a tool one generation's listing lacks is
+// not listed to that generation's clients (once that generation was
+// listed; before, it is). s.mu is held.
+func (s *Server) offeredLocked() func(name string) func(v string) bool {
+	var sets [2]map[string]bool
+	for gen, listing := range s.listings {
+		if listing == nil {
+			continue
+		}
+		sets[gen] = map[string]bool{}
+		for _, t := range listing {
+			if t != nil {
+				sets[gen][t.Name] = true
+			}
+		}
+	}
+	return func(name string) func(v string) bool {
+		if sets[0] == nil || sets[1] == nil || sets[0][name] && sets[1][name] {
+			return nil // offered on both, or only one generation is known
+		}
+		return func(v string) bool {
+			gen := 0
+			if v >= newProtocol {
+				gen = 1
+			}
+			return sets[gen][name]
+		}
+	}
 }
 
 // unionLocked notes what a link of cs's protocol generation listed and

@@ -309,6 +309,24 @@ func runFaultUpstream() {
 			})
 		}
 	}
+	// TB_FAULT_NEWONLY=1: a tool offered on the 2026-07-28 protocol only
+	// (listed to a session of that version, not to an older one).
+	newOnly := os.Getenv("TB_FAULT_NEWONLY") == "1"
+	if newOnly {
+		add("newonly", "exists on the new protocol only", true, func(context.Context, *sdk.CallToolRequest, textArgs) (string, error) { return "new", nil })
+	}
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			lr, ok := res.(*sdk.ListToolsResult)
+			ss, _ := req.GetSession().(*sdk.ServerSession)
+			if !newOnly || !ok || ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().ProtocolVersion >= "2026-07-28" {
+				return res, err
+			}
+			lr.Tools = slices.DeleteFunc(slices.Clone(lr.Tools), func(t *sdk.Tool) bool { return t.Name == "newonly" })
+			return lr, err
+		}
+	})
 	// TB_FAULT_REFUSE (comma-separated methods) are answered "method not
 	// found", as by a server that lacks an optional method.
 	refused := strings.Split(os.Getenv("TB_FAULT_REFUSE"), ",")

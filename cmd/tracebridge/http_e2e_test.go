@@ -387,3 +387,36 @@ func TestIdleHTTPSessionsEndAndStopTheirServers(t *testing.T) {
 		t.Fatalf("the connected session's server stopped: %d exits", n)
 	}
 }
+
+// Issue 45: a tool a server offers on the 2026-07-28 protocol only is
+// listed to 2026 clients and not to 2025 ones, as each would see it
+// directly (it was listed to both: the gateway's listing was the union of
+// the two generations').
+func TestToolsOfOneProtocolGenerationAreListedToItsClients(t *testing.T) {
+	long(t)
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := hostileConfig(t, "", map[string]string{"s": "env = { TB_FAULT_UPSTREAM = \"1\", TB_FAULT_NEWONLY = \"1\" }"})
+	url, token, stderr, _ := startHTTPBridge(t, data, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	list := func(version string) []string {
+		t.Helper()
+		s, err := sdk.NewClient(&sdk.Implementation{Name: "gen-" + version, Version: "1"}, nil).Connect(ctx,
+			&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: token}}, MaxRetries: -1},
+			&sdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("connect %s: %v\n%s", version, err, stderr.String())
+		}
+		defer s.Close()
+		return toolNames(t, s)
+	}
+	for _, step := range []struct {
+		version string
+		want    bool
+	}{{"2026-07-28", true}, {"2025-11-25", false}, {"2026-07-28", true}, {"2025-11-25", false}} {
+		names := list(step.version)
+		if !slices.Contains(names, "s__ok") || slices.Contains(names, "s__newonly") != step.want {
+			t.Fatalf("a %s client is listed %v; s__newonly listed: want %v", step.version, names, step.want)
+		}
+	}
+}
