@@ -46,6 +46,11 @@ type Ref struct {
 	Symbol  string `json:"symbol,omitempty"`
 	OK      bool   `json:"ok"`
 	Problem string `json:"problem,omitempty"`
+	// Quote is the referenced line's text when the review was presented
+	// (trimmed): how the reference is found again after the file changed
+	// (follow.go). Moved is the line it was written against, when it moved.
+	Quote string `json:"quote,omitempty"`
+	Moved int    `json:"moved,omitempty"`
 }
 
 // ReviewVersion is one state of the review document.
@@ -234,7 +239,9 @@ func (r *Reviews) Version(n int) (ReviewVersion, error) {
 	if n < 1 || n > len(r.versions) {
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("no review version %d (there are %d)", n, len(r.versions))}
 	}
-	return r.versions[n-1], nil
+	v := r.versions[n-1]
+	v.Refs = r.follow(v.Refs) // where each reference's line is now
+	return v, nil
 }
 
 // MaxReviewSymbols caps the distinct symbols one presentation asks the
@@ -483,6 +490,11 @@ func (r *Reviews) check(refs []Ref, base string, find SymbolFinder) []Ref {
 			ref.Problem = fmt.Sprintf("lines %d-%d are not a range inside the file (%d lines)", ref.Line, ref.EndLine, bytes.Count(b, []byte("\n"))+1)
 		default:
 			ref.OK = true
+		}
+	}
+	for i := range refs {
+		if refs[i].OK {
+			refs[i].Quote = r.quote(refs[i].Path, refs[i].Line)
 		}
 	}
 	if refs == nil {

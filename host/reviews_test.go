@@ -217,3 +217,33 @@ func TestLinkReferencesAreCheckedToo(t *testing.T) {
 		t.Fatalf("the range and the column: %+v %+v", v.Refs[2], v.Refs[1])
 	}
 }
+
+// Seed 91: a review read after the code changed points at where its lines
+// went: a line moved down is followed by its text; one whose text changed
+// (or is now on two lines) is broken, saying what it held.
+func TestReviewReferencesFollowTheirLines(t *testing.T) {
+	r, tr, _ := newReviews(t)
+	if _, err := r.Present("[a.go:3][] and [the package](a.go:1)", "", ModeReplace, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tr.root, "a.go"), []byte("// Package a.\n\npackage a\n\nfunc A() {}\n"), 0o644)
+	v, err := r.Version(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Refs[0]; !got.OK || got.Line != 5 || got.Moved != 3 {
+		t.Fatalf("a line moved down two: %+v", got)
+	}
+	if got := v.Refs[1]; !got.OK || got.Line != 3 || got.Moved != 1 {
+		t.Fatalf("the package line moved: %+v", got)
+	}
+	os.WriteFile(filepath.Join(tr.root, "a.go"), []byte("package a\n\nfunc A() int { return 1 }\n"), 0o644)
+	if v, _ = r.Version(0); v.Refs[0].OK || !strings.Contains(v.Refs[0].Problem, `it held "func A() {}"`) || !v.Refs[1].OK || v.Refs[1].Moved != 0 {
+		t.Fatalf("a changed line, an unchanged one: %+v", v.Refs)
+	}
+	// Twin: nothing changed, nothing moves; the stored review is as it was.
+	os.WriteFile(filepath.Join(tr.root, "a.go"), []byte("package a\n\nfunc A() {}\n"), 0o644)
+	if v, _ = r.Version(0); !v.Refs[0].OK || v.Refs[0].Line != 3 || v.Refs[0].Moved != 0 {
+		t.Fatalf("unchanged: %+v", v.Refs[0])
+	}
+}

@@ -117,8 +117,8 @@ document.addEventListener('click', (e) => {
       if (seen.has(r.text)) continue;
       seen.add(r.text);
       if (r.symbol && !r.ok) continue; // the editor's symbols may know it (below)
-      // [x][] → x; [x](function:Name) → x
-      const label = r.symbol ? r.text.slice(1, r.text.lastIndexOf('](')) : r.text.slice(1, r.text.length - 3);
+      // [x][] → x; [x](function:Name) and [x](file:line) → x
+      const label = r.text.endsWith(')') ? r.text.slice(1, r.text.lastIndexOf('](')) : r.text.slice(1, r.text.length - 3);
       const n = targets.length;
       targets.push({ uri: vscode.Uri.file(path.resolve(root, r.path)), line: r.line, column: r.column || 1, problem: r.ok ? undefined : r.problem });
       md = md.split(r.text).join(`[${label}](tbref:${n})`);

@@ -1,0 +1,69 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A review is read long after it was presented, while the code keeps
+// changing (seed 91: its [file:line][] references pointed at whatever had
+// moved onto those lines). Each reference keeps the text of its line
+// (Ref.Quote); when the review is read, a line that no longer holds that
+// text is looked for again by it.
+
+// quote is line n of file p, trimmed ("" when it cannot be read).
+func (r *Reviews) quote(p string, n int) string {
+	b, err := r.ws.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	return strings.TrimSpace(lines[n-1])
+}
+
+// follow returns refs as they stand in the files now: a reference whose
+// line still holds its quote is unchanged; one whose quote is on exactly
+// one other line of the file moves there (a range moves with it; Moved
+// keeps the line it was written against); otherwise it is broken, saying
+// what the line held. refs is not changed.
+func (r *Reviews) follow(refs []Ref) []Ref {
+	out := make([]Ref, len(refs))
+	copy(out, refs)
+	for i := range out {
+		ref := &out[i]
+		if !ref.OK || ref.Quote == "" {
+			continue
+		}
+		b, err := r.ws.ReadFile(ref.Path)
+		if err != nil {
+			ref.OK, ref.Problem = false, "file not readable in the workspace: "+err.Error()
+			continue
+		}
+		lines := strings.Split(string(b), "\n")
+		if ref.Line <= len(lines) && strings.TrimSpace(lines[ref.Line-1]) == ref.Quote {
+			continue
+		}
+		at := -1
+		for j, l := range lines {
+			if strings.TrimSpace(l) == ref.Quote {
+				if at >= 0 {
+					at = -2 // more than one: no guess
+					break
+				}
+				at = j + 1
+			}
+		}
+		if at < 1 {
+			ref.OK, ref.Problem = false, fmt.Sprintf("line %d changed since the review (it held %q)", ref.Line, ref.Quote)
+			continue
+		}
+		if ref.EndLine != 0 {
+			ref.EndLine += at - ref.Line
+		}
+		ref.Moved, ref.Line = ref.Line, at
+	}
+	return out
+}
