@@ -263,6 +263,8 @@ func (x *runExport) add(e *events.Event) error {
 		x.decision(e)
 	case events.KindToolCompleted:
 		return x.tool(e)
+	case events.KindExecutorAudit:
+		x.audited(e)
 	case events.KindUpstreamResponse:
 		return x.upstream(e)
 	case events.KindUpstreamAsked:
@@ -362,6 +364,35 @@ func (x *runExport) tool(e *events.Event) error {
 	x.s.Header.Tools[e.Attrs.Get(events.AttrTool)] = json.RawMessage(desc)
 	x.hosts = append(x.hosts, Step{Step: StepTool, Command: e.Attrs.Get(events.AttrTool), Result: json.RawMessage(res)})
 	return nil
+}
+
+// audited keeps the descriptor of a recorded tool (a discovered one) the
+// run called but never ran — refused by policy, an approval, its schema —
+// from the call's audit envelope: the re-drive must know the tool to
+// refuse it the same way (seed 73: it answered UnknownTool). A tool that
+// ran is kept by tool (with its result).
+func (x *runExport) audited(e *events.Event) {
+	var env struct {
+		Tool       string          `json:"tool"`
+		Descriptor json.RawMessage `json:"descriptor"`
+	}
+	if json.Unmarshal([]byte(e.Attrs.Get(events.AttrEnvelope)), &env) != nil || env.Tool == "" {
+		return
+	}
+	var d struct {
+		ID       string `json:"id"`
+		Recorded bool   `json:"recorded"`
+	}
+	if json.Unmarshal(env.Descriptor, &d) != nil || !d.Recorded || d.ID != env.Tool {
+		return
+	}
+	if _, kept := x.s.Header.Tools[env.Tool]; kept {
+		return
+	}
+	if x.s.Header.Tools == nil {
+		x.s.Header.Tools = map[string]json.RawMessage{}
+	}
+	x.s.Header.Tools[env.Tool] = env.Descriptor
 }
 
 // upstream keeps an upstream's answer, with what it asked the client

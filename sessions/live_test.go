@@ -5,8 +5,10 @@ package sessions
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -212,6 +214,9 @@ func richUpstream() func(context.Context, string) (sdk.Transport, error) {
 // answers, whatever the session exercised.
 func TestLiveSessionsRedrive(t *testing.T) {
 	const rich = "[servers.up]\ncommand = \"in memory\"\n"
+	tools := t.TempDir()
+	os.WriteFile(filepath.Join(tools, "byte_count.tool.json"), []byte(`{"id":"byte_count","description":"counts bytes","command":["/bin/cat"],"inputSchema":{"type":"object"}}`), 0o644)
+	discovered := fmt.Sprintf("[discovery]\ndirs = [%q]\n", tools)
 	bg := context.Background()
 	call := func(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
 		t.Helper()
@@ -257,6 +262,13 @@ func TestLiveSessionsRedrive(t *testing.T) {
 			}
 			if _, err := cs.CallTool(bg, &sdk.CallToolParams{Name: "no_such_tool"}); err == nil {
 				t.Log("an unknown tool answered a tool error")
+			}
+		}},
+		{"a discovered tool refused before it ran", discovered, func(t *testing.T, cs *sdk.ClientSession) {
+			// Seed 73: it never ran, so no result was recorded; the re-drive
+			// must still know it to refuse it the same way.
+			if res := call(t, cs, "byte_count", map[string]any{"text": "abc"}); !res.IsError || !strings.Contains(fmt.Sprint(res.Meta), "PolicyDenied") {
+				t.Fatalf("byte_count without process.run: %+v", res)
 			}
 		}},
 		{"no workspace host", "", func(t *testing.T, cs *sdk.ClientSession) {
