@@ -161,6 +161,15 @@ func TestOperatorUIInBrowser(t *testing.T) {
 	if !same {
 		t.Fatal("the runs page reloaded instead of updating live")
 	}
+	// Issue 46 F6: a long tool name and a verdict keep the Runs table
+	// inside the window (it was wider than 1400 px).
+	_, long, _ := b.call(t, "a_tool_name_as_long_as_the_ones_gateways_make__list_allowed_directories_of_the_workspace", map[string]any{})
+	var overflow float64
+	run(t, ctx, "the long run appears", chromedp.WaitVisible(fmt.Sprintf(`tr[data-request="%s"]`, long), chromedp.ByQuery),
+		chromedp.Evaluate(`document.documentElement.scrollWidth - window.innerWidth`, &overflow))
+	if overflow > 0 {
+		t.Errorf("the Runs table is %.0f px wider than the window", overflow)
+	}
 	screenshot(t, ctx, "runs")
 
 	// A failed run: verdict banner and a diagram Mermaid rendered as SVG.
