@@ -217,6 +217,10 @@ func TestLiveSessionsRedrive(t *testing.T) {
 	tools := t.TempDir()
 	os.WriteFile(filepath.Join(tools, "byte_count.tool.json"), []byte(`{"id":"byte_count","description":"counts bytes","command":["/bin/cat"],"inputSchema":{"type":"object"}}`), 0o644)
 	discovered := fmt.Sprintf("[discovery]\ndirs = [%q]\n", tools)
+	os.WriteFile(filepath.Join(tools, "with_secret.tool.json"), []byte(`{"id":"with_secret","description":"answers with its secret","approval":"never","secrets":["K"],`+
+		`"command":["/bin/sh","-c","cat >/dev/null; printf '{\"v\":\"%s\"}' \"$TB_SECRET_K\""],"inputSchema":{"type":"object"}}`), 0o644)
+	t.Setenv("TB_LIVE_SECRET", "s3cr3t-value-for-the-live-test")
+	withSecret := discovered + "[secrets.K]\nenv = \"TB_LIVE_SECRET\"\n[policy]\ngrant = [\"process.run\"]\n"
 	bg := context.Background()
 	call := func(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
 		t.Helper()
@@ -269,6 +273,12 @@ func TestLiveSessionsRedrive(t *testing.T) {
 			// must still know it to refuse it the same way.
 			if res := call(t, cs, "byte_count", map[string]any{"text": "abc"}); !res.IsError || !strings.Contains(fmt.Sprint(res.Meta), "PolicyDenied") {
 				t.Fatalf("byte_count without process.run: %+v", res)
+			}
+		}},
+		{"a discovered tool's result that holds its secret", withSecret, func(t *testing.T, cs *sdk.ClientSession) {
+			res := call(t, cs, "with_secret", map[string]any{})
+			if res.IsError {
+				t.Fatalf("with_secret: %+v", res)
 			}
 		}},
 		{"no workspace host", "", func(t *testing.T, cs *sdk.ClientSession) {
