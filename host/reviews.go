@@ -170,8 +170,12 @@ func (r *Reviews) Present(content, baseURI, mode, section string, find SymbolFin
 		// Refused before it is stored: the review stays as it was.
 		return ReviewVersion{}, &events.Err{Code: events.CodeTooLarge, Msg: fmt.Sprintf("the review would grow to %d bytes with this %s; a review holds at most %d: present a shorter one with mode replace", len(doc), mode, MaxReviewBytes)}
 	}
+	refs := r.check(ParseRefs(content), baseDir(r.ws, baseURI), find)
+	if n := len(r.versions); n > 0 && mode != ModeReplace {
+		refs = earlierRefs(r.versions[n-1].Refs, doc, refs)
+	}
 	v := ReviewVersion{Version: len(r.versions) + 1, Content: doc, BaseURI: baseURI, Mode: mode, Section: section,
-		Refs: r.check(ParseRefs(doc), baseDir(r.ws, baseURI), find), Time: r.now().UTC(), Note: note}
+		Refs: refs, Time: r.now().UTC(), Note: note}
 	r.versions = append(r.versions, v)
 	b, err := json.MarshalIndent(r.versions, "", "  ")
 	if err == nil {
@@ -209,6 +213,23 @@ func baseRel(ws *Workspace, baseURI string) (string, error) {
 func insideRoot(ws *Workspace, baseURI string) bool {
 	_, err := baseRel(ws, baseURI)
 	return err == nil
+}
+
+// earlierRefs are the references of an appended or updated review: those
+// of the earlier text still in doc as they were resolved (each section
+// keeps the baseUri it was presented with: seed 155), then the new text's.
+func earlierRefs(before []Ref, doc string, fresh []Ref) []Ref {
+	isNew := map[string]bool{}
+	for _, ref := range fresh {
+		isNew[ref.Text] = true
+	}
+	out := make([]Ref, 0, len(before)+len(fresh))
+	for _, ref := range before {
+		if !isNew[ref.Text] && strings.Contains(doc, ref.Text) {
+			out = append(out, ref)
+		}
+	}
+	return append(out, fresh...)
 }
 
 // Versions returns every version, oldest first, as lists carry them.

@@ -247,3 +247,29 @@ func TestReviewReferencesFollowTheirLines(t *testing.T) {
 		t.Fatalf("unchanged: %+v", v.Refs[0])
 	}
 }
+
+// Seed 155: an append with another baseUri resolves its own references
+// against it and leaves the earlier sections' as they were resolved.
+func TestEachSectionKeepsItsBase(t *testing.T) {
+	r, tr, _ := newReviews(t)
+	os.MkdirAll(filepath.Join(tr.root, "sub"), 0o755)
+	os.WriteFile(filepath.Join(tr.root, "sub", "b.go"), []byte("package sub\n"), 0o644)
+	if _, err := r.Present("## Sub\n\nsee [b.go:1][]", "sub", ModeReplace, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	v, err := r.Present("## Root\n\nand [a.go:1][]", "", ModeAppend, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, ref := range v.Refs {
+		got[ref.Text] = fmt.Sprintf("%s ok=%v", ref.Path, ref.OK)
+	}
+	if got["[b.go:1][]"] != "sub/b.go ok=true" || got["[a.go:1][]"] != "a.go ok=true" || len(v.Refs) != 2 {
+		t.Fatalf("after an append with another base: %v", got)
+	}
+	// Twin: a replace resolves everything against its own base.
+	if v, _ = r.Present("see [b.go:1][]", "", ModeReplace, "", nil); len(v.Refs) != 1 || v.Refs[0].OK {
+		t.Fatalf("a replace at the root: %+v", v.Refs)
+	}
+}
