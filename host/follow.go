@@ -25,10 +25,12 @@ func (r *Reviews) quote(p string, n int) string {
 }
 
 // follow returns refs as they stand in the files now: a reference whose
-// line still holds its quote is unchanged; one whose quote is on exactly
-// one other line of the file moves there (a range moves with it; Moved
-// keeps the line it was written against); otherwise it is broken, saying
-// what the line held. refs is not changed.
+// line still holds its quote is unchanged; one whose quote is now on
+// exactly one other line moves there (a range moves with it; Moved keeps
+// the line it was written against). A line edited in place — the usual
+// case: a review describing the edit it proposed, read after the edit was
+// applied — keeps its reference where it was; one past the file's end, or
+// in a file gone, is broken. refs is not changed.
 func (r *Reviews) follow(refs []Ref) []Ref {
 	out := make([]Ref, len(refs))
 	copy(out, refs)
@@ -56,14 +58,15 @@ func (r *Reviews) follow(refs []Ref) []Ref {
 				at = j + 1
 			}
 		}
-		if at < 1 {
-			ref.OK, ref.Problem = false, fmt.Sprintf("line %d changed since the review (it held %q)", ref.Line, ref.Quote)
-			continue
+		switch {
+		case at > 0:
+			if ref.EndLine != 0 {
+				ref.EndLine += at - ref.Line
+			}
+			ref.Moved, ref.Line = ref.Line, at
+		case ref.Line > len(lines):
+			ref.OK, ref.Problem = false, fmt.Sprintf("line %d is past the file's end now (%d lines; it held %q)", ref.Line, len(lines), ref.Quote)
 		}
-		if ref.EndLine != 0 {
-			ref.EndLine += at - ref.Line
-		}
-		ref.Moved, ref.Line = ref.Line, at
 	}
 	return out
 }

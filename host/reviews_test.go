@@ -219,8 +219,9 @@ func TestLinkReferencesAreCheckedToo(t *testing.T) {
 }
 
 // Seed 91: a review read after the code changed points at where its lines
-// went: a line moved down is followed by its text; one whose text changed
-// (or is now on two lines) is broken, saying what it held.
+// went: a line moved down is followed by its text; one edited in place
+// stays where it was (a review describes the edit it proposed, and is read
+// after it was applied); one past the file's end is broken.
 func TestReviewReferencesFollowTheirLines(t *testing.T) {
 	r, tr, _ := newReviews(t)
 	if _, err := r.Present("[a.go:3][] and [the package](a.go:1)", "", ModeReplace, "", nil); err != nil {
@@ -238,8 +239,12 @@ func TestReviewReferencesFollowTheirLines(t *testing.T) {
 		t.Fatalf("the package line moved: %+v", got)
 	}
 	os.WriteFile(filepath.Join(tr.root, "a.go"), []byte("package a\n\nfunc A() int { return 1 }\n"), 0o644)
-	if v, _ = r.Version(0); v.Refs[0].OK || !strings.Contains(v.Refs[0].Problem, `it held "func A() {}"`) || !v.Refs[1].OK || v.Refs[1].Moved != 0 {
-		t.Fatalf("a changed line, an unchanged one: %+v", v.Refs)
+	if v, _ = r.Version(0); !v.Refs[0].OK || v.Refs[0].Line != 3 || v.Refs[0].Moved != 0 || !v.Refs[1].OK || v.Refs[1].Moved != 0 {
+		t.Fatalf("a line edited in place, an unchanged one: %+v", v.Refs)
+	}
+	os.WriteFile(filepath.Join(tr.root, "a.go"), []byte("package a\n"), 0o644)
+	if v, _ = r.Version(0); v.Refs[0].OK || !strings.Contains(v.Refs[0].Problem, `past the file's end`) {
+		t.Fatalf("a line past the end: %+v", v.Refs[0])
 	}
 	// Twin: nothing changed, nothing moves; the stored review is as it was.
 	os.WriteFile(filepath.Join(tr.root, "a.go"), []byte("package a\n\nfunc A() {}\n"), 0o644)
