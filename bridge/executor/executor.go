@@ -511,6 +511,11 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 		errors.As(o.err, &res.Relayed)
 	default:
 		res = Result{Value: o.v}
+		if v, blocked, ok := c.guardResult(o.v); ok {
+			res = blocked
+		} else {
+			res.Value = v
+		}
 	}
 	var attrs events.Attrs
 	if res.OK() {

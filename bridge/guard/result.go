@@ -106,6 +106,19 @@ func Result(server string, res *sdk.CallToolResult, red Scrubber, act Actions, m
 	return v
 }
 
+// Value judges a value a tool returned whole — a discovered tool's JSON
+// output, not an MCP result — as Result judges an upstream's structured
+// content: the value as the client may read it (nil when a rule blocks
+// it), the findings and the secrets it held. v itself is never changed.
+func Value(v any, red Scrubber, act Actions) (out any, findings []Finding, secrets []string) {
+	j := &resultJudge{f: finder{act: act}, red: red}
+	out = j.value(structured(v), "result", "")
+	if Worst(j.f.out) == policy.ActionBlock {
+		out = nil
+	}
+	return out, j.f.out, j.secrets
+}
+
 // flaggedRules are the rules of fs whose action is flag.
 func flaggedRules(fs []Finding) []string {
 	var out []string
