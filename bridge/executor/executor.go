@@ -510,12 +510,7 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 		res = failed(e.Code, c.x.redact("error", e.Msg))
 		errors.As(o.err, &res.Relayed)
 	default:
-		res = Result{Value: o.v}
-		if v, blocked, ok := c.guardResult(o.v); ok {
-			res = blocked
-		} else {
-			res.Value = v
-		}
+		res = c.guardResult(o.v)
 	}
 	var attrs events.Attrs
 	if res.OK() {

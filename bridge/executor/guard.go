@@ -57,9 +57,7 @@ func (c *call) guardArgs() (Result, bool) {
 	if !blocked {
 		first = fs[0]
 	}
-	attrs := events.A(events.AttrRule, first.Rule, "action", guard.Worst(fs), "pack", policy.Pack, "trigger", first.Trigger,
-		"triggerHmac", c.x.opts.Emitter.Redactor().Fingerprint(first.Trigger),
-		"findings", guard.JSON(fs), events.AttrServer, server)
+	attrs := guard.Attrs(first, fs, c.x.opts.Emitter.Redactor().Fingerprint).With(events.AttrServer, server)
 	if !from.RequestID.IsZero() {
 		attrs.Set("fromServer", from.Server)
 		attrs.Set("fromRequest", from.RequestID.String())
@@ -92,29 +90,27 @@ func guardDenial(f guard.Finding) (events.Code, string) {
 	return code, "the guard refused the call (rule " + f.Rule + " of " + policy.Pack + "): " + f.Why
 }
 
-// guardResult judges a discovered tool's result with the pack's result
-// rules, as the gateway judges an upstream's (a secret the tool was handed
-// reached the client in clear: only upstream results were judged). It
-// returns the value the client may read, and a failed Result when a rule
-// blocks it. Other tools' results pass unchanged (an upstream's is judged
-// by the gateway; the bridge's own by their hosts).
-func (c *call) guardResult(v any) (any, Result, bool) {
+// guardResult is a discovered tool's result v as its client may read it,
+// judged with the pack's result rules as the gateway judges an upstream's
+// (a secret the tool was handed reached the client in clear: only
+// upstream results were judged); a failed Result when a rule blocks it.
+// Other tools' results pass unchanged (an upstream's is judged by the
+// gateway; the bridge's own by their hosts).
+func (c *call) guardResult(v any) Result {
 	if !c.tool.Recorded || c.tool.Server() != "" {
-		return v, Result{}, false
+		return Result{Value: v}
 	}
 	red := c.x.opts.Emitter.Redactor()
 	out, fs, _ := guard.Value(v, red, c.x.GuardActions(""))
 	if len(fs) == 0 {
-		return v, Result{}, false
+		return Result{Value: v}
 	}
-	attrs := events.A(events.AttrRule, fs[0].Rule, "action", guard.Worst(fs), "pack", policy.Pack, "trigger", fs[0].Trigger,
-		"triggerHmac", red.Fingerprint(fs[0].Trigger), "findings", guard.JSON(fs), events.AttrTool, c.tool.ID)
+	attrs := guard.Attrs(fs[0], fs, red.Fingerprint).With(events.AttrTool, c.tool.ID)
 	if out == nil {
 		msg := "the guard blocked tool " + c.tool.ID + "'s result (rule " + fs[0].Rule + "): " + fs[0].Why
-		attrs.Set(events.AttrError, msg)
-		c.emit(events.KindGuardResult, events.Denied, events.CodeResultBlocked, time.Time{}, attrs)
-		return nil, failed(events.CodeResultBlocked, msg), true
+		c.emit(events.KindGuardResult, events.Denied, events.CodeResultBlocked, time.Time{}, attrs.With(events.AttrError, msg))
+		return failed(events.CodeResultBlocked, msg)
 	}
 	c.emit(events.KindGuardResult, events.OK, "", time.Time{}, attrs)
-	return out, Result{}, false
+	return Result{Value: out}
 }

@@ -3,6 +3,7 @@ package guard
 import (
 	"encoding/json"
 
+	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/policy"
 )
 
@@ -84,6 +85,14 @@ func Rules(fs []Finding) []string {
 func JSON(fs []Finding) string {
 	b, _ := json.Marshal(fs)
 	return string(b)
+}
+
+// Attrs are the attributes every guard event carries (guard.args.judged,
+// guard.result.judged): the rule of lead, the worst action of fs, the
+// pack, lead's trigger and its fingerprint, and the findings whole.
+func Attrs(lead Finding, fs []Finding, fingerprint func(string) string) events.Attrs {
+	return events.A(events.AttrRule, lead.Rule, "action", Worst(fs), "pack", policy.Pack, "trigger", lead.Trigger,
+		"triggerHmac", fingerprint(lead.Trigger), "findings", JSON(fs))
 }
 
 // canonical is v as generic JSON values.

@@ -123,9 +123,7 @@ func (s *Server) recordJudgment(c executor.Call, tool string, j guard.Judged) er
 	if len(j.Findings) == 0 {
 		return nil
 	}
-	worst := guard.Worst(j.Findings)
-	attrs := events.A(projections.AttrUpTool, tool, events.AttrRule, j.Findings[0].Rule, "action", worst, "pack", policy.Pack,
-		"trigger", j.Findings[0].Trigger, "triggerHmac", s.g.opts.Emitter.Redactor().Fingerprint(j.Findings[0].Trigger), "findings", guard.JSON(j.Findings))
+	attrs := guard.Attrs(j.Findings[0], j.Findings, s.g.opts.Emitter.Redactor().Fingerprint).With(projections.AttrUpTool, tool)
 	if j.Result == nil {
 		msg := fmt.Sprintf("the guard blocked server %s's result (rule %s): %s", s.name, j.Findings[0].Rule, j.Findings[0].Why)
 		attrs.Set(events.AttrError, msg)
