@@ -154,7 +154,7 @@ func (g *Gateway) Ensure(ctx context.Context, req events.ID, method string) {
 	for _, name := range g.names {
 		s := g.servers[name]
 		switch {
-		case method == "tools/list" && !s.newUnlisted(ctx) && (s.listed.Load() || !s.cfg.Eager() && s.listFromPins(ctx)):
+		case method == "tools/list" && !s.unlisted(ctx) && (s.listed.Load() || !s.cfg.Eager() && s.listFromPins(ctx)):
 			continue
 		case method != "tools/list" && method != "tools/call" && s.extras.Load() != nil:
 			continue // its prompts and resources are listed (it tells of changes)
@@ -277,7 +277,7 @@ func (g *Gateway) redact(s string) string { return g.opts.Emitter.Redactor().Val
 // pin (recording first sights, changes and removals), and puts the exposed
 // tools in the catalog. s.mu is held.
 func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.ClientSession) error {
-	var now []*sdk.Tool
+	now := []*sdk.Tool{} // listed, if empty: nil is a generation never listed (listings)
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return err
@@ -340,17 +340,40 @@ func (s *Server) refreshLocked(ctx context.Context, req events.ID, cs *sdk.Clien
 	return nil
 }
 
-// newUnlisted reports whether the server was never listed on the protocol
+// unlisted reports whether the server was never listed on the protocol
 // generation ctx's client speaks (it may offer other tools there): on the
 // new one at all, on the old one when the new one was.
-func (s *Server) newUnlisted(ctx context.Context) bool {
+func (s *Server) unlisted(ctx context.Context) bool {
 	_, _, version := s.keyOf(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if version < newProtocol {
+	if generation(version) == 0 {
 		return s.listings[0] == nil && s.listings[1] != nil
 	}
 	return s.listings[1] == nil
+}
+
+// generation is s.listings' index for protocol version v: 0 for the
+// versions with sessions, 1 for newProtocol on.
+func generation(v string) int {
+	if v >= newProtocol {
+		return 1
+	}
+	return 0
+}
+
+// names is the set of the tools' names (nil for a listing never made).
+func names(listing []*sdk.Tool) map[string]bool {
+	if listing == nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, t := range listing {
+		if t != nil {
+			set[t.Name] = true
+		}
+	}
+	return set
 }
 
 // offeredLocked returns, for a tool's name, whether a client of a
@@ -358,29 +381,12 @@ func (s *Server) newUnlisted(ctx context.Context) bool {
 // not listed to that generation's clients (once that generation was
 // listed; before, it is). s.mu is held.
 func (s *Server) offeredLocked() func(name string) func(v string) bool {
-	var sets [2]map[string]bool
-	for gen, listing := range s.listings {
-		if listing == nil {
-			continue
-		}
-		sets[gen] = map[string]bool{}
-		for _, t := range listing {
-			if t != nil {
-				sets[gen][t.Name] = true
-			}
-		}
-	}
+	sets := [2]map[string]bool{names(s.listings[0]), names(s.listings[1])}
 	return func(name string) func(v string) bool {
 		if sets[0] == nil || sets[1] == nil || sets[0][name] && sets[1][name] {
 			return nil // offered on both, or only one generation is known
 		}
-		return func(v string) bool {
-			gen := 0
-			if v >= newProtocol {
-				gen = 1
-			}
-			return sets[gen][name]
-		}
+		return func(v string) bool { return sets[generation(v)][name] }
 	}
 }
 
@@ -391,17 +397,12 @@ func (s *Server) offeredLocked() func(name string) func(v string) bool {
 // other's tools. s.mu is held.
 func (s *Server) unionLocked(cs *sdk.ClientSession, now []*sdk.Tool) []*sdk.Tool {
 	gen := 0
-	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion >= newProtocol {
-		gen = 1
+	if ir := cs.InitializeResult(); ir != nil {
+		gen = generation(ir.ProtocolVersion)
 	}
 	s.listings[gen] = now
 	out := slices.Clone(now)
-	seen := map[string]bool{}
-	for _, t := range now {
-		if t != nil {
-			seen[t.Name] = true
-		}
-	}
+	seen := names(now)
 	for _, t := range s.listings[1-gen] {
 		if t != nil && !seen[t.Name] {
 			out = append(out, t)
