@@ -17,7 +17,11 @@ func (r *Reviews) quote(p string, n int) string {
 	if err != nil {
 		return ""
 	}
-	lines := strings.Split(string(b), "\n")
+	return lineText(strings.Split(string(b), "\n"), n)
+}
+
+// lineText is line n (1-based) of lines, trimmed; "" past their end.
+func lineText(lines []string, n int) string {
 	if n < 1 || n > len(lines) {
 		return ""
 	}
@@ -34,18 +38,23 @@ func (r *Reviews) quote(p string, n int) string {
 func (r *Reviews) follow(refs []Ref) []Ref {
 	out := make([]Ref, len(refs))
 	copy(out, refs)
+	files := map[string][]string{} // each file read once
 	for i := range out {
 		ref := &out[i]
 		if !ref.OK || ref.Quote == "" {
 			continue
 		}
-		b, err := r.ws.ReadFile(ref.Path)
-		if err != nil {
-			ref.OK, ref.Problem = false, "file not readable in the workspace: "+err.Error()
-			continue
+		lines, read := files[ref.Path]
+		if !read {
+			b, err := r.ws.ReadFile(ref.Path)
+			if err != nil {
+				ref.OK, ref.Problem = false, "file not readable in the workspace: "+err.Error()
+				continue
+			}
+			lines = strings.Split(string(b), "\n")
+			files[ref.Path] = lines
 		}
-		lines := strings.Split(string(b), "\n")
-		if ref.Line <= len(lines) && strings.TrimSpace(lines[ref.Line-1]) == ref.Quote {
+		if lineText(lines, ref.Line) == ref.Quote {
 			continue
 		}
 		at := -1

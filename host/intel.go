@@ -242,9 +242,7 @@ func (h *Host) positionCall(method string, extra map[string]any) pipe.Handler {
 			params[k] = v
 		}
 		if method == "textDocument/references" { // reads the whole workspace, as workspace/symbol does
-			if lang, ok := h.Languages().langOf(srv); ok {
-				h.Languages().tellChanges(srv, lang, rid)
-			}
+			h.Languages().tellChanges(srv, rid)
 		}
 		var raw json.RawMessage
 		if err := srv.Call(ctx, rid, method, params, &raw); err != nil {
@@ -432,9 +430,7 @@ func (h *Host) symbols(ctx context.Context, rid events.ID, query, language strin
 	answered := 0
 	for _, srv := range servers {
 		srv.Ready(ctx)
-		if lang, ok := h.Languages().langOf(srv); ok {
-			h.Languages().tellChanges(srv, lang, rid)
-		}
+		h.Languages().tellChanges(srv, rid)
 		var raw []lspSymbol
 		if err := srv.Call(ctx, rid, "workspace/symbol", map[string]string{"query": query}, &raw); err != nil {
 			firstErr = cmpErr(firstErr, err)

@@ -97,10 +97,8 @@ func unsupported(q string) string {
 			}
 		}
 	}
-	for _, v := range changeVerbs {
-		if first == v {
-			return v
-		}
+	if slices.Contains(changeVerbs, first) {
+		return first
 	}
 	return ""
 }
@@ -143,7 +141,7 @@ func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 		return nil, err
 	}
 	if verb := unsupported(a.Query); verb != "" {
-		return QueryResult{Outcome: "unavailable", Message: fmt.Sprintf("ide_query reads code, it does not %s it: %s. To %s, propose the edit (propose_edits).", verb, queryForms, verb)}, nil
+		return QueryResult{Outcome: "unavailable", Message: fmt.Sprintf("ide_query reads code, it does not %s it: %s. To %s, propose the edit (propose_text_edit).", verb, queryForms, verb)}, nil
 	}
 	name := subject(a.Query)
 	if asksSelection(a.Query) {
@@ -180,9 +178,7 @@ func (h *Host) query(ctx context.Context, req pipe.Request) (any, error) {
 	default:
 		out := QueryResult{Outcome: "ambiguous", Message: fmt.Sprintf("%d symbols are named %s; ask about one of them", len(exact), name)}
 		for _, s := range exact {
-			out.Refinements = append(out.Refinements, Refinement{Label: fmt.Sprintf("%s %s in %s:%d", s.Kind, s.Name, s.Path, s.Line),
-				Tool:      map[string]string{"references": "find_references", "hover": "hover", "definition": "find_definition"}[what],
-				Arguments: map[string]any{"path": s.Path, "line": s.Line, "column": s.Column}})
+			out.Refinements = append(out.Refinements, refinement(s, what))
 		}
 		return out, nil
 	}
@@ -236,12 +232,18 @@ func notFound(name string, found []Symbol, what string) QueryResult {
 	var names []string
 	for _, s := range near[:min(len(near), 5)] {
 		names = append(names, fmt.Sprintf("%s (%s %s:%d)", s.Name, s.Kind, s.Path, s.Line))
-		out.Refinements = append(out.Refinements, Refinement{Label: fmt.Sprintf("%s %s in %s:%d", s.Kind, s.Name, s.Path, s.Line),
-			Tool:      map[string]string{"references": "find_references", "hover": "hover", "definition": "find_definition"}[what],
-			Arguments: map[string]any{"path": s.Path, "line": s.Line, "column": s.Column}})
+		out.Refinements = append(out.Refinements, refinement(s, what))
 	}
 	if len(names) > 0 {
 		out.Message += "; close names: " + strings.Join(names, ", ")
 	}
 	return out
+}
+
+// refinement is the call that asks what (references, hover, definition)
+// about s.
+func refinement(s Symbol, what string) Refinement {
+	return Refinement{Label: fmt.Sprintf("%s %s in %s:%d", s.Kind, s.Name, s.Path, s.Line),
+		Tool:      map[string]string{"references": "find_references", "hover": "hover", "definition": "find_definition"}[what],
+		Arguments: map[string]any{"path": s.Path, "line": s.Line, "column": s.Column}}
 }

@@ -140,7 +140,7 @@ func (r *Reviews) Present(content, baseURI, mode, section string, find SymbolFin
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "Section parameter required for update-section mode"}
 	case mode != ModeUpdateSection && section != "":
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: "section is only used with mode update-section"}
-	case baseURI != "" && !insideRoot(r.ws, baseURI):
+	case !insideRoot(r.ws, baseURI):
 		// Seed 155: it was ignored, and every reference read from the root.
 		return ReviewVersion{}, &events.Err{Code: events.CodeInvalidArguments, Msg: fmt.Sprintf("baseUri %q is not a folder in the workspace (%s): give file:///abs/dir or a path inside it, or leave it out for the root", baseURI, r.ws.Dir())}
 	}
@@ -199,8 +199,11 @@ func baseDir(ws *Workspace, baseURI string) string {
 	return rel
 }
 
-// baseRel is baseURI as a folder relative to the root.
+// baseRel is baseURI as a folder relative to the root ("." for none).
 func baseRel(ws *Workspace, baseURI string) (string, error) {
+	if baseURI == "" {
+		return ".", nil
+	}
 	p := strings.TrimPrefix(baseURI, "file://")
 	if u, err := url.PathUnescape(p); err == nil {
 		p = u
@@ -275,8 +278,6 @@ var symbolKindsOf = map[string][]string{
 	"class":    {"class", "struct", "interface", "enum"},
 }
 
-// resolveSymbol finds what kind:Name names: exactly one symbol of that kind
-// and name (gopls names a method Type.Method).
 // workspaceFirst keeps the symbols defined in the workspace when there
 // are any: a language server also answers from the module's dependencies
 // and the standard library (gopls: a workspace's Validate beside every
@@ -295,6 +296,8 @@ func workspaceFirst(syms []Symbol) []Symbol {
 	return in
 }
 
+// resolveSymbol finds what kind:Name names: exactly one symbol of that kind
+// and name (gopls names a method Type.Method).
 func resolveSymbol(sym string, find SymbolFinder, asked int) Ref {
 	kind, name, _ := strings.Cut(sym, ":")
 	switch {
@@ -408,9 +411,7 @@ func ParseRefs(md string) []Ref {
 		}
 	}
 	for _, m := range linkRefRE.FindAllStringSubmatchIndex(md, -1) {
-		if ref, ok := linkRef(md, m); ok {
-			found = append(found, at{m[0], ref})
-		}
+		found = append(found, at{m[0], linkRef(md, m)})
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].pos < found[j].pos })
 	var out []Ref
@@ -447,7 +448,7 @@ func fileRef(md string, m []int) (Ref, bool) {
 }
 
 // linkRef is the [text](file:line) reference linkRefRE matched at m.
-func linkRef(md string, m []int) (Ref, bool) {
+func linkRef(md string, m []int) Ref {
 	num := func(i int) int {
 		if m[2*i] < 0 {
 			return 0
@@ -455,7 +456,7 @@ func linkRef(md string, m []int) (Ref, bool) {
 		n, _ := strconv.Atoi(md[m[2*i]:m[2*i+1]])
 		return n
 	}
-	return Ref{Text: md[m[0]:m[1]], Path: md[m[4]:m[5]], Line: num(3), EndLine: num(4), Column: num(5)}, true
+	return Ref{Text: md[m[0]:m[1]], Path: md[m[4]:m[5]], Line: num(3), EndLine: num(4), Column: num(5)}
 }
 
 // Label is the reference's text as a reader sees it: x of [x][], of
@@ -493,9 +494,12 @@ func (r *Reviews) check(refs []Ref, base string, find SymbolFinder) []Ref {
 			res, ok := symbols[ref.Symbol]
 			if !ok {
 				res = resolveSymbol(ref.Symbol, find, len(symbols))
+				if res.OK {
+					res.Quote = r.quote(res.Path, res.Line)
+				}
 				symbols[ref.Symbol] = res
 			}
-			ref.Path, ref.Line, ref.Column, ref.OK, ref.Problem = res.Path, res.Line, res.Column, res.OK, res.Problem
+			ref.Path, ref.Line, ref.Column, ref.OK, ref.Problem, ref.Quote = res.Path, res.Line, res.Column, res.OK, res.Problem, res.Quote
 			continue
 		}
 		if base != "" {
@@ -510,12 +514,7 @@ func (r *Reviews) check(refs []Ref, base string, find SymbolFinder) []Ref {
 		case ref.EndLine != 0 && (ref.EndLine < ref.Line || ref.EndLine > bytes.Count(b, []byte("\n"))+1):
 			ref.Problem = fmt.Sprintf("lines %d-%d are not a range inside the file (%d lines)", ref.Line, ref.EndLine, bytes.Count(b, []byte("\n"))+1)
 		default:
-			ref.OK = true
-		}
-	}
-	for i := range refs {
-		if refs[i].OK {
-			refs[i].Quote = r.quote(refs[i].Path, refs[i].Line)
+			ref.OK, ref.Quote = true, lineText(strings.Split(string(b), "\n"), ref.Line)
 		}
 	}
 	if refs == nil {

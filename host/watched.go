@@ -30,12 +30,14 @@ type fileStamp struct {
 	mod  time.Time
 }
 
-// tellChanges tells srv, when it runs, which files of lang were created,
-// changed or removed since it last looked: since the previous request, or
-// (the first time for this start) those changed after it started.
-func (l *Languages) tellChanges(srv *lsp.Server, lang Language, rid events.ID) {
+// tellChanges tells srv, when it runs, which files of its language were
+// created, changed or removed since it last looked: since the previous
+// request, or (the first time for this start) those changed after it
+// started.
+func (l *Languages) tellChanges(srv *lsp.Server, rid events.ID) {
 	start, since := srv.Running()
-	if start == 0 {
+	lang, known := l.langOf(srv)
+	if start == 0 || !known {
 		return
 	}
 	now := l.ws.stamps(lang.Extensions)

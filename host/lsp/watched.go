@@ -10,9 +10,8 @@ import (
 )
 
 // Running returns which start of the server runs now (0: none) and when it
-// began: a caller
-// that keeps its own view of the disk for the server takes a new one when
-// this changes (a server reads the disk when it starts).
+// began: a caller that keeps its own view of the disk for the server takes
+// a new one when this changes (a server reads the disk when it starts).
 func (s *Server) Running() (start int, since time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

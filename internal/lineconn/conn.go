@@ -27,10 +27,9 @@ type Transport struct {
 	Batches bool
 }
 
-// Connect implements sdk.Transport.
+// Connect implements sdk.Transport: it starts reading.
 func (t *Transport) Connect(context.Context) (sdk.Connection, error) {
-	c := newConn(t.Reader, t.Writer)
-	c.batches = t.Batches
+	c := &Conn{r: t.Reader, w: t.Writer, batches: t.Batches, incoming: make(chan read), closed: make(chan struct{})}
 	go c.readLoop(t.MaxFrame)
 	return c, nil
 }
@@ -51,17 +50,6 @@ type Conn struct {
 type read struct {
 	msg jsonrpc.Message
 	err error
-}
-
-// New starts reading r; maxFrame caps one message (zero or less: no cap).
-func New(r io.ReadCloser, w io.WriteCloser, maxFrame int) *Conn {
-	c := newConn(r, w)
-	go c.readLoop(maxFrame)
-	return c
-}
-
-func newConn(r io.ReadCloser, w io.WriteCloser) *Conn {
-	return &Conn{r: r, w: w, incoming: make(chan read), closed: make(chan struct{})}
 }
 
 func (c *Conn) readLoop(maxFrame int) {

@@ -46,9 +46,15 @@ func TestSDKClientAndServerTalkOverIt(t *testing.T) {
 // read is what one Read of conn over input returns.
 func readOne(t *testing.T, input string, maxFrame int) (jsonrpc.Message, error) {
 	t.Helper()
-	c := New(io.NopCloser(strings.NewReader(input)), nopWriter{}, maxFrame)
+	c := open(io.NopCloser(strings.NewReader(input)), maxFrame)
 	defer c.Close()
 	return c.Read(context.Background())
+}
+
+// open connects over r, as the transport does.
+func open(r io.ReadCloser, maxFrame int) *Conn {
+	c, _ := (&Transport{Reader: r, Writer: nopWriter{}, MaxFrame: maxFrame}).Connect(context.Background())
+	return c.(*Conn)
 }
 
 type nopWriter struct{}
@@ -74,7 +80,7 @@ func TestFramesOverTheCapTrailingDataAndGarbageEndTheConnection(t *testing.T) {
 		t.Fatalf("an empty stream: %v, want EOF", err)
 	}
 	// The cap is per message: many messages, each under it, pass.
-	c := New(io.NopCloser(strings.NewReader(strings.Repeat(ok, 100))), nopWriter{}, len(ok)+1)
+	c := open(io.NopCloser(strings.NewReader(strings.Repeat(ok, 100))), len(ok)+1)
 	defer c.Close()
 	for i := range 100 {
 		if _, err := c.Read(context.Background()); err != nil {
@@ -86,7 +92,7 @@ func TestFramesOverTheCapTrailingDataAndGarbageEndTheConnection(t *testing.T) {
 func TestCloseAndContextEndARead(t *testing.T) {
 	r, w := io.Pipe()
 	defer w.Close()
-	c := New(r, nopWriter{}, 0)
+	c := open(r, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.Read(ctx); !errors.Is(err, context.Canceled) {

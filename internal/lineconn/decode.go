@@ -9,8 +9,9 @@
 // "Performance"). This one keeps the SDK's behaviour where it is visible:
 // keys are matched exactly, a frame over the cap ends the connection with
 // the SDK's words, data after a message on its line is an error, and Close
-// unblocks a Read. It does not take batches (no protocol since 2025-06-18
-// has them, and neither hop of the bridge sends one).
+// unblocks a Read. A batch (2025-03-26; no protocol since has them) is
+// taken only where asked (Transport.Batches), and answered message by
+// message, not as an array.
 package lineconn
 
 import (
