@@ -1,0 +1,94 @@
+// Package identity is who made a request: the user an access token names
+// (User), carried in a request's context from the door that authenticated
+// it to every crossing of its run, and the front door's check of that
+// token (Verifier: an OAuth 2.1 resource server's, RFC 9068 JWTs against
+// the issuer's JWKS).
+package identity
+
+import (
+	"context"
+	"slices"
+	"strings"
+)
+
+// The attributes naming the user on an event (ECS user.*).
+const (
+	AttrSub      = "user.sub"
+	AttrName     = "user.name"
+	AttrEmail    = "user.email"
+	AttrGroups   = "user.groups" // comma-separated
+	AttrClientID = "user.client_id"
+	AttrIssuer   = "user.issuer"
+)
+
+// User is an authenticated person (or service), as its access token says.
+type User struct {
+	Subject  string   `json:"sub"`
+	Issuer   string   `json:"iss,omitempty"`
+	Name     string   `json:"name,omitempty"` // preferred_username, else name, else email
+	Email    string   `json:"email,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+	ClientID string   `json:"client_id,omitempty"` // the OAuth client it used
+}
+
+// IsZero reports whether no one is named.
+func (u User) IsZero() bool { return u.Subject == "" }
+
+// InGroup reports whether the user is a member of group g.
+func (u User) InGroup(g string) bool { return slices.Contains(u.Groups, g) }
+
+// Same reports whether u and o are the same person: one issuer's subject.
+func (u User) Same(o User) bool { return !u.IsZero() && u.Subject == o.Subject && u.Issuer == o.Issuer }
+
+// Display is the name a person reads: the name, else the subject.
+func (u User) Display() string {
+	if u.Name != "" {
+		return u.Name
+	}
+	return u.Subject
+}
+
+// Attrs are the user's event attributes, as key, value pairs (empty ones
+// left out); none for the zero User.
+func (u User) Attrs() []string {
+	if u.IsZero() {
+		return nil
+	}
+	out := []string{AttrSub, u.Subject}
+	add := func(k, v string) {
+		if v != "" {
+			out = append(out, k, v)
+		}
+	}
+	add(AttrIssuer, u.Issuer)
+	add(AttrName, u.Name)
+	add(AttrEmail, u.Email)
+	add(AttrGroups, strings.Join(u.Groups, ","))
+	add(AttrClientID, u.ClientID)
+	return out
+}
+
+// FromAttrs reads a User back from an event's attributes.
+func FromAttrs(a map[string]string) User {
+	u := User{Subject: a[AttrSub], Issuer: a[AttrIssuer], Name: a[AttrName], Email: a[AttrEmail], ClientID: a[AttrClientID]}
+	if g := a[AttrGroups]; g != "" {
+		u.Groups = strings.Split(g, ",")
+	}
+	return u
+}
+
+type ctxKey struct{}
+
+// With returns ctx carrying u.
+func With(ctx context.Context, u User) context.Context {
+	if u.IsZero() {
+		return ctx
+	}
+	return context.WithValue(ctx, ctxKey{}, u)
+}
+
+// From returns the user ctx carries, if any.
+func From(ctx context.Context) (User, bool) {
+	u, ok := ctx.Value(ctxKey{}).(User)
+	return u, ok
+}
