@@ -42,6 +42,7 @@ type Config struct {
 	Cluster   Cluster               `toml:"cluster"`
 	Guard     Guard                 `toml:"guard"`
 	Gateway   Gateway               `toml:"gateway"`
+	Auth      Auth                  `toml:"auth"`
 	// LSP names the language servers the workspace host drives, by
 	// language ([lsp.go], [lsp.typescript], …); a language left out keeps
 	// its default when the binary is on PATH.
@@ -282,6 +283,7 @@ func (c *Config) validate(lines map[string]int) []Problem {
 	c.validateTools(bad)
 	c.validateServers(bad)
 	c.validateOTLP(bad)
+	c.validateAuth(bad)
 	c.validateRetention(bad)
 	c.validateCluster(bad)
 	c.validateGuard(bad)

@@ -73,10 +73,17 @@ const (
 	CodeClientIncapable      Code = "ClientIncapable"      // the upstream asked the client for what it did not declare (sampling, elicitation, roots), or no client session was there to ask
 )
 
+// Codes of the front door's access tokens ([auth]).
+const (
+	CodeInsufficientScope Code = "InsufficientScope" // a valid access token without a scope the front door requires
+	CodeIssuerUnreachable Code = "IssuerUnreachable" // the authorization server's metadata or keys could not be fetched to check a token
+	CodeSessionNotOwned   Code = "SessionNotOwned"   // a request for an HTTP session another user opened
+)
+
 // Codes of the operator UI's access rules.
 const (
 	CodeForeignHost     Code = "ForeignHost"     // the Host header is not a loopback name of the UI (DNS rebinding)
-	CodeUnauthenticated Code = "Unauthenticated" // no valid launch token or session cookie
+	CodeUnauthenticated Code = "Unauthenticated" // no valid launch token or session cookie; no valid bearer or access token
 	CodeForeignOrigin   Code = "ForeignOrigin"   // a state change from another origin, or with none
 	CodeCSRFMismatch    Code = "CSRFMismatch"    // a state change without this session's CSRF token
 	CodeMethodRefused   Code = "MethodRefused"   // a state-changing route asked with GET (or the reverse)
@@ -161,15 +168,18 @@ var codeTable = map[Code]codeInfo{
 	CodeServerChanged:        {outcome: Denied, action: "the server is not the one pinned (another command or executable, another URL origin, another TLS key or serverInfo): review it with `tracebridge tools diff server:NAME` and accept it with `tracebridge tools accept server:NAME --hash …` (or on the UI's approvals page)", hint: "the server behind this tool changed since it was approved and was not contacted; tell the user, do not retry", severity: "warning", risk: "high"},
 	CodeToolChanged:          {outcome: Denied, action: "the tool's description, schema or annotations changed since it was pinned: review the change with `tracebridge tools diff <tool>` and accept it with `tracebridge tools accept <tool>` (or on the UI's approvals page)", hint: "this tool changed since it was approved for use and is refused until the user reviews it; do not retry", severity: "warning", risk: "high"},
 
-	CodeForeignHost:     {outcome: Denied, action: "open the UI at the URL `tracebridge ui` prints", status: http.StatusMisdirectedRequest},
-	CodeUnauthenticated: {outcome: Denied, action: "open the URL `tracebridge ui` prints: its token signs the browser in", status: http.StatusUnauthorized},
-	CodeForeignOrigin:   {outcome: Denied, action: "decide from the UI's own pages"},
-	CodeCSRFMismatch:    {outcome: Denied, action: "reload the page and decide again"},
-	CodeMethodRefused:   {outcome: Denied, action: "state changes are POSTs from the UI's own forms; pages are read with GET", status: http.StatusMethodNotAllowed},
-	CodeNotPending:      {outcome: Denied, action: "it was decided already (or timed out): reload to see what happened", status: http.StatusConflict},
-	CodeHashChanged:     {outcome: Denied, action: "what waits now differs from what was shown: reload, look again, and decide", status: http.StatusConflict},
-	CodeNotApproved:     {outcome: Denied, action: "approve the proposal before applying it", status: http.StatusConflict},
-	CodeNoProposal:      {outcome: Error, action: "list the proposals with `tracebridge proposals list` and use an id from it", status: http.StatusNotFound},
+	CodeForeignHost:       {outcome: Denied, action: "open the UI at the URL `tracebridge ui` prints", status: http.StatusMisdirectedRequest},
+	CodeUnauthenticated:   {outcome: Denied, action: "open the URL `tracebridge ui` prints: its token signs the browser in; over `mcp --http`, send `tracebridge token` or an access token of the [auth] issuer", status: http.StatusUnauthorized},
+	CodeInsufficientScope: {outcome: Denied, action: "ask the authorization server for a token with the scopes the WWW-Authenticate header names", status: http.StatusForbidden},
+	CodeIssuerUnreachable: {outcome: Error, action: "check that [auth] issuer (or jwks_url) answers from this machine", status: http.StatusServiceUnavailable},
+	CodeSessionNotOwned:   {outcome: Denied, action: "initialize a session of your own: an Mcp-Session-Id belongs to the user who opened it", status: http.StatusForbidden},
+	CodeForeignOrigin:     {outcome: Denied, action: "decide from the UI's own pages"},
+	CodeCSRFMismatch:      {outcome: Denied, action: "reload the page and decide again"},
+	CodeMethodRefused:     {outcome: Denied, action: "state changes are POSTs from the UI's own forms; pages are read with GET", status: http.StatusMethodNotAllowed},
+	CodeNotPending:        {outcome: Denied, action: "it was decided already (or timed out): reload to see what happened", status: http.StatusConflict},
+	CodeHashChanged:       {outcome: Denied, action: "what waits now differs from what was shown: reload, look again, and decide", status: http.StatusConflict},
+	CodeNotApproved:       {outcome: Denied, action: "approve the proposal before applying it", status: http.StatusConflict},
+	CodeNoProposal:        {outcome: Error, action: "list the proposals with `tracebridge proposals list` and use an id from it", status: http.StatusNotFound},
 }
 
 // codes lists every code, for tests and docs.

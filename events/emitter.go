@@ -82,6 +82,7 @@ type Emitter struct {
 	wake      chan struct{}
 	done      chan struct{}
 	stop      context.CancelFunc
+	tags      tags
 }
 
 type flushState struct {
@@ -156,6 +157,7 @@ func (e *Emitter) Emit(ev Event) ID {
 		}
 	}
 	ev.Seq, ev.Prev, ev.Hash = 0, Hash{}, Hash{}
+	e.tagged(&ev)
 	var payloads []string
 	if e.opts.Payloads != nil {
 		e.opts.Redactor.RedactWhole(&ev)

@@ -68,10 +68,11 @@ func (u User) Attrs() []string {
 	return out
 }
 
-// FromAttrs reads a User back from an event's attributes.
-func FromAttrs(a map[string]string) User {
-	u := User{Subject: a[AttrSub], Issuer: a[AttrIssuer], Name: a[AttrName], Email: a[AttrEmail], ClientID: a[AttrClientID]}
-	if g := a[AttrGroups]; g != "" {
+// FromAttrs reads a User back from an event's attributes (get is
+// events.Attrs.Get).
+func FromAttrs(get func(key string) string) User {
+	u := User{Subject: get(AttrSub), Issuer: get(AttrIssuer), Name: get(AttrName), Email: get(AttrEmail), ClientID: get(AttrClientID)}
+	if g := get(AttrGroups); g != "" {
 		u.Groups = strings.Split(g, ",")
 	}
 	return u

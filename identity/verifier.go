@@ -88,7 +88,7 @@ var signingAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, 
 // Verify checks token and returns the user it names. A *Refusal says why
 // it was refused; any other error is the issuer's keys being unreachable.
 func (v *Verifier) Verify(ctx context.Context, token string) (User, error) {
-	jws, err := jose.ParseSigned(token, signingAlgs)
+	jws, err := jose.ParseSignedCompact(token, signingAlgs)
 	if err != nil {
 		return User{}, refuse("not a signed JWT with an asymmetric algorithm: %v", err)
 	}

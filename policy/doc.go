@@ -16,6 +16,9 @@
 //	client       string           the MCP client's name/version
 //	session      string           the client session's id
 //	caller       map(string,dyn)  transport ("stdio", "http") and uid of the calling process
+//	user         map(string,dyn)  who made the call, as the front door's [auth] authenticated them:
+//	                              sub, name, email, issuer, client_id (strings), groups (list),
+//	                              authenticated (false, and the rest empty, over stdio or the data dir's token)
 //	now          timestamp        when the call is decided
 //	phase        string           "call", or "result" for a rule with phase = "result"
 //	result       map(string,dyn)  a result rule's result as the client would read it:

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"github.com/tracebridge/tracebridge/identity"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,6 +88,19 @@ type Input struct {
 type Caller struct {
 	Transport string
 	UID       int
+	// User is who the front door authenticated (zero: no one was, over
+	// stdio or with the data dir's token).
+	User identity.User
+}
+
+// userVar is the rules' user.
+func userVar(u identity.User) map[string]any {
+	groups := u.Groups
+	if groups == nil {
+		groups = []string{}
+	}
+	return map[string]any{"sub": u.Subject, "name": u.Name, "email": u.Email, "issuer": u.Issuer, "client_id": u.ClientID,
+		"groups": groups, "authenticated": !u.IsZero()}
 }
 
 // CallerOf is the caller of a call that came over transport (pipe or tcp,
@@ -136,6 +151,7 @@ var ruleEnv = func() *cel.Env {
 		cel.Variable("client", cel.StringType),
 		cel.Variable("session", cel.StringType),
 		cel.Variable("caller", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("user", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("now", cel.TimestampType),
 		cel.Variable("phase", cel.StringType),
 		cel.Variable("result", cel.MapType(cel.StringType, cel.DynType)),
@@ -233,7 +249,7 @@ func (rs *RuleSet) Decide(ctx context.Context, in Input) Verdict {
 	}
 	vars := map[string]any{"tool": in.Tool, "server": in.Server, "annotations": in.Annotations, "args": in.Args,
 		"client": in.Client, "session": in.Session, "now": in.Time, "phase": phase, "result": in.Result,
-		"caller": map[string]any{"transport": in.Caller.Transport, "uid": in.Caller.UID}}
+		"caller": map[string]any{"transport": in.Caller.Transport, "uid": in.Caller.UID}, "user": userVar(in.Caller.User)}
 	if in.Result == nil {
 		vars["result"] = map[string]any{}
 	}

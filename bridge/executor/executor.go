@@ -14,6 +14,7 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/guard"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/policy"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -128,6 +129,9 @@ type Invocation struct {
 	// Transport is how the client reached the bridge: pipe (stdio) or tcp
 	// (the HTTP front door). The rules see it as caller.transport.
 	Transport string
+	// User is who the front door authenticated ([auth]); zero over stdio
+	// and with the data dir's token. The rules see it as user.
+	User identity.User
 	// Progress reports progress to the client (nil: it asked for none).
 	Progress func(progress, total float64, message string)
 	// Round is the client's retry of a call its server answered with

@@ -129,5 +129,7 @@ func (p *gate) decideTool(d *Descriptor) decision {
 // the time.
 func (c *call) ruleInput() policy.Input {
 	t := policy.Tool{ID: c.tool.ID, Server: c.tool.Server(), Name: c.tool.Name, Annotations: projections.AnnotationFlags(annotationsOf(c.tool))}
-	return policy.NewInput(t, c.inv.Args, c.inv.Client, c.inv.SessionID.String(), policy.CallerOf(c.inv.Transport), c.x.opts.Now())
+	caller := policy.CallerOf(c.inv.Transport)
+	caller.User = c.inv.User
+	return policy.NewInput(t, c.inv.Args, c.inv.Client, c.inv.SessionID.String(), caller, c.x.opts.Now())
 }

@@ -63,6 +63,11 @@ type connState struct {
 	// transport is how the client reaches this session, as the OTel
 	// conventions name it: "pipe" (stdio) or "tcp" (Streamable HTTP).
 	transport string
+	// user is who the door authenticated (identity.User's attributes;
+	// none over stdio or with the data dir's token), tagged on each
+	// request's events by tags.
+	user []string
+	tags tagger
 
 	mu       sync.Mutex
 	inflight map[string]*pending // JSON-RPC id → request
@@ -70,6 +75,33 @@ type connState struct {
 	protocol string              // the protocol version the client asked for at initialize
 	ended    bool
 	refused  int // bytes of refused calls' params recorded whole (refused.go)
+}
+
+// tagger adds attributes to every event of a request (events.Emitter).
+type tagger interface {
+	Tag(id events.ID, kv ...string)
+	Untag(id events.ID)
+}
+
+func (c *connState) tag(req events.ID) {
+	if c.user != nil {
+		c.tags.Tag(req, c.user...)
+	}
+}
+
+func (c *connState) untag(req events.ID) {
+	if c.user != nil {
+		c.tags.Untag(req)
+	}
+}
+
+// untagRequests ends the tags of requests never answered.
+func (c *connState) untagRequests() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, pd := range c.inflight {
+		c.untag(pd.req)
+	}
 }
 
 type pending struct {
@@ -228,6 +260,7 @@ func (c *connState) received(req *jsonrpc.Request) jsonrpc.Message {
 	}
 	c.inflight[idKey(req.ID)] = &pending{id: req.ID, req: reqID, method: req.Method, tool: p.Name, tp: tp, start: c.now(), params: string(req.Params)}
 	c.mu.Unlock()
+	c.tag(reqID) // events of the request that carry no session id (the upstream hop's) name the user too
 	c.rec.Emit(events.Event{Kind: events.KindMCPRequestReceived, RequestID: reqID, SessionID: c.session, Traceparent: tp, Outcome: events.OK, Attrs: events.AttrsOf(attrs)})
 	req.Extra = &sdk.RequestExtra{Header: http.Header{
 		hdrRequestID: {reqID.String()}, hdrSessionID: {c.session.String()}, hdrTraceparent: {tp}, hdrTransport: {c.transport},
@@ -278,6 +311,7 @@ func (c *connState) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if pd == nil {
 		return c.inner.Write(ctx, msg)
 	}
+	defer c.untag(pd.req)
 	attrs := map[string]string{"method": pd.method, "jsonrpcId": fmt.Sprint(resp.ID.Raw())}
 	if pd.params != "" {
 		// The request's params, for a recorded session to re-send. Recorded

@@ -5,19 +5,20 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/internal/loopback"
 )
 
@@ -35,6 +36,9 @@ type HTTPOptions struct {
 	// IdleTimeout closes a session no request used for this long (and with
 	// none in flight and no GET stream open). Zero: 30m.
 	IdleTimeout time.Duration
+	// OAuth, when set, lets in access tokens of its issuer beside Token
+	// (config [auth]): each request runs as the user its token names.
+	OAuth *OAuth
 	// Refusals aggregates the refusals (shared with the listener's, which
 	// records other users' connections). Nil: the handler's own, flushed
 	// until ctx ends.
@@ -77,9 +81,19 @@ type front struct {
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if code, msg := f.guard(r); code != "" {
-		f.reject(w, r, code, msg)
+		f.reject(w, r, &refusal{code: code, msg: msg})
 		return
 	}
+	if f.opts.OAuth != nil && (r.URL.Path == metadataPath || r.URL.Path == metadataPath+"/mcp") {
+		f.opts.OAuth.serveMetadata(w, r)
+		return
+	}
+	user, ref := f.authenticate(r)
+	if ref != nil {
+		f.reject(w, r, ref)
+		return
+	}
+	r = r.WithContext(identity.With(r.Context(), user))
 	if r.URL.Path != "/mcp" {
 		http.NotFound(w, r)
 		return
@@ -88,7 +102,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodGet:
-		if sess := f.session(sid); sess != nil {
+		if sess := f.session(sid); sess != nil && f.owns(w, r, sess, user) {
 			sess.serveGET(w, r)
 			return
 		}
@@ -96,7 +110,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "GET needs an Mcp-Session-Id of an open session", http.StatusMethodNotAllowed)
 		return
 	case http.MethodDelete:
-		if sess := f.session(sid); sess != nil {
+		if sess := f.session(sid); sess != nil && f.owns(w, r, sess, user) {
 			f.drop(sid)
 			sess.close()
 			w.WriteHeader(http.StatusNoContent)
@@ -113,7 +127,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			f.reject(w, r, events.CodeTooLarge, fmt.Sprintf("the body exceeds %d bytes", f.opts.MaxBody))
+			f.reject(w, r, &refusal{code: events.CodeTooLarge, msg: fmt.Sprintf("the body exceeds %d bytes", f.opts.MaxBody)})
 			return
 		}
 		http.Error(w, "reading the body failed", http.StatusBadRequest)
@@ -129,7 +143,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} `json:"params"`
 	}
 	if err := json.Unmarshal(body, &msg); err != nil {
-		f.reject(w, r, events.CodeMalformedFrame, "the body is not one JSON-RPC message (batches are not supported)")
+		f.reject(w, r, &refusal{code: events.CodeMalformedFrame, msg: "the body is not one JSON-RPC message (batches are not supported)"})
 		return
 	}
 	call := len(msg.ID) > 0 && msg.Method != ""
@@ -146,9 +160,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "no such session (it ended or expired): initialize again", http.StatusNotFound)
 			return
 		}
+		if !f.owns(w, r, sess, user) {
+			return
+		}
 		sess.post(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call)
 	case msg.Method == "initialize":
-		sess, err := f.open(true)
+		sess, err := f.open(true, user)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -158,7 +175,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case call:
 		// No session and no protocol named: a session of its own, ended
 		// once it is answered.
-		sess, err := f.open(false)
+		sess, err := f.open(false, user)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -170,43 +187,60 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// guard checks Host, Origin and the bearer token, in that order.
+// guard checks Host and Origin, in that order; authenticate, the token.
 func (f *front) guard(r *http.Request) (events.Code, string) {
-	if !f.loopbackHostPort(r.Host) {
-		return events.CodeForeignHost, "the Host header must be 127.0.0.1, localhost or [::1] with this port"
+	if !f.ownHost(r.Host) {
+		return events.CodeForeignHost, "the Host header must be 127.0.0.1, localhost or [::1] with this port (or the host of [auth] resource)"
 	}
 	if o := r.Header.Get("Origin"); o != "" && !f.ownOrigin(o) {
 		return events.CodeForeignOrigin, "requests from other origins are refused"
 	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(f.opts.Token)) != 1 {
-		return events.CodeUnauthenticated, "a bearer token is required: `tracebridge token` prints it"
-	}
 	return "", ""
 }
 
-func (f *front) loopbackHostPort(hostport string) bool {
+// ownHost: a loopback name with this port, or the resource's host (a
+// proxy in front of the front door forwards it).
+func (f *front) ownHost(hostport string) bool {
+	if f.opts.OAuth != nil && strings.EqualFold(hostport, f.opts.OAuth.host()) {
+		return true
+	}
 	name, ok := loopback.SplitHost(hostport, strconv.Itoa(f.opts.Port))
 	return ok && loopback.IsLoopbackName(name)
 }
 
 func (f *front) ownOrigin(o string) bool {
+	if f.opts.OAuth != nil {
+		if u, err := url.Parse(f.opts.OAuth.Resource); err == nil && strings.EqualFold(o, u.Scheme+"://"+u.Host) {
+			return true
+		}
+	}
 	rest, ok := strings.CutPrefix(o, "http://")
-	return ok && f.loopbackHostPort(rest)
+	return ok && f.ownHost(rest)
+}
+
+// owns reports whether user opened sess, refusing the request when not
+// (a session id another user's client leaked is no way into their
+// session: SessionNotOwned, recorded).
+func (f *front) owns(w http.ResponseWriter, r *http.Request, sess *httpSession, user identity.User) bool {
+	if sess.owner.Subject == user.Subject && sess.owner.Issuer == user.Issuer {
+		return true
+	}
+	f.reject(w, r, &refusal{code: events.CodeSessionNotOwned, msg: "this session was opened by another user: initialize a session of your own"})
+	return false
 }
 
 // reject answers a refused request, closing its connection, and records
 // it (aggregated: a flood of refusals cannot grow the log without bound,
 // and what is not recorded one by one is counted).
-func (f *front) reject(w http.ResponseWriter, r *http.Request, code events.Code, msg string) {
-	status := events.HTTPStatus(code)
-	f.opts.Refusals.Record(code, r.Method+" "+r.URL.Path+" "+r.Host+" "+r.Header.Get("Origin"), map[string]string{
-		"method": r.Method, "path": r.URL.Path, "host": r.Host, "origin": r.Header.Get("Origin"), "remote": r.RemoteAddr, "error": msg})
-	if code == events.CodeUnauthenticated {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="tracebridge"`)
+func (f *front) reject(w http.ResponseWriter, r *http.Request, ref *refusal) {
+	status := events.HTTPStatus(ref.code)
+	f.opts.Refusals.Record(ref.code, r.Method+" "+r.URL.Path+" "+r.Host+" "+r.Header.Get("Origin")+" "+ref.msg, map[string]string{
+		"method": r.Method, "path": r.URL.Path, "host": r.Host, "origin": r.Header.Get("Origin"), "remote": r.RemoteAddr, "error": ref.msg})
+	if ref.code == events.CodeUnauthenticated || ref.code == events.CodeInsufficientScope {
+		w.Header().Set("WWW-Authenticate", f.challenge(ref))
 	}
 	w.Header().Set("Connection", "close")
-	http.Error(w, string(code)+": "+msg, status)
+	http.Error(w, string(ref.code)+": "+ref.msg, status)
 }
 
 func (f *front) session(id string) *httpSession {
@@ -230,7 +264,7 @@ func (f *front) drop(id string) {
 
 // open starts a session of Serve over pipes; kept ones are listed under a
 // new Mcp-Session-Id and closed after IdleTimeout without requests.
-func (f *front) open(keep bool) (*httpSession, error) {
+func (f *front) open(keep bool, owner identity.User) (*httpSession, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if keep && len(f.sessions) >= f.opts.MaxSessions {
@@ -257,12 +291,12 @@ func (f *front) open(keep bool) (*httpSession, error) {
 	rand.Read(b)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	sess := &httpSession{id: hex.EncodeToString(b), in: inW, waiters: map[string]chan []byte{}, progress: map[string]chan []byte{},
+	sess := &httpSession{id: hex.EncodeToString(b), owner: owner, in: inW, waiters: map[string]chan []byte{}, progress: map[string]chan []byte{},
 		streams: map[string]chan []byte{}, related: map[string]string{},
 		done: make(chan struct{}), served: make(chan struct{}), last: time.Now()}
 	go func() {
 		defer close(sess.served)
-		ctx := withHTTP(withRelated(f.ctx, sess.relate))
+		ctx := identity.With(withHTTP(withRelated(f.ctx, sess.relate)), owner)
 		if !keep {
 			ctx = withOneRequest(ctx)
 		}
@@ -296,8 +330,9 @@ func (f *front) open(keep bool) (*httpSession, error) {
 // answers come back by JSON-RPC id, notifications to the stream that asked
 // for them (progress by token) or to the GET stream.
 type httpSession struct {
-	id string
-	in *io.PipeWriter
+	id    string
+	owner identity.User // who opened it: only they use it
+	in    *io.PipeWriter
 	// stateless: the session carries one 2026-07-28 request, whose
 	// answer's HTTP status says how it ended (statelessStatus).
 	stateless bool

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/internal/lineconn"
 )
 
@@ -29,6 +30,7 @@ const DefaultMaxLineLength = 4 << 20
 type Emitter interface {
 	events.Recorder
 	FlushAll(ctx context.Context) error
+	tagger
 }
 
 // Options configures New. Executor and Emitter are required.
@@ -402,6 +404,12 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	if overHTTP(ctx) {
 		c.transport = "tcp"
 	}
+	if u, ok := identity.From(ctx); ok { // every event of the session and its requests names who made them
+		c.user, c.tags = u.Attrs(), s.opts.Emitter
+		s.opts.Emitter.Tag(c.session, c.user...)
+		defer s.opts.Emitter.Untag(c.session)
+		defer c.untagRequests()
+	}
 	// The configuration in force, whole (a payload when long; "" for the
 	// defaults): what a session export re-drives with.
 	started := events.Event{Kind: events.KindMCPSessionStarted, SessionID: c.session, Outcome: events.OK,
@@ -446,6 +454,7 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 // handle runs a tools/call through the executor.
 func (s *Server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	inv := executor.Invocation{Tool: req.Params.Name, Args: rawArgs(req.Params.Arguments)}
+	inv.User, _ = identity.From(ctx)
 	if len(req.Params.InputResponses) > 0 || req.Params.RequestState != "" { // a retry with the answers its server asked for
 		inv.Round.Responses, _ = json.Marshal(req.Params.InputResponses)
 		inv.Round.State = req.Params.RequestState

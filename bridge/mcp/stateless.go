@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 )
 
 // The 2026-07-28 protocol's own JSON-RPC error codes (SEP-2575).
@@ -109,7 +110,8 @@ func (f *front) stateless(w http.ResponseWriter, r *http.Request, body, id, toke
 		writeRPCError(w, http.StatusBadRequest, id, ref.code, ref.msg, ref.data)
 		return
 	}
-	sess, err := f.open(false)
+	owner, _ := identity.From(r.Context())
+	sess, err := f.open(false, owner)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

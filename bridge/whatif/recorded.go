@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/policy"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -59,6 +60,7 @@ type recordedEnvelope struct {
 type partial struct {
 	client    string
 	transport string
+	user      identity.User // as the request's events name it (tagged by the front door)
 	session   events.ID
 	time      time.Time
 	env       *recordedEnvelope
@@ -132,7 +134,7 @@ func (s *scan) step(ctx context.Context, e *events.Event) error {
 	switch e.Kind {
 	case events.KindMCPRequestReceived:
 		if e.Attrs.Get(events.AttrMethod) == "tools/call" && !e.Time.Before(since) {
-			open[e.RequestID] = &partial{transport: e.Attrs.Get("transport")}
+			open[e.RequestID] = &partial{transport: e.Attrs.Get("transport"), user: identity.FromAttrs(e.Attrs.Get)}
 		}
 	case events.KindExecutorStarted:
 		if e.Time.Before(since) {
@@ -201,6 +203,7 @@ func finish(req events.ID, p *partial, annotations map[string]string, fn func(Ca
 	c := Call{RequestID: req, Time: p.time, Descriptor: *env.Descriptor, Answer: p.answer, ResultWas: p.judged}
 	c.Input = Input(c.Descriptor, args, p.client, p.time, annotations[c.Descriptor.ID])
 	c.Input.Caller = policy.CallerOf(p.transport)
+	c.Input.Caller.User = p.user
 	if !p.session.IsZero() {
 		c.Input.Session = p.session.String()
 	}

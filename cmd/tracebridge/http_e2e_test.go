@@ -32,11 +32,16 @@ func startHTTPBridge(t testing.TB, data string, env ...string) (url, token strin
 // startHTTPBridgeWith is startHTTPBridge with more flags for mcp.
 func startHTTPBridgeWith(t testing.TB, data string, flags []string, env ...string) (url, token string, stderr *testenv.Buffer, cmd *exec.Cmd) {
 	t.Helper()
+	return startHTTPBridgeAt(t, data, freePort(t), flags, env...)
+}
+
+// startHTTPBridgeAt is startHTTPBridgeWith on port.
+func startHTTPBridgeAt(t testing.TB, data string, port int, flags []string, env ...string) (url, token string, stderr *testenv.Buffer, cmd *exec.Cmd) {
+	t.Helper()
 	tok, err := exec.Command(tbBin, "--data", data, "token").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
 	stderr = &testenv.Buffer{}
 	cmd = exec.Command(tbBin, append([]string{"--data", data, "--log-level", "warn", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port)}, flags...)...)
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)

@@ -20,6 +20,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/internal/loopback"
 	"github.com/tracebridge/tracebridge/pipe"
 )
@@ -89,7 +90,7 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		m.addHubDuties(ctx, &g, cfg, dir, node, em, logger)
 	}
 	if *httpAddr != "" {
-		if err := m.addMCPHTTP(ctx, &g, dir, *httpAddr, *idle, srv, em, logger); err != nil {
+		if err := m.addMCPHTTP(ctx, &g, dir, *httpAddr, *idle, cfg.Auth, srv, em, logger); err != nil {
 			return err
 		}
 		return g.run()
@@ -112,7 +113,7 @@ const defaultSessionIdle = 10 * time.Minute
 
 // addMCPHTTP adds the bridge served over Streamable HTTP at addr (loopback,
 // bearer token) to g, in place of stdio.
-func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr string, idle time.Duration, srv *bmcp.Server, em *events.Emitter, logger *slog.Logger) error {
+func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr string, idle time.Duration, auth config.Auth, srv *bmcp.Server, em *events.Emitter, logger *slog.Logger) error {
 	l, token, err := m.httpListener(dir, addr)
 	if err != nil {
 		return err
@@ -127,8 +128,12 @@ func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr s
 	l = loopback.SameUser(l, refusals.ForeignPeer, func() {
 		logger.Warn("this system cannot tell which user a loopback connection comes from: the bearer token is the only check")
 	})
-	hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals, IdleTimeout: idle}),
+	oauth := resourceServer(auth, port)
+	hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals, IdleTimeout: idle, OAuth: oauth}),
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 15 * time.Second}
+	if oauth != nil {
+		fmt.Fprintf(m.Stderr, "tracebridge: access tokens of %s for %s accepted\n", oauth.Issuer, oauth.Resource)
+	}
 	logger.Info("serving MCP over HTTP", "url", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), "token", "`tracebridge token` prints it")
 	fmt.Fprintf(m.Stderr, "tracebridge: MCP at http://127.0.0.1:%d/mcp (Authorization: Bearer $(tracebridge token))\n", port)
 	g.add("http", func() error {
@@ -142,6 +147,20 @@ func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr s
 		hs.Shutdown(sctx)
 	})
 	return nil
+}
+
+// resourceServer is the front door's [auth] (nil when off): tokens of the
+// issuer, for the resource (http://127.0.0.1:PORT/mcp unless named).
+func resourceServer(auth config.Auth, port int) *bmcp.OAuth {
+	if !auth.On() {
+		return nil
+	}
+	resource := auth.Resource
+	if resource == "" {
+		resource = fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	}
+	return &bmcp.OAuth{Issuer: auth.Issuer, Resource: resource, Scopes: auth.Scopes,
+		Verifier: identity.NewVerifier(identity.Config{Issuer: auth.Issuer, Audience: resource, Scopes: auth.Scopes, GroupsClaim: auth.GroupsClaim, JWKSURL: auth.JWKSURL})}
 }
 
 // checkHTTPAddr refuses an --http address that is not loopback: before
