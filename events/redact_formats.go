@@ -26,7 +26,10 @@ var secretFormats = []struct {
 	{"api-key", []string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`)},
 	{"google-key", []string{"AIza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`)},
 	{"bearer", []string{"bearer", "Bearer", "BEARER"}, regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/-]{12,}=*`)},
-	{"url-credentials", []string{"://"}, regexp.MustCompile(`://[^/\s:@]+:[^/\s@]+@`)},
+	// userinfo holds no quote, backslash or brace (RFC 3986 §3.2.1): the
+	// match never runs from a URL across a JSON string's end to a later
+	// "@" (`"iss":"http://h:1","email":"a@b"` is no password).
+	{"url-credentials", []string{"://"}, regexp.MustCompile(`://[^/\s:@"'<>\\{}|^` + "`" + `]+:[^/\s@"<>\\{}|^` + "`" + `]+@`)},
 }
 
 func hinted(v string, hints []string) bool {

@@ -63,8 +63,16 @@ func TestSecretShapesAndKeysAreRedacted(t *testing.T) {
 			t.Errorf("%s: not redacted: %q", name, got)
 		}
 	}
-	if got := r.Value("note", "an ordinary sentence about tokens"); got != "an ordinary sentence about tokens" {
-		t.Errorf("ordinary text changed: %q", got)
+	for _, ordinary := range []string{"an ordinary sentence about tokens",
+		// A URL with a port, then an email in a later JSON string: no
+		// password between (the envelope's user lost its name and email).
+		`{"iss":"http://127.0.0.1:39555","name":"alice","email":"alice@example.com"}`} {
+		if got := r.Value("note", ordinary); got != ordinary {
+			t.Errorf("ordinary text changed: %q", got)
+		}
+	}
+	if got := r.Value("note", `{"url":"https://bob:hunter22@example.com/x"}`); !marker.MatchString(got) {
+		t.Errorf("credentials in a JSON string not redacted: %q", got)
 	}
 }
 

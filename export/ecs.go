@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -148,6 +149,14 @@ func ECS(l AuditLine) (map[string]any, error) {
 	d.set("user.name", by)
 	d.set("related.user", nonEmpty(by))
 	d.set("user.id", l.Attrs["uid"])
+	if u := identity.FromAttrs(func(k string) string { return l.Attrs[k] }); !u.IsZero() {
+		if by != "" { // a decision: the decider acted on the requester's call
+			setUser(d, "user.target.", u)
+		} else {
+			setUser(d, "user.", u)
+		}
+		d.set("related.user", nonEmpty(by, u.Display()))
+	}
 	d.set("event.reason", l.Attrs[events.AttrReason])
 	d.set("labels.server", l.Attrs[events.AttrServer])
 	d.set("labels.upstream_tool", l.Attrs[projections.AttrUpTool])
@@ -225,6 +234,7 @@ func envelopeFields(d doc, raw json.RawMessage) []string {
 		Classification struct {
 			Risk string `json:"risk"`
 		} `json:"classification"`
+		User *identity.User `json:"user"`
 		DurationMs float64 `json:"durationMs"`
 	}
 	if json.Unmarshal(raw, &env) != nil {
@@ -236,8 +246,14 @@ func envelopeFields(d doc, raw json.RawMessage) []string {
 		d.set("labels.server", server)
 	}
 	d.set("rule.name", env.Policy.Reason)
-	d.set("user.name", env.Approval.By)
-	d.set("related.user", nonEmpty(env.Approval.By))
+	if env.User != nil && !env.User.IsZero() { // who made the call; the approver is a label
+		setUser(d, "user.", *env.User)
+		d.set("labels.approved_by", env.Approval.By)
+		d.set("related.user", nonEmpty(env.User.Display(), env.Approval.By))
+	} else {
+		d.set("user.name", env.Approval.By)
+		d.set("related.user", nonEmpty(env.Approval.By))
+	}
 	if r, ok := ecsRisk[env.Classification.Risk]; ok {
 		d.set("event.risk_score", r)
 	}
@@ -245,6 +261,17 @@ func envelopeFields(d doc, raw json.RawMessage) []string {
 		d.set("event.duration", int64(env.DurationMs*1e6))
 	}
 	return nonEmpty(env.Approval.ArgsHash)
+}
+
+// setUser sets the ECS user fields under prefix ("user." or
+// "user.target.") for an authenticated user: its subject, name, email, and
+// groups as roles; the OAuth client as a label.
+func setUser(d doc, prefix string, u identity.User) {
+	d.set(prefix+"id", u.Subject)
+	d.set(prefix+"name", u.Display())
+	d.set(prefix+"email", u.Email)
+	d.set(prefix+"roles", u.Groups)
+	d.set("labels.client_id", u.ClientID)
 }
 
 // message is the line in a sentence: what happened to what, and its code.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/hub/hubtest"
 	"github.com/tracebridge/tracebridge/internal/golden"
@@ -310,12 +311,16 @@ func maskedEscaped(s string) string {
 	})
 }
 
+// requester is who made the approved call ([auth]): an ECS decision names
+// them as user.target, the decider as user.
+var requester = identity.User{Subject: "u-alice", Issuer: "https://idp.example", Name: "alice", Email: "alice@example.com", Groups: []string{"platform"}, ClientID: "team-mcp"}.Attrs()
+
 // emitAuditKinds records one event of each kind the audit export writes.
 func emitAuditKinds(t *testing.T, em *events.Emitter) {
 	req := events.NewID()
 	tp := "00-" + clientTrace + "-00f067aa0ba902b7-01"
 	em.Emit(events.Event{Kind: events.KindExecutorAudit, RequestID: req, Traceparent: tp, Outcome: events.OK, Attrs: events.A(events.AttrTool, "fs__write_file",
-		events.AttrEnvelope, `{"tool":"fs__write_file","requestId":"`+req.String()+`","operationId":"x","descriptor":{"name":"write_file","source":"upstream:fs"},"policy":{"allowed":true,"reason":"capabilities granted"},"approval":{"required":true,"argsHash":"`+strings.Repeat("a", 64)+`","decision":"approve","by":"uid 1000 (alice)"},"args":"{}","outcome":"ok","classification":{"category":"write","severity":"info","risk":"high","outcome":"ok"},"durationMs":12.5}`)})
+		events.AttrEnvelope, `{"tool":"fs__write_file","requestId":"`+req.String()+`","operationId":"x","user":{"sub":"u-alice","iss":"https://idp.example","name":"alice","email":"alice@example.com","groups":["platform","approvers"],"client_id":"team-mcp"},"descriptor":{"name":"write_file","source":"upstream:fs"},"policy":{"allowed":true,"reason":"capabilities granted"},"approval":{"required":true,"argsHash":"`+strings.Repeat("a", 64)+`","decision":"approve","by":"uid 1000 (alice)"},"args":"{}","outcome":"ok","classification":{"category":"write","severity":"info","risk":"high","outcome":"ok"},"durationMs":12.5}`)})
 	em.Emit(events.Event{Kind: events.KindExecutorAudit, RequestID: events.NewID(), Outcome: events.Denied, Code: events.CodePolicyDenied, Attrs: events.A(events.AttrTool, "shell",
 		events.AttrEnvelope, `{"tool":"shell","policy":{"allowed":false,"reason":"denied by [policy] deny"},"outcome":"denied","code":"PolicyDenied","classification":{"category":"exec","severity":"warning","risk":"high","outcome":"denied"},"durationMs":0.2}`)})
 	for _, kind := range []string{events.KindMCPHTTPRejected, events.KindUIRejected} {
@@ -339,7 +344,11 @@ func emitAuditKinds(t *testing.T, em *events.Emitter) {
 	em.Emit(config.LoadedEvent("/home/alice/.config/tracebridge/tracebridge.toml", []byte("[policy]\ndeny = [\"shell\"]\n"), nil))
 	em.Emit(config.LoadedEvent("/home/alice/.config/tracebridge/tracebridge.toml", []byte("[policy\n"), errors.New("line 1: unterminated table")))
 	wait := projections.Approval{ID: events.NewID().String(), Tool: "fs__write_file", RequestID: req, ArgsHash: strings.Repeat("a", 64), Requested: time.Date(2026, 11, 26, 11, 59, 0, 0, time.UTC)}
-	em.Emit(projections.Decision(wait, events.Approve, "uid 1000 (alice)", "looks right", time.Date(2026, 11, 26, 12, 0, 30, 0, time.UTC)))
+	decided := projections.Decision(wait, events.Approve, "uid 1000 (carol)", "looks right", time.Date(2026, 11, 26, 12, 0, 30, 0, time.UTC))
+	for i := 0; i+1 < len(requester); i += 2 { // the requester, as the front door tags a run's events
+		decided.Attrs.Set(requester[i], requester[i+1])
+	}
+	em.Emit(decided)
 	wait.ID = events.NewID().String()
 	em.Emit(projections.Decision(wait, events.Deny, "uid 1000 (alice)", "", time.Time{}))
 	for _, kind := range []string{events.KindProposalApproved, events.KindProposalRejected} {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 )
 
 // envelope is the audit record of one call, stored as the executor.audit
@@ -17,6 +18,7 @@ type envelope struct {
 	Tool           string          `json:"tool"`
 	RequestID      string          `json:"requestId"`
 	OperationID    string          `json:"operationId"`
+	User           *identity.User  `json:"user,omitempty"` // who made the call, as the front door authenticated them ([auth])
 	Descriptor     *Descriptor     `json:"descriptor,omitempty"`
 	Policy         *decision       `json:"policy,omitempty"`
 	Secrets        []secretOutcome `json:"secrets,omitempty"`
@@ -49,6 +51,9 @@ type classification struct {
 func (c *call) audit(res *Result) {
 	e := &c.env
 	e.Outcome, e.Code, e.Action = events.OutcomeOf(res.Code), res.Code, events.ActionFor(res.Code)
+	if u := c.inv.User; !u.IsZero() {
+		e.User = &u
+	}
 	e.DurationMs = events.Ms(c.x.opts.Now().Sub(c.start)) // the injected clock: re-drives are deterministic
 	// The code rates the call (events/codes.go); the tool's descriptor can
 	// only raise the risk.

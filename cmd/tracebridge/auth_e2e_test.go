@@ -141,6 +141,32 @@ message = "only the platform group searches"
 		}
 	}
 
+	// The SIEM's lines name both: each call's audit document its caller.
+	ecs, err := exec.Command(tbBin, "--data", data, "export", "audit", "--format", "ecs").Output()
+	if err != nil {
+		t.Fatalf("export audit: %v", err)
+	}
+	callers := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(ecs)), "\n") {
+		var d struct {
+			Event struct{ Action, Outcome string }
+			User  struct {
+				ID, Name, Email string
+				Roles           []string
+			}
+			Labels struct {
+				RequestID string `json:"request_id"`
+			}
+		}
+		json.Unmarshal([]byte(l), &d)
+		if d.Event.Action == events.KindExecutorAudit {
+			callers[d.Labels.RequestID] = d.User.ID + " " + d.User.Name + " " + d.User.Email + " " + strings.Join(d.User.Roles, ",") + " " + d.Event.Outcome
+		}
+	}
+	if callers[aliceReq.String()] != "u-alice alice alice@example.com platform,approvers success" || callers[bobReq.String()] != "u-bob bob bob@example.com dev failure" {
+		t.Fatalf("the ECS documents' callers: %q\n%s", callers, ecs)
+	}
+
 	// Bob cannot use Alice's session, even with his valid token.
 	bobTok, err := op.Token(context.Background(), "team-mcp", "bob", "bob-pw", "openid", "mcp")
 	if err != nil {
