@@ -234,8 +234,8 @@ func envelopeFields(d doc, raw json.RawMessage) []string {
 		Classification struct {
 			Risk string `json:"risk"`
 		} `json:"classification"`
-		User *identity.User `json:"user"`
-		DurationMs float64 `json:"durationMs"`
+		User       *identity.User `json:"user"`
+		DurationMs float64        `json:"durationMs"`
 	}
 	if json.Unmarshal(raw, &env) != nil {
 		return nil

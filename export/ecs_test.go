@@ -20,9 +20,9 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/hub/hubtest"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/internal/golden"
 	"github.com/tracebridge/tracebridge/internal/loopback"
 	"github.com/tracebridge/tracebridge/projections"
