@@ -103,3 +103,21 @@ func TestVerifierWithTheIssuerDown(t *testing.T) {
 		}
 	}
 }
+
+// A token accepted once is remembered until it expires, not after.
+func TestVerifierForgetsAnExpiredToken(t *testing.T) {
+	p := oidctest.Start(t, users)
+	now := time.Now()
+	clock := now
+	v := identity.NewVerifier(identity.Config{Issuer: p.Issuer, Audience: resource, Now: func() time.Time { return clock }})
+	tok := p.Sign(map[string]any{"iss": p.Issuer, "sub": "u-bob", "aud": resource, "exp": now.Unix() + 60})
+	for range 2 {
+		if _, err := v.Verify(context.Background(), tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock = now.Add(60*time.Second + identity.Leeway + time.Second)
+	if _, err := v.Verify(context.Background(), tok); err == nil {
+		t.Fatal("an expired token was accepted from the verifier's memory")
+	}
+}
