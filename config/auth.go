@@ -24,6 +24,38 @@ type Auth struct {
 	GroupsClaim string `toml:"groups_claim"`
 	// JWKSURL is where the issuer's keys are. Default: its metadata says.
 	JWKSURL string `toml:"jwks_url"`
+
+	// UIClientID is the operator UI's OAuth client at the issuer (public,
+	// PKCE): set, the UI signs people in with OpenID Connect (the local
+	// launch link keeps working for the machine's own user). Its redirect
+	// URI is UIOrigin + "/auth/callback".
+	UIClientID string `toml:"ui_client_id"`
+	// UIOrigin is where the UI answers, "http://NAME.localhost:PORT" (a
+	// loopback name: the redirect URI registered at the issuer must not
+	// change between starts). Default http://tracebridge.localhost:7077.
+	UIOrigin string `toml:"ui_origin"`
+	// Roles map the UI's roles to groups: viewer reads, approver also
+	// decides calls and proposals, admin also accepts changed tools. A
+	// person in none of them is not let in.
+	Roles Roles `toml:"roles"`
+}
+
+// Roles are the groups of each UI role.
+type Roles struct {
+	Viewer   []string `toml:"viewer"`
+	Approver []string `toml:"approver"`
+	Admin    []string `toml:"admin"`
+}
+
+// DefaultUIOrigin is where the UI answers with [auth] ui_client_id.
+const DefaultUIOrigin = "http://tracebridge.localhost:7077"
+
+// Origin is the UI's origin with sign-in.
+func (a Auth) Origin() string {
+	if a.UIOrigin != "" {
+		return strings.TrimSuffix(a.UIOrigin, "/")
+	}
+	return DefaultUIOrigin
 }
 
 // On reports whether the front door checks access tokens.
@@ -54,6 +86,14 @@ func (c *Config) validateAuth(bad func(key, format string, args ...any)) {
 	}
 	if a.JWKSURL != "" {
 		httpsOrLoopback("auth.jwks_url", a.JWKSURL)
+	}
+	if a.UIOrigin != "" {
+		if u, err := url.Parse(a.UIOrigin); err != nil || u.Scheme != "http" || !strings.HasSuffix(u.Hostname(), ".localhost") || u.Port() == "" || strings.Trim(u.Path, "/") != "" {
+			bad("auth.ui_origin", "%q: want http://NAME.localhost:PORT (the UI listens on loopback only)", a.UIOrigin)
+		}
+	}
+	if a.UIClientID != "" && len(a.Roles.Viewer)+len(a.Roles.Approver)+len(a.Roles.Admin) == 0 {
+		bad("auth.roles", "with ui_client_id, name the groups of at least one role ([auth.roles] viewer, approver, admin): no one would be let in")
 	}
 	for _, s := range a.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\"\\") {

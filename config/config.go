@@ -72,7 +72,21 @@ type Approval struct {
 	Mode string `toml:"mode"`
 	// Timeout bounds a prompt; no decision in time is a denial. Default 2m.
 	Timeout string `toml:"timeout"`
+	// Deciders are the groups ([auth]) whose members may approve a call;
+	// empty: whoever may decide in the UI.
+	Deciders []string `toml:"deciders"`
+	// FourEyes asks for an approver other than the user who made the call:
+	// "off" (default), "destructive" (tools with side effects or a
+	// destructiveHint) or "all".
+	FourEyes string `toml:"four_eyes"`
 }
+
+// Four-eyes settings.
+const (
+	FourEyesOff         = "off"
+	FourEyesDestructive = "destructive"
+	FourEyesAll         = "all"
+)
 
 // Policy grants capabilities and denies tools.
 type Policy struct {
@@ -302,6 +316,14 @@ func (c *Config) validateTimes(bad func(key, format string, args ...any)) {
 	case "", ModeDeny, ModeAllow, ModePrompt:
 	default:
 		bad("approval.mode", "%q is not one of deny, allow, prompt", c.Approval.Mode)
+	}
+	switch c.Approval.FourEyes {
+	case "", FourEyesOff, FourEyesDestructive, FourEyesAll:
+	default:
+		bad("approval.four_eyes", "%q is not one of off, destructive, all", c.Approval.FourEyes)
+	}
+	if (len(c.Approval.Deciders) > 0 || c.Approval.FourEyes == FourEyesDestructive || c.Approval.FourEyes == FourEyesAll) && c.Auth.UIClientID == "" {
+		bad("approval.deciders", "deciders and four_eyes name people the UI signed in: set [auth] ui_client_id (and issuer), or no approval would count")
 	}
 	if c.Approval.Timeout != "" && positive(c.Approval.Timeout) == 0 {
 		bad("approval.timeout", "%q is not a positive duration such as \"90s\" or \"5m\"", c.Approval.Timeout)

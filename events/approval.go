@@ -14,6 +14,11 @@ const (
 	// shown them, on approval.requested: the operator sees whether it
 	// says it is read-only or destructive.
 	AttrAnnotations = "annotations"
+	// AttrDeciders (comma-separated groups) and AttrFourEyes ("true") say
+	// who may approve, on approval.requested (policy.Deciders); a
+	// decision names its decider as identity.DeciderPrefix attributes.
+	AttrDeciders = "deciders"
+	AttrFourEyes = "fourEyes"
 )
 
 // Decisions: the values of AttrDecision.

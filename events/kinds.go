@@ -98,6 +98,7 @@ const (
 	KindSecretsResolved   = "secrets.resolved"
 	KindApprovalRequested = "approval.requested"
 	KindApprovalDecided   = "approval.decided"
+	KindApprovalRefused   = "approval.refused" // an approval from someone who may not give it ([approval] deciders, four_eyes): the call is denied
 	KindToolStarted       = "tool.started"
 	KindToolCompleted     = "tool.completed"
 )
@@ -221,6 +222,7 @@ func init() {
 	kind(KindSecretsResolved, BoundarySecrets, Executor, Secrets, true)
 	kind(KindApprovalRequested, BoundaryApproval, Executor, Approval, false)
 	kind(KindApprovalDecided, BoundaryApproval, Operator, Approval, true)
+	kind(KindApprovalRefused, BoundaryApproval, Approval, Executor, true)
 	kind(KindToolStarted, BoundaryTool, Executor, Tool, false)
 	kind(KindToolCompleted, BoundaryTool, Tool, Executor, true)
 

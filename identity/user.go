@@ -11,14 +11,19 @@ import (
 	"strings"
 )
 
-// The attributes naming the user on an event (ECS user.*).
+// The attributes naming the user who made a request, on every event of
+// its run (ECS user.*). An approval's decision names its decider under
+// DeciderPrefix the same way.
 const (
-	AttrSub      = "user.sub"
-	AttrName     = "user.name"
-	AttrEmail    = "user.email"
-	AttrGroups   = "user.groups" // comma-separated
-	AttrClientID = "user.client_id"
-	AttrIssuer   = "user.issuer"
+	UserPrefix    = "user."
+	DeciderPrefix = "decider."
+
+	AttrSub      = UserPrefix + "sub"
+	AttrName     = UserPrefix + "name"
+	AttrEmail    = UserPrefix + "email"
+	AttrGroups   = UserPrefix + "groups" // comma-separated
+	AttrClientID = UserPrefix + "client_id"
+	AttrIssuer   = UserPrefix + "issuer"
 )
 
 // User is an authenticated person (or service), as its access token says.
@@ -48,31 +53,37 @@ func (u User) Display() string {
 	return u.Subject
 }
 
-// Attrs are the user's event attributes, as key, value pairs (empty ones
-// left out); none for the zero User.
-func (u User) Attrs() []string {
+// Attrs are the user's event attributes (user.*), as key, value pairs
+// (empty ones left out); none for the zero User.
+func (u User) Attrs() []string { return u.AttrsAs(UserPrefix) }
+
+// AttrsAs are the user's event attributes under prefix.
+func (u User) AttrsAs(prefix string) []string {
 	if u.IsZero() {
 		return nil
 	}
-	out := []string{AttrSub, u.Subject}
+	out := []string{prefix + "sub", u.Subject}
 	add := func(k, v string) {
 		if v != "" {
-			out = append(out, k, v)
+			out = append(out, prefix+k, v)
 		}
 	}
-	add(AttrIssuer, u.Issuer)
-	add(AttrName, u.Name)
-	add(AttrEmail, u.Email)
-	add(AttrGroups, strings.Join(u.Groups, ","))
-	add(AttrClientID, u.ClientID)
+	add("issuer", u.Issuer)
+	add("name", u.Name)
+	add("email", u.Email)
+	add("groups", strings.Join(u.Groups, ","))
+	add("client_id", u.ClientID)
 	return out
 }
 
 // FromAttrs reads a User back from an event's attributes (get is
 // events.Attrs.Get).
-func FromAttrs(get func(key string) string) User {
-	u := User{Subject: get(AttrSub), Issuer: get(AttrIssuer), Name: get(AttrName), Email: get(AttrEmail), ClientID: get(AttrClientID)}
-	if g := get(AttrGroups); g != "" {
+func FromAttrs(get func(key string) string) User { return FromAttrsAs(UserPrefix, get) }
+
+// FromAttrsAs reads a User back from the attributes under prefix.
+func FromAttrsAs(prefix string, get func(key string) string) User {
+	u := User{Subject: get(prefix + "sub"), Issuer: get(prefix + "issuer"), Name: get(prefix + "name"), Email: get(prefix + "email"), ClientID: get(prefix + "client_id")}
+	if g := get(prefix + "groups"); g != "" {
 		u.Groups = strings.Split(g, ",")
 	}
 	return u

@@ -38,7 +38,9 @@ type approvalRecord struct {
 	ArgsHash string `json:"argsHash,omitempty"`
 	Decision string `json:"decision,omitempty"`
 	By       string `json:"by,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	// Decider is who approved, as the UI authenticated them ([auth]).
+	Decider *identity.User `json:"decider,omitempty"`
+	Reason  string         `json:"reason,omitempty"`
 }
 
 type classification struct {

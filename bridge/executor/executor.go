@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -188,9 +189,11 @@ type call struct {
 	op    events.ID
 	ask   events.ID // the approval asked for: the operation id, a fresh one when asked again
 	asked bool      // an operator was asked (the policy may have changed while they decided)
-	start time.Time
-	tool  *Tool
-	env   envelope
+	// deciders is who may approve the call ([approval] deciders, four_eyes)
+	deciders policy.Deciders
+	start    time.Time
+	tool     *Tool
+	env      envelope
 }
 
 // emit records one step of the call.
@@ -395,6 +398,13 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		asked.Set(events.AttrServer, server)
 	}
 	asked.Set(events.AttrAnnotations, annotationsOf(c.tool))
+	c.deciders = c.decidersOf()
+	if len(c.deciders.Groups) > 0 {
+		asked.Set(events.AttrDeciders, strings.Join(c.deciders.Groups, ","))
+	}
+	if c.deciders.FourEyes {
+		asked.Set(events.AttrFourEyes, "true")
+	}
 	c.emit(events.KindApprovalRequested, events.Pending, "", time.Time{}, asked)
 	if err := c.flush(ctx); err != nil {
 		decided(events.Denied, events.CodeLogUnavailable, events.Deny, "bridge", "the approval request could not be recorded: "+err.Error(), t0)
@@ -439,8 +449,35 @@ func (c *call) follow(e events.Event, hash string, rec *approvalRecord) (Result,
 		}
 		return fail(events.CodeApprovalDenied, msg)
 	}
+	decider := identity.FromAttrsAs(identity.DeciderPrefix, e.Attrs.Get)
+	if !decider.IsZero() {
+		rec.Decider = &decider
+	}
+	if err := c.deciders.Check(c.inv.User, decider); err != nil {
+		// The log keeps one decision per approval: one that may not
+		// approve this call ends it, denied, rather than leave it waiting.
+		rec.Decision, rec.By, rec.Reason = events.Deny, "bridge", err.Error()
+		c.emit(events.KindApprovalRefused, events.Denied, events.CodeDeciderRefused, time.Time{}, events.A(events.AttrApprovalID, c.ask.String(), "by", e.Attrs.Get(events.AttrBy), "error", err.Error()))
+		return fail(events.CodeDeciderRefused, "the approval came from someone who may not give it: "+err.Error())
+	}
 	rec.Decision, rec.By, rec.Reason = events.Approve, e.Attrs.Get(events.AttrBy), e.Attrs.Get(events.AttrReason)
 	return Result{}, false
+}
+
+// decidersOf is who may approve this call ([approval] deciders and
+// four_eyes; four eyes for a destructive tool: side effects, or a
+// destructiveHint on a tool not read-only).
+func (c *call) decidersOf() policy.Deciders {
+	a := c.r.cfg.Approval
+	d := policy.Deciders{Groups: a.Deciders}
+	switch a.FourEyes {
+	case config.FourEyesAll:
+		d.FourEyes = true
+	case config.FourEyesDestructive:
+		f := projections.AnnotationFlags(annotationsOf(c.tool))
+		d.FourEyes = c.tool.SideEffects || f["destructiveHint"] && !f["readOnlyHint"]
+	}
+	return d
 }
 
 func (c *call) flush(ctx context.Context) error {
