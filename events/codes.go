@@ -78,6 +78,7 @@ const (
 	CodeInsufficientScope Code = "InsufficientScope" // a valid access token without a scope the front door requires
 	CodeIssuerUnreachable Code = "IssuerUnreachable" // the authorization server's metadata or keys could not be fetched to check a token
 	CodeSessionNotOwned   Code = "SessionNotOwned"   // a request for an HTTP session another user opened
+	CodeRoleRefused       Code = "RoleRefused"       // a UI action the signed-in person's role ([auth.roles]) does not allow, or a person in no role
 	CodeDeciderRefused    Code = "DeciderRefused"    // an approval given by someone [approval] deciders or four_eyes exclude: the call is denied
 )
 
@@ -173,6 +174,7 @@ var codeTable = map[Code]codeInfo{
 	CodeUnauthenticated:   {outcome: Denied, action: "open the URL `tracebridge ui` prints: its token signs the browser in; over `mcp --http`, send `tracebridge token` or an access token of the [auth] issuer", status: http.StatusUnauthorized},
 	CodeInsufficientScope: {outcome: Denied, action: "ask the authorization server for a token with the scopes the WWW-Authenticate header names", status: http.StatusForbidden},
 	CodeIssuerUnreachable: {outcome: Error, action: "check that [auth] issuer (or jwks_url) answers from this machine", status: http.StatusServiceUnavailable},
+	CodeRoleRefused:       {outcome: Denied, action: "ask for a role that allows it ([auth.roles] viewer, approver, admin name the groups)", status: http.StatusForbidden},
 	CodeDeciderRefused:    {outcome: Denied, action: "another approver (signed in to the UI, in [approval] deciders, not the one who made the call under four_eyes) decides when the client calls again", status: http.StatusForbidden},
 	CodeSessionNotOwned:   {outcome: Denied, action: "initialize a session of your own: an Mcp-Session-Id belongs to the user who opened it", status: http.StatusForbidden},
 	CodeForeignOrigin:     {outcome: Denied, action: "decide from the UI's own pages"},

@@ -183,6 +183,7 @@ const (
 const (
 	KindUIStarted  = "ui.started"
 	KindUIRejected = "ui.request.rejected"
+	KindUISignedIn = "ui.signed.in" // a person the [auth] issuer authenticated signed in to the UI (user.*, role)
 	KindUIDecided  = "ui.decision.made"
 )
 
@@ -279,6 +280,7 @@ func init() {
 
 	kind(KindUIStarted, BoundaryUI, UI, UI, true)
 	kind(KindUIRejected, BoundaryUI, Operator, UI, true)
+	kind(KindUISignedIn, BoundaryUI, Operator, UI, true)
 	kind(KindUIDecided, BoundaryUI, Operator, UI, true)
 
 	kind(KindHubStarted, BoundaryLog, Hub, Hub, false)

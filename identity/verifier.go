@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,8 @@ type Verifier struct {
 	// expiry: a client sends the same token with every request, and its
 	// signature costs ~140 µs to check (2-core VM, RS256) where a lookup
 	// costs a hash. Refused tokens are not kept.
-	verified map[[32]byte]accepted
+	verified  map[[32]byte]accepted
+	endpoints Endpoints
 }
 
 type accepted struct {
@@ -111,7 +113,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (User, error) {
 	if ok && v.cfg.Now().Before(a.exp.Add(Leeway)) {
 		return a.user, nil
 	}
-	u, exp, err := v.verify(ctx, token)
+	u, exp, err := v.verify(ctx, token, nil)
 	if err != nil {
 		return User{}, err
 	}
@@ -124,7 +126,19 @@ func (v *Verifier) Verify(ctx context.Context, token string) (User, error) {
 	return u, nil
 }
 
-func (v *Verifier) verify(ctx context.Context, token string) (User, time.Time, error) {
+// VerifyIDToken checks an OpenID Connect ID token the UI's sign-in got
+// from the token endpoint (OIDC Core §3.1.3.7): the issuer's signature,
+// issuer, audience (the Config's: the UI's client id), lifetime, and the
+// nonce the sign-in sent. It returns the user and when the token expires.
+func (v *Verifier) VerifyIDToken(ctx context.Context, token, nonce string) (User, time.Time, error) {
+	if nonce == "" {
+		return User{}, time.Time{}, refuse("no nonce to check the ID token against")
+	}
+	return v.verify(ctx, token, &nonce)
+}
+
+// verify checks an access token, or with nonce an ID token.
+func (v *Verifier) verify(ctx context.Context, token string, nonce *string) (User, time.Time, error) {
 	jws, err := jose.ParseSignedCompact(token, signingAlgs)
 	if err != nil {
 		return User{}, time.Time{}, refuse("not a signed JWT with an asymmetric algorithm: %v", err)
@@ -140,7 +154,7 @@ func (v *Verifier) verify(ctx context.Context, token string) (User, time.Time, e
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return User{}, time.Time{}, refuse("the token's claims are not a JSON object: %v", err)
 	}
-	if err := v.check(&c); err != nil {
+	if err := v.check(&c, nonce); err != nil {
 		return User{}, time.Time{}, err
 	}
 	u := User{Subject: c.Sub, Issuer: c.Iss, Email: c.Email, ClientID: c.ClientID}
@@ -173,7 +187,7 @@ type claims struct {
 	Nonce  string `json:"nonce"`
 }
 
-func (v *Verifier) check(c *claims) error {
+func (v *Verifier) check(c *claims, nonce *string) error {
 	if c.Iss != v.cfg.Issuer {
 		return refuse("the token was issued by %q, not by %q", c.Iss, v.cfg.Issuer)
 	}
@@ -192,11 +206,17 @@ func (v *Verifier) check(c *claims) error {
 			return refuse("the token is not valid before %s", nbf.UTC().Format(time.RFC3339))
 		}
 	}
-	if c.AtHash != "" || c.CHash != "" || c.Nonce != "" {
-		return refuse("an ID token is not an access token: send the access token")
-	}
 	if c.Sub == "" {
 		return refuse("the token names no subject (sub)")
+	}
+	if nonce != nil { // an ID token
+		if subtle.ConstantTimeCompare([]byte(c.Nonce), []byte(*nonce)) != 1 {
+			return refuse("the ID token's nonce is not the one this sign-in sent")
+		}
+		return nil
+	}
+	if c.AtHash != "" || c.CHash != "" || c.Nonce != "" {
+		return refuse("an ID token is not an access token: send the access token")
 	}
 	granted := stringsOf(c.Scope)
 	if len(granted) == 0 {
@@ -307,29 +327,60 @@ func (v *Verifier) fetchLocked(ctx context.Context) error {
 	return nil
 }
 
-// discover reads the issuer's metadata (RFC 8414, then OpenID Connect
-// discovery) for its jwks_uri, and checks the metadata names the issuer.
+// Endpoints are the issuer's, from its metadata.
+type Endpoints struct {
+	Authorization string `json:"authorization_endpoint"`
+	Token         string `json:"token_endpoint"`
+	EndSession    string `json:"end_session_endpoint"`
+	JWKS          string `json:"jwks_uri"`
+}
+
+// Endpoints returns the issuer's endpoints (its metadata, read once).
+func (v *Verifier) Endpoints(ctx context.Context) (Endpoints, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.endpoints.Token == "" {
+		e, err := v.metadata(ctx)
+		if err != nil {
+			return Endpoints{}, err
+		}
+		v.endpoints = e
+	}
+	return v.endpoints, nil
+}
+
 func (v *Verifier) discover(ctx context.Context) (string, error) {
+	e, err := v.metadata(ctx)
+	if err != nil {
+		return "", err
+	}
+	if e.JWKS == "" {
+		return "", fmt.Errorf("the issuer's metadata has no jwks_uri")
+	}
+	v.endpoints = e
+	return e.JWKS, nil
+}
+
+// metadata reads the issuer's metadata (RFC 8414, then OpenID Connect
+// discovery) and checks it names the issuer.
+func (v *Verifier) metadata(ctx context.Context) (Endpoints, error) {
 	iss := strings.TrimSuffix(v.cfg.Issuer, "/")
 	var errs []error
 	for _, u := range []string{wellKnown(v.cfg.Issuer, "oauth-authorization-server"), iss + "/.well-known/openid-configuration"} {
 		var m struct {
-			Issuer  string `json:"issuer"`
-			JWKSURI string `json:"jwks_uri"`
+			Issuer string `json:"issuer"`
+			Endpoints
 		}
 		if err := v.getJSON(ctx, u, &m); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if m.Issuer != v.cfg.Issuer {
-			return "", fmt.Errorf("the metadata at %s names the issuer %q, not %q", u, m.Issuer, v.cfg.Issuer)
+			return Endpoints{}, fmt.Errorf("the metadata at %s names the issuer %q, not %q", u, m.Issuer, v.cfg.Issuer)
 		}
-		if m.JWKSURI == "" {
-			return "", fmt.Errorf("the metadata at %s has no jwks_uri", u)
-		}
-		return m.JWKSURI, nil
+		return m.Endpoints, nil
 	}
-	return "", fmt.Errorf("the issuer's metadata: %w", errors.Join(errs...))
+	return Endpoints{}, fmt.Errorf("the issuer's metadata: %w", errors.Join(errs...))
 }
 
 // wellKnown inserts /.well-known/NAME between an issuer's host and path

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -63,8 +64,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.exchange(w, r, t[0])
 			return
 		}
+		if s.opts.OIDC != nil && strings.HasPrefix(r.URL.Path, "/auth/") {
+			next.ServeHTTP(w, r) // signing in: no session yet
+			return
+		}
 		sid, ok := s.session(r)
 		if !ok {
+			if s.opts.OIDC != nil && r.Method == http.MethodGet && !isAction(r.URL.Path) {
+				w.Header().Set("Cache-Control", "no-store")
+				http.Redirect(w, r, "/auth/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
 			s.reject(w, r, events.CodeUnauthenticated,
 				"not signed in: open the URL tracebridge printed when it started (`tracebridge ui` prints it again)")
 			return
@@ -79,6 +89,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			case !s.validCSRF(sid, csrfOf(r)):
 				s.reject(w, r, events.CodeCSRFMismatch, "missing or wrong CSRF token: reload the page and try again")
+				return
+			}
+			if role, need := s.roleOf(sid), actionRole(r.URL.Path); roleRank[role] < roleRank[need] {
+				s.reject(w, r, events.CodeRoleRefused, "signed in as a "+role+": this needs a"+article(need)+" "+need)
 				return
 			}
 		} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -122,13 +136,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, token string) 
 			err.Error()+": a launch link signs in once, within "+LaunchTTL.String()+"; run `tracebridge ui` for a fresh one")
 		return
 	}
-	sid := hex.EncodeToString(randomBytes(24))
-	s.mu.Lock()
-	if len(s.sessions) >= maxSessions {
-		clear(s.sessions)
-	}
-	s.sessions[sid] = true
-	s.mu.Unlock()
+	sid := s.newSession(uiSession{role: RoleAdmin}) // the machine's own user
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: sid, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	u := *r.URL
 	q := u.Query()
@@ -146,7 +154,15 @@ func (s *Server) session(r *http.Request) (string, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return c.Value, s.sessions[c.Value]
+	sess := s.sessions[c.Value]
+	if sess == nil {
+		return "", false
+	}
+	if !sess.expires.IsZero() && s.opts.Now().After(sess.expires) {
+		delete(s.sessions, c.Value)
+		return "", false
+	}
+	return c.Value, true
 }
 
 // csrfToken is the session's CSRF token: an HMAC of the session id.
@@ -185,6 +201,22 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, code events.Code
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write([]byte(string(code) + ": " + msg + "\n"))
+}
+
+func (s *Server) roleOf(sid string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess := s.sessions[sid]; sess != nil {
+		return sess.role
+	}
+	return ""
+}
+
+func article(role string) string {
+	if role == RoleAdmin || role == RoleApprover {
+		return "n"
+	}
+	return ""
 }
 
 // sessionOf is the session id the guard admitted the request with.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/host"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
@@ -22,6 +23,7 @@ func (s *Server) actions() map[string]http.Handler {
 		"/do/focus":         http.HandlerFunc(s.focus),
 		"/do/review/commit": http.HandlerFunc(s.commitReview),
 		"/do/tool/{name}":   http.HandlerFunc(s.acceptTool),
+		"/do/signout":       http.HandlerFunc(s.signOut),
 	}
 }
 
@@ -54,12 +56,21 @@ func (s *Server) acceptTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := s.opts.Rec.NewID()
-	s.opts.Rec.Emit(projections.Acceptance(req, *pin, s.opts.Operator+" (ui)", r.PostForm.Get("reason")))
+	s.opts.Rec.Emit(projections.Acceptance(req, *pin, s.by(r), r.PostForm.Get("reason")))
 	if err := s.opts.Rec.Flush(r.Context(), req); err != nil {
 		http.Error(w, "the acceptance was not recorded: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	back(w, r, "accepted the new descriptor of "+name)
+}
+
+// by names who decides from this request: the person signed in, else
+// the machine's own user.
+func (s *Server) by(r *http.Request) string {
+	if u := s.userOf(r).user; !u.IsZero() {
+		return u.Display() + " (ui)"
+	}
+	return s.opts.Operator + " (ui)"
 }
 
 // decideApproval answers a tool call waiting for approval. The form names
@@ -91,7 +102,20 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, events.CodeHashChanged, "the call waits with other arguments than the page showed: reload and look again")
 		return
 	}
-	ev := projections.Decision(*p, decision, s.opts.Operator+" (ui)", r.PostForm.Get("reason"), s.opts.Now())
+	decider := s.userOf(r).user
+	if decision == events.Approve {
+		// Checked here so a refused approval takes no place in the log
+		// (which keeps one decision per approval): another approver can
+		// still decide. The bridge checks it again.
+		if err := p.Rule().Check(p.User, decider); err != nil {
+			s.reject(w, r, events.CodeDeciderRefused, err.Error())
+			return
+		}
+	}
+	ev := projections.Decision(*p, decision, s.by(r), r.PostForm.Get("reason"), s.opts.Now())
+	for kv := decider.AttrsAs(identity.DeciderPrefix); len(kv) > 1; kv = kv[2:] {
+		ev.Attrs.Set(kv[0], kv[1])
+	}
 	s.opts.Rec.Emit(ev)
 	if err := s.opts.Rec.Flush(r.Context(), p.RequestID); err != nil {
 		http.Error(w, "the decision was not recorded: "+err.Error(), http.StatusServiceUnavailable)
@@ -120,7 +144,7 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done, err := s.host.Decide(r.Context(), host.DecideArgs{ID: id, Approve: decision == "approve", Skip: decision == "skip",
-		ContentHash: hash, By: s.opts.Operator + " (ui)"})
+		ContentHash: hash, By: s.by(r)})
 	var ce *events.Err
 	switch {
 	case errors.As(err, &ce) && (ce.Code == events.CodeNotPending || ce.Code == events.CodeHashChanged || ce.Code == events.CodeNoProposal):

@@ -120,6 +120,9 @@ type page struct {
 	Title   string
 	Nav     string
 	CSRF    string
+	// Who is signed in ([auth]): their name and role; empty for the
+	// machine's own user (the launch link).
+	Who, Role string
 	Version string
 	Diagram bool // load Mermaid
 	Error   string
@@ -128,6 +131,9 @@ type page struct {
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p page) {
 	p.CSRF = s.csrfToken(sessionOf(r))
+	if sess := s.userOf(r); !sess.user.IsZero() {
+		p.Who, p.Role = sess.user.Display(), sess.role
+	}
 	p.Version = s.opts.Version
 	var buf bytes.Buffer
 	if err := pages[name].Execute(&buf, p); err != nil {

@@ -75,6 +75,9 @@ type Options struct {
 	Descriptors string
 	// Operator names who decides in recorded decisions ("operator:alice").
 	Operator string
+	// OIDC, when set, signs people in with OpenID Connect ([auth]
+	// ui_client_id) beside the launch link.
+	OIDC *OIDC
 	// ExportSession writes session id as a recorded-session file (what
 	// `tracebridge session export` writes) to w. Nil: the UI offers no
 	// export.
@@ -90,7 +93,8 @@ type Server struct {
 	key       []byte // signs CSRF tokens
 
 	mu       sync.Mutex
-	sessions map[string]bool
+	sessions map[string]*uiSession
+	signins  map[string]pendingSignin // sign-ins at the issuer, by state
 	spent    map[string]time.Time // launch nonces taken, until their expiry
 
 	feed    *feed
@@ -123,7 +127,7 @@ func New(opts Options) (*Server, error) {
 	if !strings.HasSuffix(name, ".localhost") || strings.ContainsAny(name, ":/[]@ ") {
 		return nil, fmt.Errorf("ui name %q: want a name under .localhost", opts.Name)
 	}
-	s := &Server{opts: opts, port: port, name: name, launchKey: opts.LaunchKey, key: randomBytes(32), sessions: map[string]bool{}, spent: map[string]time.Time{}}
+	s := &Server{opts: opts, port: port, name: name, launchKey: opts.LaunchKey, key: randomBytes(32), sessions: map[string]*uiSession{}, signins: map[string]pendingSignin{}, spent: map[string]time.Time{}}
 	s.host = host.Client{Host: opts.Host, NewID: opts.Rec.NewID}
 	if opts.Host == nil {
 		s.host.Host = noHost{}
@@ -223,6 +227,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /reviews", s.reviewsPage)
 	mux.HandleFunc("GET /workspace", s.workspacePage)
 	mux.HandleFunc("GET /events", s.sse)
+	if s.opts.OIDC != nil {
+		mux.HandleFunc("GET /auth/login", s.login)
+		mux.HandleFunc("GET /auth/callback", s.callback)
+	}
 	for path, h := range s.actions() {
 		mux.Handle(path, h) // any method: the guard refuses all but POST
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/web"
 )
@@ -47,6 +49,25 @@ func (info uiInfo) launchURL(now time.Time) (string, error) {
 	return web.LaunchURL(info.Origin, key, now), nil
 }
 
+// uiSignIn is the UI's OpenID Connect sign-in when the configuration's
+// [auth] names a ui_client_id: the UI then answers at ui_origin (its
+// name, and its port in place of *addr: the redirect URI the issuer
+// knows must not move).
+func (m *Main) uiSignIn(addr *string) (*web.OIDC, string, error) {
+	cfg, err := m.loadConfig("")
+	if err != nil || cfg.Auth.UIClientID == "" {
+		return nil, "", nil // an invalid configuration is the bridge's to report; the UI runs without sign-in
+	}
+	u, err := url.Parse(cfg.Auth.Origin())
+	if err != nil {
+		return nil, "", err
+	}
+	*addr = "127.0.0.1:" + u.Port()
+	a := cfg.Auth
+	return &web.OIDC{ClientID: a.UIClientID, Roles: web.Roles{Viewer: a.Roles.Viewer, Approver: a.Roles.Approver, Admin: a.Roles.Admin},
+		Provider: identity.NewVerifier(identity.Config{Issuer: a.Issuer, Audience: a.UIClientID, GroupsClaim: a.GroupsClaim, JWKSURL: a.JWKSURL})}, u.Hostname(), nil
+}
+
 // uiPart prepares the operator UI on addr and returns its URL ("" for
 // off) and the part that serves it until its context ends (nil for off).
 // The URL is printed to stderr and recorded in run/ui.json for
@@ -54,6 +75,10 @@ func (info uiInfo) launchURL(now time.Time) (string, error) {
 func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.DataDir, hostPath string, log *slog.Logger) (string, func(context.Context) error, error) {
 	if addr == "off" {
 		return "", nil, nil
+	}
+	signin, name, err := m.uiSignIn(&addr)
+	if err != nil {
+		return "", nil, err
 	}
 	l, err := web.Listen(addr)
 	if err != nil && addr == web.DefaultAddr {
@@ -68,7 +93,7 @@ func (m *Main) uiPart(addr string, node *hub.Node, em *events.Emitter, dir hub.D
 		operator = "operator:" + u.Username
 	}
 	client := pipe.NewClient(pipe.ClientOptions{Path: hostPath, Recorder: em, Logger: log, Timeout: 35 * time.Second})
-	srv, err := web.New(web.Options{Addr: l.Addr().String(), Log: node, Host: client, Rec: em, Version: Version,
+	srv, err := web.New(web.Options{Addr: l.Addr().String(), Name: name, OIDC: signin, Log: node, Host: client, Rec: em, Version: Version,
 		Logger: log, Now: m.Now, Operator: operator, Descriptors: dir.Descriptors(),
 		ExportSession: func(ctx context.Context, id events.ID, w io.Writer) error {
 			today, err := m.configText("") // for a log that predates the recorded configuration

@@ -45,6 +45,9 @@ type User struct {
 type Client struct {
 	ID       string
 	Audience []string
+	// RedirectURIs are registered besides RedirectURI (the UI's callback
+	// on its .localhost name).
+	RedirectURIs []string
 }
 
 // Provider is a running OP.
@@ -72,7 +75,7 @@ func Start(t testing.TB, users []User, clients ...Client) *Provider {
 	}
 	for _, c := range clients {
 		s.clients[c.ID] = c
-		storage.RegisterClients(storage.NativeClient(c.ID, RedirectURI, "http://127.0.0.1/callback"))
+		storage.RegisterClients(storage.NativeClient(c.ID, append([]string{RedirectURI, "http://127.0.0.1/callback"}, c.RedirectURIs...)...))
 	}
 	s.Storage = storage.NewStorage(userStore{s})
 	quiet := slog.New(slog.NewTextHandler(devNull{}, nil))
@@ -257,6 +260,10 @@ type jwtClient struct{ op.Client }
 func (jwtClient) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }
 func (jwtClient) IsScopeAllowed(string) bool           { return true }
 func (jwtClient) IDTokenUserinfoClaimsAssertion() bool { return true }
+
+// DevMode lets a registered http redirect URI on a name other than
+// localhost (the UI's NAME.localhost) be used as registered.
+func (jwtClient) DevMode() bool { return true }
 
 type userStore struct{ s *store }
 
