@@ -117,16 +117,16 @@ func assetHandler() http.Handler {
 
 // page is what every template gets.
 type page struct {
-	Title   string
-	Nav     string
-	CSRF    string
+	Title string
+	Nav   string
+	CSRF  string
 	// Who is signed in ([auth]): their name and role; empty for the
 	// machine's own user (the launch link).
 	Who, Role string
-	Version string
-	Diagram bool // load Mermaid
-	Error   string
-	Data    any
+	Version   string
+	Diagram   bool // load Mermaid
+	Error     string
+	Data      any
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p page) {

@@ -95,7 +95,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*uiSession
 	signins  map[string]pendingSignin // sign-ins at the issuer, by state
-	spent    map[string]time.Time // launch nonces taken, until their expiry
+	spent    map[string]time.Time     // launch nonces taken, until their expiry
 
 	feed    *feed
 	rejects *loopback.Refusals
