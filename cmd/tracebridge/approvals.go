@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -144,6 +145,14 @@ func decide(ctx context.Context, m *Main, node *hub.Node, pending []projections.
 	}
 	if !node.Online() {
 		return errors.New("no hub is running, so no call can be waiting")
+	}
+	if decision == events.Approve {
+		// The command line names no one the issuer authenticated: where
+		// the approval asks for deciders or four eyes, it cannot give it
+		// (and would take the log's one place for a decision).
+		if err := p.Rule().Check(p.User, identity.User{}); err != nil {
+			return fmt.Errorf("%s: %v: approve it in the UI (`tracebridge ui`), signed in", events.CodeDeciderRefused, err)
+		}
 	}
 	by := "operator"
 	if u, err := user.Current(); err == nil {

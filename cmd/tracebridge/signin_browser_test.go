@@ -142,6 +142,12 @@ approval = "always"
 	if got := approve("carol"); !strings.Contains(got, "RoleRefused") {
 		t.Fatalf("a viewer approving: %q", got)
 	}
+	// The command line names no one: it cannot give this approval.
+	var approvalID string
+	run(t, ctx, "the approval's id", chromedp.Navigate(origin+"/approvals"), chromedp.AttributeValue("article.approval", "data-approval", &approvalID, nil, chromedp.ByQuery))
+	if out, err := exec.Command(tbBin, "--data", data, "approvals", "approve", approvalID).CombinedOutput(); err == nil || !strings.Contains(string(out), "DeciderRefused") {
+		t.Fatalf("approvals approve from the command line: %v\n%s", err, out)
+	}
 	signOut(t, ctx, origin)
 
 	// Bob: an approver, but it is his own call.
