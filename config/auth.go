@@ -87,6 +87,16 @@ func (c *Config) validateAuth(bad func(key, format string, args ...any)) {
 	if a.JWKSURL != "" {
 		httpsOrLoopback("auth.jwks_url", a.JWKSURL)
 	}
+	a.validateUI(bad)
+	for _, s := range a.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\"\\") {
+			bad("auth.scopes", "%q is not a scope (no spaces or quotes)", s)
+		}
+	}
+}
+
+// validateUI checks the UI's sign-in.
+func (a Auth) validateUI(bad func(key, format string, args ...any)) {
 	if a.UIOrigin != "" {
 		if u, err := url.Parse(a.UIOrigin); err != nil || u.Scheme != "http" || !strings.HasSuffix(u.Hostname(), ".localhost") || u.Port() == "" || strings.Trim(u.Path, "/") != "" {
 			bad("auth.ui_origin", "%q: want http://NAME.localhost:PORT (the UI listens on loopback only)", a.UIOrigin)
@@ -94,11 +104,6 @@ func (c *Config) validateAuth(bad func(key, format string, args ...any)) {
 	}
 	if a.UIClientID != "" && len(a.Roles.Viewer)+len(a.Roles.Approver)+len(a.Roles.Admin) == 0 {
 		bad("auth.roles", "with ui_client_id, name the groups of at least one role ([auth.roles] viewer, approver, admin): no one would be let in")
-	}
-	for _, s := range a.Scopes {
-		if s == "" || strings.ContainsAny(s, " \t\"\\") {
-			bad("auth.scopes", "%q is not a scope (no spaces or quotes)", s)
-		}
 	}
 }
 

@@ -99,28 +99,8 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodGet:
-		if sess := f.session(sid); sess != nil && f.owns(w, r, sess, user) {
-			sess.serveGET(w, r)
-			return
-		}
-		w.Header().Set("Allow", "POST")
-		http.Error(w, "GET needs an Mcp-Session-Id of an open session", http.StatusMethodNotAllowed)
-		return
-	case http.MethodDelete:
-		if sess := f.session(sid); sess != nil && f.owns(w, r, sess, user) {
-			f.drop(sid)
-			sess.close()
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		http.Error(w, "no such session", http.StatusNotFound)
-		return
-	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if r.Method != http.MethodPost {
+		f.streamOrEnd(w, r, sid, user)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxBody))
@@ -184,6 +164,31 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sess.close()
 	default:
 		w.WriteHeader(http.StatusAccepted) // a notification outside a session: nothing to tell
+	}
+}
+
+// streamOrEnd answers GET (a session's stream) and DELETE (its end) for
+// the session's owner, and refuses other methods.
+func (f *front) streamOrEnd(w http.ResponseWriter, r *http.Request, sid string, user identity.User) {
+	sess := f.session(sid)
+	if sess != nil && !f.owns(w, r, sess, user) {
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && sess != nil:
+		sess.serveGET(w, r)
+	case r.Method == http.MethodGet:
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "GET needs an Mcp-Session-Id of an open session", http.StatusMethodNotAllowed)
+	case r.Method == http.MethodDelete && sess != nil:
+		f.drop(sid)
+		sess.close()
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodDelete:
+		http.Error(w, "no such session", http.StatusNotFound)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
 }
 
