@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracebridge/tracebridge/events"
-	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/hub"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/projections"
 )
 
