@@ -128,6 +128,18 @@ message = "only the platform group searches"
 		}
 	}
 
+	// The official TypeScript SDK clients, v1 and v2, with their own OAuth
+	// client: the same user gets the same answer.
+	for _, flavor := range []string{"v1", "v2"} {
+		for user, want := range map[string]events.Code{"alice": "", "bob": events.CodePolicyDenied} {
+			got := tsCalls(t, flavor, map[string]any{"url": url, "oauth": map[string]any{"clientId": "team-mcp", "redirectUri": oidctest.RedirectURI,
+				"username": user, "password": user + "-pw"}}, []map[string]any{{"name": "regex_text_search", "arguments": args}})
+			if got[0].Threw != "" || got[0].Code != want {
+				t.Errorf("the TypeScript %s client as %s: %+v, want code %q", flavor, user, got[0], want)
+			}
+		}
+	}
+
 	// The sessions' own events name their users too.
 	out, err := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
 	if err != nil {
