@@ -8,6 +8,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -283,6 +284,9 @@ func (x *runExport) request(e *events.Event) {
 		return
 	}
 	x.lead = &Step{Step: StepClient, Method: e.Attrs.Get(events.AttrMethod), RequestID: e.RequestID}
+	if u := identity.FromAttrs(e.Attrs.Get); !u.IsZero() && x.s.Header.User == nil {
+		x.s.Header.User = &u
+	}
 	if e.Attrs.Get(events.AttrMethod) == "initialize" {
 		x.s.Header.Client, x.s.Header.ProtocolVersion = e.Attrs.Get(events.AttrClient), e.Attrs.Get("protocolVersion")
 	}

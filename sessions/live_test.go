@@ -20,6 +20,7 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/hub"
 	"github.com/tracebridge/tracebridge/hub/hubtest"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/pipe"
 )
 
@@ -58,7 +59,14 @@ func askingUpstream() func(context.Context, string) (sdk.Transport, error) {
 // lets drive use it, and exports the session it left.
 func record(t *testing.T, cfgText string, dial func(context.Context, string) (sdk.Transport, error), drive func(*sdk.ClientSession)) *Session {
 	t.Helper()
-	ctx := context.Background()
+	return recordAs(t, identity.User{}, cfgText, dial, drive)
+}
+
+// recordAs is record with the client authenticated as user (the front
+// door's [auth]).
+func recordAs(t *testing.T, user identity.User, cfgText string, dial func(context.Context, string) (sdk.Transport, error), drive func(*sdk.ClientSession)) *Session {
+	t.Helper()
+	ctx := identity.With(context.Background(), user)
 	dir := hub.DataDir(filepath.Join(t.TempDir(), "d"))
 	if err := dir.Ensure(); err != nil {
 		t.Fatal(err)
@@ -299,5 +307,30 @@ func TestLiveSessionsRedrive(t *testing.T) {
 				t.Errorf("drift: %s", d)
 			}
 		})
+	}
+}
+
+// A session recorded for an authenticated user names them in its file and
+// re-drives as them: a rule by group decides as it did, with no drift.
+// The twin: the same file without its user is decided otherwise, and
+// that is drift.
+func TestASessionRedrivesAsItsUser(t *testing.T) {
+	bob := identity.User{Subject: "u-bob", Issuer: "https://idp.example", Name: "bob", Groups: []string{"dev"}}
+	cfg := "[policy.rules.platform-searches]\ntools = [\"regex_text_search\"]\nwhen = \"user.authenticated && !('platform' in user.groups)\"\neffect = \"deny\"\n"
+	s := recordAs(t, bob, cfg, nil, func(cs *sdk.ClientSession) {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "regex_text_search", Arguments: map[string]any{"query": "x", "text": "x"}})
+		if err != nil || !res.IsError {
+			t.Fatalf("bob's search: %v %+v", err, res)
+		}
+	})
+	if s.Header.User == nil || s.Header.User.Subject != "u-bob" || s.Header.User.Groups[0] != "dev" {
+		t.Fatalf("the file names %+v", s.Header.User)
+	}
+	if res, _ := redriveInto(t, s); len(res.Runs) == 0 || len(res.Drift) > 0 {
+		t.Fatalf("re-driven as bob: %d runs, drift %v", len(res.Runs), res.Drift)
+	}
+	s.Header.User = nil
+	if res, _ := redriveInto(t, s); len(res.Drift) == 0 {
+		t.Fatal("re-driven as no one, the search ran and nothing drifted")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/host"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/pipe"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
@@ -182,6 +183,9 @@ func (d *redrive) startBridge(ctx context.Context, cfg *config.Config, hosts []h
 	inR, pipeW := io.Pipe()
 	outR, outW := io.Pipe()
 	d.pipeW, d.inW = pipeW, &lockedWriter{w: pipeW}
+	if u := d.s.Header.User; u != nil { // the recorded client's user, as the front door named them
+		ctx = identity.With(ctx, *u)
+	}
 	go func() {
 		err := b.Server.Serve(ctx, inR, outW)
 		if errors.Is(err, io.EOF) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/export"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/pipe"
 )
 
@@ -46,8 +47,12 @@ type SessionHeader struct {
 	SessionID       events.ID `json:"sessionId,omitzero"` // in the log it was exported from
 	Client          string    `json:"client,omitempty"`
 	ProtocolVersion string    `json:"protocolVersion,omitempty"`
-	Recorded        time.Time `json:"recorded"` // a re-drive's clock stands still here
-	Tracebridge     string    `json:"tracebridge"`
+	// User is who the client was, as the front door authenticated them
+	// ([auth]): a re-drive runs the session as them, so rules by user
+	// decide as they did.
+	User        *identity.User `json:"user,omitempty"`
+	Recorded    time.Time      `json:"recorded"` // a re-drive's clock stands still here
+	Tracebridge string         `json:"tracebridge"`
 	// Config is the tracebridge.toml in force ("" for the defaults).
 	Config string `json:"config"`
 	// Redacted says Config holds values the log redacted (credentials,
