@@ -13,7 +13,7 @@ import (
 type runs struct{}
 
 func (runs) Name() string { return ViewRuns }
-func (runs) Version() int { return 6 } // 2: the call's own end, its wait, its proposal's later fate; 3: an operator's command names its run; 4: client and server; 5: the server is the tool's; 6: judged by its own server
+func (runs) Version() int { return 7 } // 2: the call's own end, its wait, its proposal's later fate; 3: an operator's command names its run; 4: client and server; 5: the server is the tool's; 6: judged by its own server; 7: the user
 
 func (runs) Apply(kv KV, e *events.Event) error {
 	if e.RequestID.IsZero() {

@@ -1,12 +1,14 @@
 package replay
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 )
 
 // Fold judges a run one event at a time. Judge and the runs projection both
@@ -38,6 +40,9 @@ type Fold struct {
 	// name/version); Server the upstream server the call went to.
 	Client string `json:"client,omitempty"`
 	Server string `json:"server,omitempty"`
+	// User is who made the request, as the front door authenticated them
+	// ([auth]): their name, else their subject.
+	User string `json:"user,omitempty"`
 	// Answered is when the MCP response was sent: the call's own end.
 	Answered time.Time `json:"answered,omitzero"`
 	// WaitMs is the time the call waited for an operator's approval.
@@ -107,6 +112,7 @@ func (f *Fold) Add(e *events.Event) {
 	if e.Kind == events.KindMCPRequestReceived {
 		f.MCP = true
 		f.Client = e.Attrs.Get(events.AttrClient)
+		f.User = cmp.Or(e.Attrs.Get(identity.AttrName), e.Attrs.Get(identity.AttrSub))
 	}
 	f.noteServer(e)
 	if e.Kind == events.KindMCPResponseSent && f.Answered.IsZero() {
@@ -207,6 +213,7 @@ type Summary struct {
 	Tool       string    `json:"tool,omitempty"`
 	Client     string    `json:"client,omitempty"` // the MCP client (name/version)
 	Server     string    `json:"server,omitempty"` // the upstream server the call went to
+	User       string    `json:"user,omitempty"`   // who made it ([auth])
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`
 	DurationMs float64   `json:"durationMs"`
@@ -228,7 +235,7 @@ func (f *Fold) Summary() Summary {
 	if !f.Answered.IsZero() {
 		end = f.Answered // the call's own duration; later proposal steps are the operator's
 	}
-	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Command: f.Command, Tool: f.Tool, Client: f.Client, Server: f.Server,
+	return Summary{RequestID: f.RequestID, SessionID: f.SessionID, Method: f.Method, Command: f.Command, Tool: f.Tool, Client: f.Client, Server: f.Server, User: f.User,
 		Start: f.Start, End: end, DurationMs: events.Ms(end.Sub(f.Start)), WaitMs: f.WaitMs, Later: f.Later,
 		Status: status, Verdict: v, Events: f.Events, FirstSeq: f.FirstSeq, LastSeq: f.LastSeq}
 }

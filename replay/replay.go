@@ -34,6 +34,7 @@ type Run struct {
 	SessionID events.ID `json:"sessionId,omitzero"`
 	Tool      string    `json:"tool,omitempty"`
 	Method    string    `json:"method,omitempty"`
+	User      string    `json:"user,omitempty"` // who made it, as the front door authenticated them ([auth])
 	Status    string    `json:"status"`
 	Verdict   Verdict   `json:"verdict"`
 	Later     *Verdict  `json:"later,omitempty"`  // what happened to the call's proposal after it was answered
@@ -55,7 +56,7 @@ func Judge(req events.ID, evs []events.Event) Run {
 	for i := range evs {
 		f.Add(&evs[i])
 	}
-	r.SessionID, r.Tool, r.Method = f.SessionID, f.Tool, f.Method
+	r.SessionID, r.Tool, r.Method, r.User = f.SessionID, f.Tool, f.Method, f.User
 	r.Status, r.Verdict = f.Judgement()
 	r.Events = Causal(r.Events)
 	r.Spans = Waterfall(r.Events)

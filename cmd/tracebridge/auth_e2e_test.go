@@ -140,6 +140,15 @@ message = "only the platform group searches"
 		}
 	}
 
+	// Replay and the runs list name the user.
+	if out, err := exec.Command(tbBin, "--data", data, "replay", bobReq.String()).Output(); err != nil || !strings.Contains(string(out), "user:    bob") {
+		t.Errorf("replay of bob's call: %v\n%s", err, out)
+	}
+	eventually(t, 5*time.Second, "the runs list names alice", func() bool {
+		out, _ := exec.Command(tbBin, "--data", data, "runs", "--json").Output()
+		return strings.Contains(string(out), `"requestId":"`+aliceReq.String()+`"`) && strings.Contains(string(out), `"user":"alice"`)
+	})
+
 	// The sessions' own events name their users too.
 	out, err := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
 	if err != nil {

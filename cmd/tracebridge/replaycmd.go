@@ -100,6 +100,9 @@ func (m *Main) printReplay(run replay.Run, evs []events.Event, format string, ti
 		return nil
 	}
 	fmt.Fprintf(m.Stdout, "request %s  tool %s  status %s\n", req, run.Tool, run.Status)
+	if run.User != "" {
+		fmt.Fprintf(m.Stdout, "user:    %s\n", run.User)
+	}
 	if v := run.Verdict; run.Status != replay.StatusOK {
 		fmt.Fprintf(m.Stdout, "verdict: %s at %s (%s): %s\naction:  %s\n\n", orDash(string(v.Code)), v.Boundary, v.Kind, v.Message, v.Action)
 	} else {

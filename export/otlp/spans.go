@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/projections"
 	"github.com/tracebridge/tracebridge/replay"
 )
@@ -220,6 +221,18 @@ func rootSpan(req *events.Event, evs []events.Event, opts Options) *tracetest.Sp
 	}
 	if v := req.Attrs.Get("protocolVersion"); v != "" {
 		s.Attributes = append(s.Attributes, semconv.McpProtocolVersionKey.String(v))
+	}
+	if u := identity.FromAttrs(req.Attrs.Get); !u.IsZero() { // who made it ([auth])
+		s.Attributes = append(s.Attributes, semconv.UserIDKey.String(u.Subject), semconv.UserNameKey.String(u.Display()))
+		if u.Email != "" {
+			s.Attributes = append(s.Attributes, semconv.UserEmailKey.String(u.Email))
+		}
+		if len(u.Groups) > 0 {
+			s.Attributes = append(s.Attributes, semconv.UserRolesKey.StringSlice(u.Groups))
+		}
+		if u.ClientID != "" {
+			s.Attributes = append(s.Attributes, attribute.String("oauth.client.id", u.ClientID))
+		}
 	}
 	if method == "tools/call" {
 		s.Attributes = append(s.Attributes, semconv.GenAIToolNameKey.String(tool), semconv.GenAIOperationNameExecuteTool)

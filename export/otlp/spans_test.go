@@ -8,6 +8,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 )
 
 // A run's spans: the server span at the root, steps nested by what was
@@ -127,5 +128,30 @@ func TestGuardJudgmentIsAGuardrailSpan(t *testing.T) {
 	}
 	if guard.Status().Code != codes.Error {
 		t.Errorf("a block is an error status: %v", guard.Status())
+	}
+}
+
+// A run of an authenticated user ([auth]) names them on its server span
+// with the OpenTelemetry user.* attributes; a run of no one in particular
+// carries none.
+func TestServerSpanNamesTheUser(t *testing.T) {
+	req := events.NewID()
+	u := identity.User{Subject: "u-alice", Name: "alice", Email: "alice@example.com", Groups: []string{"platform", "approvers"}, ClientID: "team-mcp"}
+	for _, who := range []identity.User{u, {}} {
+		attrs := events.A(append([]string{"method", "tools/call", "tool", "t"}, who.Attrs()...)...)
+		evs := []events.Event{{ID: events.NewID(), Seq: 1, Time: time.Now(), Kind: events.KindMCPRequestReceived, RequestID: req, Outcome: events.OK, Attrs: attrs}}
+		got := map[string]string{}
+		for _, kv := range Spans(evs, Options{})[0].Attributes() {
+			got[string(kv.Key)] = kv.Value.String()
+		}
+		want := map[string]string{"user.id": "u-alice", "user.name": "alice", "user.email": "alice@example.com", "user.roles": `["platform","approvers"]`, "oauth.client.id": "team-mcp"}
+		for k, v := range want {
+			if who.IsZero() && got[k] != "" {
+				t.Errorf("no one's run has %s = %q", k, got[k])
+			}
+			if !who.IsZero() && got[k] != v {
+				t.Errorf("%s = %q, want %q", k, got[k], v)
+			}
+		}
 	}
 }
