@@ -79,6 +79,9 @@ type Approval struct {
 	// "off" (default), "destructive" (tools with side effects or a
 	// destructiveHint) or "all".
 	FourEyes string `toml:"four_eyes"`
+	// DeciderMembers are the cluster members (their NATS users) whose
+	// decisions count for every member's calls; a member's own always do.
+	DeciderMembers []string `toml:"decider_members"`
 }
 
 // Four-eyes settings.

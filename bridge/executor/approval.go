@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tracebridge/tracebridge/events"
@@ -44,7 +45,7 @@ const safetyPoll = 2 * time.Second
 // deadline: woken by the hub when one is committed for the request, and
 // looking every `every` (safetyPoll when woken by subscription). It returns
 // the decision event, or ok=false on timeout.
-func awaitDecision(ctx context.Context, log RequestReader, req, approvalID events.ID, deadline time.Time, every time.Duration,
+func awaitDecision(ctx context.Context, log RequestReader, req, approvalID events.ID, members []string, deadline time.Time, every time.Duration,
 	now func() time.Time, after func(time.Duration) <-chan time.Time) (events.Event, bool, error) {
 	var wake <-chan struct{}
 	if n, ok := log.(notifier); ok {
@@ -58,7 +59,7 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 	for {
 		evs, err := log.ByRequest(ctx, req)
 		if err == nil {
-			if e, ok := decisionOf(evs, approvalID); ok {
+			if e, ok := decisionOf(evs, approvalID, members); ok {
 				return e, true, nil
 			}
 		}
@@ -83,9 +84,11 @@ func awaitDecision(ctx context.Context, log RequestReader, req, approvalID event
 // cluster mode every event names the member that published it (its origin,
 // which the cluster's permissions and the collectors hold to the member's
 // credentials): a decision counts only when published by the member whose
-// call asked for it, whatever name it claims to be "by". Another member's
-// is not taken (the call waits, and times out denied).
-func decisionOf(evs []events.Event, approvalID events.ID) (events.Event, bool) {
+// call asked for it, or by one of members ([approval] decider_members: the
+// members allowed to decide for every origin), whatever name it claims to
+// be "by". Another member's is not taken (the call waits, and times out
+// denied).
+func decisionOf(evs []events.Event, approvalID events.ID, members []string) (events.Event, bool) {
 	id := approvalID.String()
 	asker := ""
 	for _, e := range evs {
@@ -97,7 +100,7 @@ func decisionOf(evs []events.Event, approvalID events.ID) (events.Event, bool) {
 		if e.Kind != events.KindApprovalDecided || e.Attrs.Get(events.AttrApprovalID) != id {
 			continue
 		}
-		if asker != "" && e.Attrs.Get(events.AttrOriginUser) != asker {
+		if by := e.Attrs.Get(events.AttrOriginUser); asker != "" && by != asker && !slices.Contains(members, by) {
 			continue
 		}
 		return e, true

@@ -27,8 +27,9 @@ func TestDecisionComesFromTheAskingMember(t *testing.T) {
 		{"another member, claiming alice", []events.Event{asked("alice"), decided("bob", "bobs-laptop")}, false},
 		{"the asking member, another machine", []events.Event{asked("alice"), decided("alice", "alices-laptop")}, true},
 		{"a local log", []events.Event{asked(""), decided("", "")}, true},
+		{"a member allowed to decide for every origin", []events.Event{asked("alice"), decided("lead", "leads-desk")}, true},
 	} {
-		if _, ok := decisionOf(tc.evs, ap); ok != tc.ok {
+		if _, ok := decisionOf(tc.evs, ap, []string{"lead"}); ok != tc.ok {
 			t.Errorf("%s: taken %v, want %v", tc.name, ok, tc.ok)
 		}
 	}

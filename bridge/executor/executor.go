@@ -413,7 +413,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 	c.x.opts.Logger.Info("approval needed", "tool", c.tool.ID, "approval", c.ask.String(), "deadline", deadline.Format(time.RFC3339),
 		"run", "tracebridge approvals approve "+c.ask.String())
 	stopProgress := c.progressWhileWaiting(deadline)
-	e, ok, err := awaitDecision(ctx, c.x.opts.Log, c.inv.RequestID, c.ask, deadline, c.x.opts.PollEvery, c.x.opts.Now, c.x.opts.After)
+	e, ok, err := awaitDecision(ctx, c.x.opts.Log, c.inv.RequestID, c.ask, c.r.cfg.Approval.DeciderMembers, deadline, c.x.opts.PollEvery, c.x.opts.Now, c.x.opts.After)
 	stopProgress()
 	switch {
 	case err != nil:
@@ -425,7 +425,7 @@ func (c *call) approve(ctx context.Context) (Result, bool) {
 		// decision per approval, and the call follows the one it kept.
 		if c.flush(ctx) == nil {
 			if evs, err := c.x.opts.Log.ByRequest(ctx, c.inv.RequestID); err == nil {
-				if held, found := decisionOf(evs, c.ask); found && held.Attrs.Get(events.AttrBy) != "timeout" {
+				if held, found := decisionOf(evs, c.ask, c.r.cfg.Approval.DeciderMembers); found && held.Attrs.Get(events.AttrBy) != "timeout" {
 					return c.follow(held, hash, rec)
 				}
 			}
