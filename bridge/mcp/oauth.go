@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/identity"
+	"github.com/tracebridge/tracebridge/internal/loopback"
 )
 
 // TokenVerifier checks an access token and names its user; a refusal is
@@ -87,6 +89,9 @@ func (f *front) authenticate(r *http.Request) (identity.User, *refusal) {
 		return identity.User{}, &refusal{code: events.CodeUnauthenticated, msg: "a bearer token is required: `tracebridge token` prints it"}
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(f.opts.Token)) == 1 {
+		if otherUser(r.Context()) {
+			return identity.User{}, &refusal{code: events.CodeUnauthenticated, msg: "the data dir's token is for this user's own processes: from another user's, send an access token", oauth: "invalid_token"}
+		}
 		return identity.User{}, nil
 	}
 	if f.opts.OAuth == nil {
@@ -104,6 +109,20 @@ func (f *front) authenticate(r *http.Request) (identity.User, *refusal) {
 	}
 	return u, nil
 }
+
+type otherUserKey struct{}
+
+// ConnContext is the front door's http.Server ConnContext: it notes a
+// connection from another user's process (loopback.Marked), which may not
+// use the data dir's token.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if _, ok := c.(*loopback.OtherUser); ok {
+		return context.WithValue(ctx, otherUserKey{}, true)
+	}
+	return ctx
+}
+
+func otherUser(ctx context.Context) bool { v, _ := ctx.Value(otherUserKey{}).(bool); return v }
 
 // challenge is the WWW-Authenticate of a 401 or 403 (RFC 6750 §3, RFC
 // 9728 §5.1).

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -293,4 +294,45 @@ func post(t *testing.T, url, token, body string, headers ...string) *http.Respon
 	}
 	resp.Body.Close()
 	return resp
+}
+
+// With [auth], a reverse proxy in front may run as another user: another
+// user's process gets in with an access token, and not with the data dir's
+// token (the machine's own user's), which only this user's processes may
+// send. The twin: this user's client with the data dir's token.
+func TestFrontDoorKeepsTheDataDirTokenToThisUser(t *testing.T) {
+	long(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a client under another uid (CI runs as root)")
+	}
+	port := freePort(t)
+	resource := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	op := oidctest.Start(t, teamUsers, oidctest.Client{ID: "team-mcp", Audience: []string{resource}})
+	cfg := writeConfig(t, fmt.Sprintf("[auth]\nissuer = %q\nscopes = [\"mcp\"]\n", op.Issuer))
+	data := filepath.Join(t.TempDir(), "data")
+	url, token, _, _ := startHTTPBridgeAt(t, data, port, nil, cfg)
+	tok, err := op.Token(context.Background(), "team-mcp", "alice", "alice-pw", "openid", "mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	curl := func(asOther bool, bearer string) string {
+		args := []string{"-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: application/json",
+			"-H", "Accept: application/json, text/event-stream", "-H", "Authorization: Bearer " + bearer, "-d", init, url}
+		cmd := exec.Command("curl", args...)
+		if asOther {
+			cmd = exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "curl"}, args...)...)
+		}
+		out, _ := cmd.Output()
+		return string(out)
+	}
+	for _, c := range []struct {
+		other  bool
+		bearer string
+		want   string
+	}{{true, token, "401"}, {true, tok.AccessToken, "200"}, {false, token, "200"}, {false, tok.AccessToken, "200"}} {
+		if got := curl(c.other, c.bearer); got != c.want {
+			t.Errorf("another user %v, the data dir's token %v: HTTP %s, want %s", c.other, c.bearer == token, got, c.want)
+		}
+	}
 }

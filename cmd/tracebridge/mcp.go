@@ -125,12 +125,19 @@ func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr s
 	// nothing. An idle connection is closed within seconds.
 	refusals := loopback.NewRefusals(events.KindMCPHTTPRejected, m.Now, em.Emit)
 	g.addContext(ctx, "refusals", func(ctx context.Context) error { refusals.Run(ctx); return nil })
-	l = loopback.SameUser(l, refusals.ForeignPeer, func() {
-		logger.Warn("this system cannot tell which user a loopback connection comes from: the bearer token is the only check")
-	})
+	if auth.On() {
+		// Access tokens are for other people too (a reverse proxy in front
+		// may run as another user): every connection is let in, and one
+		// from another user may not use the data dir's token.
+		l = loopback.Marked(l)
+	} else {
+		l = loopback.SameUser(l, refusals.ForeignPeer, func() {
+			logger.Warn("this system cannot tell which user a loopback connection comes from: the bearer token is the only check")
+		})
+	}
 	oauth := resourceServer(auth, port)
 	hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals, IdleTimeout: idle, OAuth: oauth}),
-		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 15 * time.Second}
+		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 15 * time.Second, ConnContext: bmcp.ConnContext}
 	if oauth != nil {
 		fmt.Fprintf(m.Stderr, "tracebridge: access tokens of %s for %s accepted\n", oauth.Issuer, oauth.Resource)
 	}

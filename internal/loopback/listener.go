@@ -53,3 +53,38 @@ func (l *sameUser) Accept() (net.Conn, error) {
 		}
 	}
 }
+
+// Marked returns l, letting every connection in but marking those whose
+// other end is not a process of this user (or whose user cannot be known)
+// as *OtherUser: a listener that also takes credentials meant for other
+// people (access tokens of an issuer, behind a reverse proxy run as
+// another user) keeps this user's own secret (the data dir's token) for
+// this user's processes.
+func Marked(l net.Listener) net.Listener { return &marked{Listener: l, me: os.Geteuid()} }
+
+type marked struct {
+	net.Listener
+	me int
+}
+
+// OtherUser is a connection from a process of another user (UID -1:
+// unknown).
+type OtherUser struct {
+	net.Conn
+	UID int
+}
+
+func (l *marked) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	uid, err := PeerUID(c)
+	switch {
+	case err == nil && uid == l.me:
+		return c, nil
+	case err != nil:
+		uid = -1
+	}
+	return &OtherUser{Conn: c, UID: uid}, nil
+}
