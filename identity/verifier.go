@@ -209,9 +209,12 @@ func (v *Verifier) check(c *claims, nonce *string) error {
 	if c.Sub == "" {
 		return refuse("the token names no subject (sub)")
 	}
-	if nonce != nil { // an ID token
+	if nonce != nil { // an ID token (OIDC Core §3.1.3.7)
 		if subtle.ConstantTimeCompare([]byte(c.Nonce), []byte(*nonce)) != 1 {
 			return refuse("the ID token's nonce is not the one this sign-in sent")
+		}
+		if c.Azp != "" && c.Azp != v.cfg.Audience {
+			return refuse("the ID token was issued to %q (azp), not to %q", c.Azp, v.cfg.Audience)
 		}
 		return nil
 	}

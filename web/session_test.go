@@ -71,3 +71,14 @@ func TestSessionsPageListsClientsSessionsFirst(t *testing.T) {
 		t.Fatalf("?all=1 lists %d sessions, want the newest 200", n)
 	}
 }
+
+// After sign-in the browser goes only to a path of this UI: whatever next
+// says, another site is never where it lands.
+func TestSignInReturnsOnlyToThisUI(t *testing.T) {
+	for next, want := range map[string]string{"/approvals": "/approvals", "/runs?x=1": "/runs?x=1", "//evil.example": "/", "/\t/evil.example": "/",
+		"/\\evil.example": "/", "https://evil.example": "/", "": "/", "javascript:alert(1)": "/", "/\n/evil.example": "/"} {
+		if got := localPath(next); got != want {
+			t.Errorf("localPath(%q) = %q, want %q", next, got, want)
+		}
+	}
+}

@@ -192,7 +192,9 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 
 // localPath is p when it is a path of this UI, else "/".
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+	// Browsers drop tabs and newlines from URLs and read a backslash as a
+	// slash: "/\t/evil.example" would leave the UI.
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == '\\' || r == 0x7f }) {
 		return "/"
 	}
 	return p

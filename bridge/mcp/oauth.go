@@ -81,8 +81,8 @@ type refusal struct {
 // one local user: no identity) or, with OAuth, an access token (its
 // user). Nothing else is let in.
 func (f *front) authenticate(r *http.Request) (identity.User, *refusal) {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" { // the scheme is case-insensitive (RFC 9110 §11.1)
 		if f.opts.OAuth != nil {
 			return identity.User{}, &refusal{code: events.CodeUnauthenticated, msg: "an access token is required: the resource metadata names the authorization server"}
 		}
