@@ -107,6 +107,11 @@ type OAuth struct {
 	// (http://127.0.0.1:PORT/callback). Zero: any free port (a
 	// pre-registered client needs the one it registered).
 	RedirectPort int `toml:"redirect_port"`
+	// PerUser makes each user the front door authenticated ([auth]) call
+	// the server with their own grant (`servers login NAME --user SUB`),
+	// never another's; calls of no one in particular (stdio, the data
+	// dir's token) use the server's own.
+	PerUser bool `toml:"per_user"`
 }
 
 // Shared reports whether every client session shares one connection to

@@ -7,6 +7,8 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 )
@@ -44,6 +46,13 @@ func (u User) InGroup(g string) bool { return slices.Contains(u.Groups, g) }
 
 // Same reports whether u and o are the same person: one issuer's subject.
 func (u User) Same(o User) bool { return !u.IsZero() && u.Subject == o.Subject && u.Issuer == o.Issuer }
+
+// Key is a short stable name for the user, fit for a file name: the
+// first 16 hex digits of SHA-256 of issuer and subject.
+func (u User) Key() string {
+	sum := sha256.Sum256([]byte(u.Issuer + "\x00" + u.Subject))
+	return hex.EncodeToString(sum[:8])
+}
 
 // Display is the name a person reads: the name, else the subject.
 func (u User) Display() string {

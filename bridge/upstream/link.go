@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
+	people "github.com/tracebridge/tracebridge/identity"
 )
 
 // Downstream is a client session of the bridge as the gateway relays to
@@ -56,9 +57,12 @@ type link struct {
 	// version is the protocol version the link asks for ("": the SDK's
 	// newest); the upstream may answer with an older one.
 	version string
-	sess    *sdk.ClientSession
-	conn    *evidenceConn
-	proc    *process
+	// user is whose own grant the link calls with (per_user); zero: the
+	// server's.
+	user people.User
+	sess *sdk.ClientSession
+	conn *evidenceConn
+	proc *process
 	// client is the go-sdk client (its roots are the owner's).
 	client *sdk.Client
 	subs   subscriptions
@@ -128,6 +132,14 @@ const sharedNewKey = "@" + newProtocol
 // rest.
 func (s *Server) keyOf(ctx context.Context) (string, Downstream, string) {
 	d := downstreamOf(ctx)
+	if u := s.userOf(ctx); !u.IsZero() && s.cfg.Shared() {
+		// Each user's own grant: a link of theirs, shared by their sessions.
+		version := sharedProtocol
+		if d != nil && d.ProtocolVersion() >= newProtocol {
+			version = newProtocol
+		}
+		return "user:" + u.Key() + "@" + version, nil, version
+	}
 	if !s.cfg.Shared() && d != nil && d.Key() != "" {
 		return d.Key(), d, d.ProtocolVersion()
 	}
@@ -135,6 +147,16 @@ func (s *Server) keyOf(ctx context.Context) (string, Downstream, string) {
 		return sharedNewKey, nil, newProtocol
 	}
 	return "", nil, sharedProtocol // the shared link: what it is asked goes to the caller in flight
+}
+
+// userOf is the user whose own grant ctx's calls use: with per_user, the
+// one the front door authenticated; else no one.
+func (s *Server) userOf(ctx context.Context) people.User {
+	if s.cfg.OAuth == nil || !s.cfg.OAuth.PerUser {
+		return people.User{}
+	}
+	u, _ := people.From(ctx)
+	return u
 }
 
 // Release ends the links the client session key owned (the session ended).

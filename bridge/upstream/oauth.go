@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	people "github.com/tracebridge/tracebridge/identity"
 )
 
 // Grant is what an OAuth authorization of a url server leaves: the token
@@ -61,6 +63,15 @@ type TokenStore interface {
 // bridge does not hold: an operator authorizes once, outside any MCP
 // session.
 var errNeedsLogin = errors.New("authorize it with `tracebridge servers login`")
+
+// GrantName is the name the grant of server is kept under for user: the
+// server's own, or with per_user a grant of the user's (NAME@KEY).
+func GrantName(server string, perUser bool, user people.User) string {
+	if !perUser || user.IsZero() {
+		return server
+	}
+	return server + "@" + user.Key()
+}
 
 // grantDeps is what an OAuth handler needs around it.
 type grantDeps struct {
@@ -169,8 +180,10 @@ func loginHandler(name string, o *config.OAuth, secret func(string) string, d gr
 // call fails with UpstreamUnauthorized and the command that fixes it: an
 // MCP session cannot send the operator to a browser.
 type grantHandler struct {
-	name string
-	d    grantDeps
+	name string // the grant's (GrantName)
+	// login is the command that authorizes it.
+	login string
+	d     grantDeps
 
 	mu      sync.Mutex
 	ts      oauth2.TokenSource
@@ -258,6 +271,9 @@ func (h *grantHandler) Authorize(_ context.Context, _ *http.Request, resp *http.
 		}
 	}
 	err := fmt.Errorf("server %s %s (HTTP %d): %w", h.name, what, resp.StatusCode, errNeedsLogin)
+	if h.login != "" {
+		err = fmt.Errorf("%w: %s", err, h.login)
+	}
 	h.mu.Lock()
 	h.refusal = err
 	h.mu.Unlock()
@@ -290,7 +306,9 @@ func (k *keptSource) Token() (*oauth2.Token, error) {
 
 // LoginOptions configures Login.
 type LoginOptions struct {
-	Name    string
+	Name string
+	// Grant is the name the grant is kept under (GrantName); empty: Name.
+	Grant   string
 	Server  config.Server
 	Secrets func(names []string) (map[string]string, error)
 	Store   TokenStore
@@ -323,13 +341,14 @@ func Login(ctx context.Context, o LoginOptions) (authorized bool, err error) {
 		return o.Fetch(ctx, a)
 	}
 	d := grantDeps{resource: resourceOf(o.Server.URL), store: o.Store, register: o.Register, warn: o.Warn}
-	h, err := loginHandler(o.Name, o.Server.OAuth, func(n string) string { return secrets[n] }, d, o.Redirect, fetch)
+	grant := cmp.Or(o.Grant, o.Name)
+	h, err := loginHandler(grant, o.Server.OAuth, func(n string) string { return secrets[n] }, d, o.Redirect, fetch)
 	if err != nil {
 		return false, err
 	}
 	// A step-up the bridge was refused for: authorize for that scope now,
 	// as the SDK would have mid-call.
-	if g, err := d.load(o.Name); err == nil && g != nil && len(g.Challenge) > 0 {
+	if g, err := d.load(grant); err == nil && g != nil && len(g.Challenge) > 0 {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Server.URL, nil)
 		if err != nil {
 			return false, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	people "github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/internal/lineconn"
 )
 
@@ -133,7 +134,7 @@ func (s *Server) session(ctx context.Context, req, op events.ID) (*link, error) 
 			return nil, events.Errorf(events.CodeCancelled, "the call ended while server %s was being restarted", s.name)
 		}
 	}
-	l := &link{s: s, key: key, owner: owner, version: version}
+	l := &link{s: s, key: key, owner: owner, version: version, user: s.userOf(ctx)}
 	if err := s.connect(ctx, req, op, l); err != nil {
 		s.crashed(err.Error())
 		e := events.AsErr(err, events.CodeUpstreamUnavailable)
@@ -341,7 +342,7 @@ func (s *Server) overHTTP(l *link, expand func(string) string) (sdk.Transport, e
 	}
 	st := &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.g.opts.MaxFrame}
 	if s.cfg.OAuth != nil {
-		l.oauth = s.grant()
+		l.oauth = s.grant(l.user)
 		st.OAuthHandler = l.oauth
 	}
 	return st, nil
@@ -401,18 +402,24 @@ func (s *Server) connectError(err error, ctx context.Context, l *link) error {
 	return events.Errorf(events.CodeUpstreamUnavailable, "server %s (%s): MCP handshake failed: %s", s.name, s.cfg.Describe(), s.g.redact(s.safe(err.Error())))
 }
 
-// grant is the server's OAuth handler over its stored grant (none yet, or
-// one that cannot be read: the server's refusal says to log in).
-func (s *Server) grant() *grantHandler {
+// grant is the server's OAuth handler over its stored grant, or with
+// per_user the grant of user (none yet, or one that cannot be read: the
+// server's refusal says to log in, and how).
+func (s *Server) grant(user people.User) *grantHandler {
+	name := GrantName(s.name, s.cfg.OAuth.PerUser, user)
+	login := "tracebridge servers login " + s.name
+	if name != s.name {
+		login += " --user " + user.Subject + " --issuer " + user.Issuer + " (each user's own authorization: [servers." + s.name + ".oauth] per_user)"
+	}
 	if s.g.opts.Tokens == nil {
-		return &grantHandler{name: s.name, d: grantDeps{store: noGrants{}, register: func(string) {}, warn: func(string, error) {}}}
+		return &grantHandler{name: name, login: login, d: grantDeps{store: noGrants{}, register: func(string) {}, warn: func(string, error) {}}}
 	}
 	d := grantDeps{resource: resourceOf(s.cfg.URL), store: s.g.opts.Tokens, register: func(v string) {
 		if v != "" {
 			s.g.opts.Emitter.Redactor().Register(v)
 		}
 	}, warn: func(msg string, err error) { s.g.opts.Logger.Warn(msg, "server", s.name, "err", err) }}
-	h := &grantHandler{name: s.name, d: d}
+	h := &grantHandler{name: name, login: login, d: d}
 	h.load()
 	return h
 }

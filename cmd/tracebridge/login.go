@@ -20,10 +20,11 @@ import (
 	"github.com/tracebridge/tracebridge/bridge/upstream"
 	"github.com/tracebridge/tracebridge/config"
 	"github.com/tracebridge/tracebridge/events"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/internal/loopback"
 )
 
-const loginHelp = `servers login NAME [--config FILE] [--no-browser]
+const loginHelp = `servers login NAME [--config FILE] [--no-browser] [--user SUB --issuer URL]
 
 Authorizes tracebridge to the url server NAME, whose [servers.NAME.oauth] says it
 uses OAuth 2.1: it connects as the bridge does, and when the server asks for
@@ -36,12 +37,19 @@ the one configured (client_id, client_secret), or one registered on the spot
 The tokens are kept sealed in the data dir (keys/oauth/NAME.grant, AES-GCM under
 a key of the data dir), refreshed by the bridge as they expire, and never
 written to events or logs. Run it again when the server says
-UpstreamUnauthorized.`
+UpstreamUnauthorized.
+
+With [servers.NAME.oauth] per_user = true each user the front door
+authenticates ([auth]) calls the server with their own authorization, never
+another's: --user SUB (their subject at the issuer; --issuer, default [auth]
+issuer) authorizes for that user, signed in as them at the server's
+authorization server (keys/oauth/NAME@KEY.grant). Without --user it is the
+server's own, for calls of no one in particular (stdio, the data dir's token).`
 
 // loginWait bounds how long login waits for the browser's redirect.
 const loginWait = 5 * time.Minute
 
-func runServersLogin(ctx context.Context, m *Main, name, cfgFlag string, noBrowser bool) error {
+func runServersLogin(ctx context.Context, m *Main, name, cfgFlag string, noBrowser bool, who identity.User) error {
 	cfg, err := m.loadConfigHinted(cfgFlag)
 	if err != nil {
 		return err
@@ -53,6 +61,13 @@ func runServersLogin(ctx context.Context, m *Main, name, cfgFlag string, noBrows
 	if srv.OAuth == nil {
 		return fmt.Errorf("[servers.%s] has no oauth: add `oauth = {}` (or a [servers.%s.oauth] table) if it needs OAuth", name, name)
 	}
+	if who.Subject != "" && !srv.OAuth.PerUser {
+		return usageError{fmt.Sprintf("--user: [servers.%s.oauth] has no per_user = true, so every call uses the server's own authorization", name)}
+	}
+	if who.Issuer == "" {
+		who.Issuer = cfg.Auth.Issuer
+	}
+	grant := upstream.GrantName(name, srv.OAuth.PerUser, who)
 	dir, err := m.dataDir()
 	if err != nil {
 		return err
@@ -79,7 +94,7 @@ func runServersLogin(ctx context.Context, m *Main, name, cfgFlag string, noBrows
 	}
 	lctx, cancel := context.WithTimeout(ctx, loginWait+time.Minute)
 	defer cancel()
-	authorized, err := upstream.Login(lctx, upstream.LoginOptions{Name: name, Server: srv, Store: store, Redirect: redirect, Fetch: fetch,
+	authorized, err := upstream.Login(lctx, upstream.LoginOptions{Name: name, Grant: grant, Server: srv, Store: store, Redirect: redirect, Fetch: fetch,
 		Secrets:  func(names []string) (map[string]string, error) { return resolveSecrets(m, cfg, names) },
 		Register: func(v string) { red.Register(v) },
 		Warn:     func(msg string, err error) { fmt.Fprintf(m.Stderr, "tracebridge: %s: %v\n", msg, err) },
@@ -91,7 +106,7 @@ func runServersLogin(ctx context.Context, m *Main, name, cfgFlag string, noBrows
 		fmt.Fprintf(m.Stdout, "server %s answered without asking for authorization (or a stored one still works): nothing to do\n", name)
 		return nil
 	}
-	fmt.Fprintf(m.Stdout, "server %s: authorized; its tokens are stored sealed in %s and refreshed by the bridge\n", name, store.path(name))
+	fmt.Fprintf(m.Stdout, "server %s: authorized; its tokens are stored sealed in %s and refreshed by the bridge\n", name, store.path(grant))
 	return nil
 }
 

@@ -11,12 +11,13 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/identity"
 )
 
 const serversHelp = `servers import FILE [--write] [--config FILE] [--project DIR] [--workspace DIR] [--no-pin] [--accept-lookalike NAMES]
 servers list [--config FILE] [--json]
 servers test NAME [--config FILE]
-servers login NAME [--config FILE] [--no-browser]
+servers login NAME [--config FILE] [--no-browser] [--user SUB --issuer URL]
 
 list shows each configured server, its sandbox and what its last start ran:
 the executable, its SHA-256, the uid, the confinement applied. test starts a
@@ -62,6 +63,9 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	cfgFlag := fs.String("config", "", "the tracebridge.toml `FILE` --write appends to (login: reads)")
 	asJSON := fs.Bool("json", false, "list: as JSON")
 	noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL instead of opening a browser")
+	var who identity.User
+	fs.StringVar(&who.Subject, "user", "", "login: the user (`SUB`, their subject at the [auth] issuer) whose own authorization this is, for a per_user server")
+	fs.StringVar(&who.Issuer, "issuer", "", "login: the [auth] issuer (`URL`) --user is a subject of (default: [auth] issuer)")
 	fs.StringVar(&o.project, "project", "", "import: also the servers of Claude Code's project `DIR` (~/.claude.json)")
 	fs.StringVar(&o.lookalikes, "accept-lookalike", "", "import: the servers (`NAMES`, comma-separated) whose package is a few letters from a well-known one, confirmed as meant")
 	fs.BoolVar(&o.noPin, "no-pin", false, "import: leave npx/uvx packages at the version as written (default: pinned to the registry's version now)")
@@ -71,7 +75,7 @@ func runServers(ctx context.Context, m *Main, args []string) error {
 	}
 	switch {
 	case fs.NArg() == 2 && fs.Arg(0) == "login":
-		return runServersLogin(ctx, m, fs.Arg(1), *cfgFlag, *noBrowser)
+		return runServersLogin(ctx, m, fs.Arg(1), *cfgFlag, *noBrowser, who)
 	case fs.NArg() == 1 && fs.Arg(0) == "list":
 		return m.listServers(ctx, *cfgFlag, *asJSON)
 	case fs.NArg() == 2 && fs.Arg(0) == "test":
