@@ -149,7 +149,11 @@ func ECS(l AuditLine) (map[string]any, error) {
 	d.set("user.name", by)
 	d.set("related.user", nonEmpty(by))
 	d.set("user.id", l.Attrs["uid"])
-	if u := identity.FromAttrs(func(k string) string { return l.Attrs[k] }); !u.IsZero() {
+	get := func(k string) string { return l.Attrs[k] }
+	if decider := identity.FromAttrsAs(identity.DeciderPrefix, get); !decider.IsZero() {
+		setUser(d, "user.", decider) // the decider as the UI authenticated them, not a name
+	}
+	if u := identity.FromAttrs(get); !u.IsZero() {
 		if by != "" { // a decision: the decider acted on the requester's call
 			setUser(d, "user.target.", u)
 		} else {

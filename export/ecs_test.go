@@ -348,6 +348,10 @@ func emitAuditKinds(t *testing.T, em *events.Emitter) {
 	for i := 0; i+1 < len(requester); i += 2 { // the requester, as the front door tags a run's events
 		decided.Attrs.Set(requester[i], requester[i+1])
 	}
+	carol := identity.User{Subject: "u-carol", Issuer: "https://idp.example", Name: "carol", Email: "carol@example.com", Groups: []string{"approvers"}}.AttrsAs(identity.DeciderPrefix)
+	for i := 0; i+1 < len(carol); i += 2 { // the decider, as the UI signed her in
+		decided.Attrs.Set(carol[i], carol[i+1])
+	}
 	em.Emit(decided)
 	wait.ID = events.NewID().String()
 	em.Emit(projections.Decision(wait, events.Deny, "uid 1000 (alice)", "", time.Time{}))
