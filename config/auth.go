@@ -24,6 +24,12 @@ type Auth struct {
 	GroupsClaim string `toml:"groups_claim"`
 	// JWKSURL is where the issuer's keys are. Default: its metadata says.
 	JWKSURL string `toml:"jwks_url"`
+	// IntrospectionClientID and IntrospectionClientSecret (a
+	// ${secret:NAME} reference) are the front door's own client at the
+	// issuer: set, an opaque access token is checked by asking the issuer
+	// (RFC 7662); JWTs are checked as before.
+	IntrospectionClientID     string `toml:"introspection_client_id"`
+	IntrospectionClientSecret string `toml:"introspection_client_secret"`
 
 	// UIClientID is the operator UI's OAuth client at the issuer (public,
 	// PKCE): set, the UI signs people in with OpenID Connect (the local
@@ -88,6 +94,17 @@ func (c *Config) validateAuth(bad func(key, format string, args ...any)) {
 		httpsOrLoopback("auth.jwks_url", a.JWKSURL)
 	}
 	a.validateUI(bad)
+	if (a.IntrospectionClientID == "") != (a.IntrospectionClientSecret == "") {
+		bad("auth.introspection_client_id", "set both introspection_client_id and introspection_client_secret (a ${secret:NAME} reference), or neither")
+	}
+	for _, ref := range secretRefs(a.IntrospectionClientSecret) {
+		if _, ok := c.Secrets[ref]; !ok {
+			bad("auth.introspection_client_secret", "refers to secret %q, which is not defined (add a [secrets.%s] table with env or file)", ref, ref)
+		}
+	}
+	if a.IntrospectionClientSecret != "" && len(secretRefs(a.IntrospectionClientSecret)) == 0 {
+		bad("auth.introspection_client_secret", "write it as a ${secret:NAME} reference: a secret in the file would be recorded with the configuration")
+	}
 	for _, s := range a.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\"\\") {
 			bad("auth.scopes", "%q is not a scope (no spaces or quotes)", s)

@@ -141,6 +141,9 @@ func secretRefs(v string) []string {
 	return out
 }
 
+// SecretRefs are the NAMEs of the ${secret:NAME} references in v.
+func SecretRefs(v string) []string { return secretRefs(v) }
+
 // ExpandSecrets replaces each ${secret:NAME} in v with lookup(NAME).
 func ExpandSecrets(v string, lookup func(string) string) string {
 	return secretRefRE.ReplaceAllStringFunc(v, func(m string) string {

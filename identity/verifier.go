@@ -30,6 +30,10 @@ type Config struct {
 	GroupsClaim string
 	// JWKSURL is where the issuer's keys are; empty: its metadata says.
 	JWKSURL string
+	// IntrospectionClientID and IntrospectionSecret are the resource
+	// server's client at the issuer: set, an opaque access token is
+	// checked by asking the issuer (RFC 7662).
+	IntrospectionClientID, IntrospectionSecret string
 	// HTTP fetches metadata and keys. Nil: a client with a 10 s timeout.
 	HTTP *http.Client
 	// Now is the clock (tests). Nil: time.Now.
@@ -113,7 +117,11 @@ func (v *Verifier) Verify(ctx context.Context, token string) (User, error) {
 	if ok && v.cfg.Now().Before(a.exp.Add(Leeway)) {
 		return a.user, nil
 	}
-	u, exp, err := v.verify(ctx, token, nil)
+	verify := func() (User, time.Time, error) { return v.verify(ctx, token, nil) }
+	if opaque(token) && v.cfg.IntrospectionClientID != "" {
+		verify = func() (User, time.Time, error) { return v.introspect(ctx, token) }
+	}
+	u, exp, err := verify()
 	if err != nil {
 		return User{}, err
 	}
@@ -157,15 +165,20 @@ func (v *Verifier) verify(ctx context.Context, token string, nonce *string) (Use
 	if err := v.check(&c, nonce); err != nil {
 		return User{}, time.Time{}, err
 	}
+	var all map[string]json.RawMessage
+	json.Unmarshal(payload, &all)
+	return v.userOf(&c, all), unix(*c.Exp), nil
+}
+
+// userOf is the user a token's claims name.
+func (v *Verifier) userOf(c *claims, all map[string]json.RawMessage) User {
 	u := User{Subject: c.Sub, Issuer: c.Iss, Email: c.Email, ClientID: c.ClientID}
 	if u.ClientID == "" {
 		u.ClientID = c.Azp
 	}
 	u.Name = firstOf(c.PreferredUsername, c.Name, c.Email)
-	var all map[string]json.RawMessage
-	json.Unmarshal(payload, &all)
 	u.Groups = stringsOf(all[v.cfg.GroupsClaim])
-	return u, unix(*c.Exp), nil
+	return u
 }
 
 type claims struct {
@@ -194,17 +207,8 @@ func (v *Verifier) check(c *claims, nonce *string) error {
 	if !slices.Contains(stringsOf(c.Aud), v.cfg.Audience) {
 		return refuse("the token is not for this resource: its audience %s does not name %q (ask the issuer for a token with resource=%s)", c.Aud, v.cfg.Audience, v.cfg.Audience)
 	}
-	now := v.cfg.Now()
-	if c.Exp == nil {
-		return refuse("the token has no expiry (exp)")
-	}
-	if exp := unix(*c.Exp); now.After(exp.Add(Leeway)) {
-		return refuse("the token expired at %s: get a new one", exp.UTC().Format(time.RFC3339))
-	}
-	if c.Nbf != nil {
-		if nbf := unix(*c.Nbf); now.Add(Leeway).Before(nbf) {
-			return refuse("the token is not valid before %s", nbf.UTC().Format(time.RFC3339))
-		}
+	if err := v.checkLife(c); err != nil {
+		return err
 	}
 	if c.Sub == "" {
 		return refuse("the token names no subject (sub)")
@@ -221,6 +225,28 @@ func (v *Verifier) check(c *claims, nonce *string) error {
 	if c.AtHash != "" || c.CHash != "" || c.Nonce != "" {
 		return refuse("an ID token is not an access token: send the access token")
 	}
+	return v.checkScopes(c)
+}
+
+// checkLife checks exp (required) and nbf, with Leeway.
+func (v *Verifier) checkLife(c *claims) error {
+	now := v.cfg.Now()
+	if c.Exp == nil {
+		return refuse("the token has no expiry (exp)")
+	}
+	if exp := unix(*c.Exp); now.After(exp.Add(Leeway)) {
+		return refuse("the token expired at %s: get a new one", exp.UTC().Format(time.RFC3339))
+	}
+	if c.Nbf != nil {
+		if nbf := unix(*c.Nbf); now.Add(Leeway).Before(nbf) {
+			return refuse("the token is not valid before %s", nbf.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// checkScopes checks the token grants every scope the Config requires.
+func (v *Verifier) checkScopes(c *claims) error {
 	granted := stringsOf(c.Scope)
 	if len(granted) == 0 {
 		granted = stringsOf(c.Scp)
@@ -335,6 +361,7 @@ type Endpoints struct {
 	Authorization string `json:"authorization_endpoint"`
 	Token         string `json:"token_endpoint"`
 	EndSession    string `json:"end_session_endpoint"`
+	Introspection string `json:"introspection_endpoint"`
 	JWKS          string `json:"jwks_uri"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,49 @@ func TestVerifierForgetsAnExpiredToken(t *testing.T) {
 	clock = now.Add(60*time.Second + identity.Leeway + time.Second)
 	if _, err := v.Verify(context.Background(), tok); err == nil {
 		t.Fatal("an expired token was accepted from the verifier's memory")
+	}
+}
+
+// An opaque access token is asked about at the issuer (RFC 7662) by the
+// resource server's own client: the user and groups come back; a token
+// the issuer does not know, or one without the scope, is refused.
+func TestVerifierIntrospectsOpaqueTokens(t *testing.T) {
+	ctx := context.Background()
+	p := oidctest.Start(t, users, oidctest.Client{ID: "opaque-client", Audience: []string{resource, "rs"}, Opaque: true},
+		oidctest.Client{ID: "rs", Secret: "rs-secret"})
+	v := identity.NewVerifier(identity.Config{Issuer: p.Issuer, Audience: resource, Scopes: []string{"mcp"}, IntrospectionClientID: "rs", IntrospectionSecret: "rs-secret"})
+	tok, err := p.Token(ctx, "opaque-client", "alice", "alice-pw", "openid", "profile", "email", "mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(tok.AccessToken, ".") == 2 {
+		t.Fatalf("the provider issued a JWT, not an opaque token: %s", tok.AccessToken)
+	}
+	u, err := v.Verify(ctx, tok.AccessToken)
+	if err != nil {
+		t.Fatalf("the provider's opaque token was refused: %v", err)
+	}
+	if u.Subject != "u-alice" || u.Name != "alice" || !slices.Equal(u.Groups, []string{"platform", "approvers"}) {
+		t.Fatalf("user = %+v", u)
+	}
+	noScope, err := p.Token(ctx, "opaque-client", "bob", "bob-pw", "openid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		token string
+		scope bool
+	}{"unknown to the issuer": {"not-a-token-it-issued", false}, "without the scope": {noScope.AccessToken, true}} {
+		var r *identity.Refusal
+		if _, err := v.Verify(ctx, tc.token); !errors.As(err, &r) || r.Scope != tc.scope {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// With the wrong client secret the issuer refuses to answer: an error,
+	// not a verdict on the token.
+	bad := identity.NewVerifier(identity.Config{Issuer: p.Issuer, Audience: resource, IntrospectionClientID: "rs", IntrospectionSecret: "wrong"})
+	var r *identity.Refusal
+	if _, err := bad.Verify(ctx, tok.AccessToken); err == nil || errors.As(err, &r) {
+		t.Fatalf("introspection with a wrong secret: %v", err)
 	}
 }

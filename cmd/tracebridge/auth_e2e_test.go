@@ -336,3 +336,44 @@ func TestFrontDoorKeepsTheDataDirTokenToThisUser(t *testing.T) {
 		}
 	}
 }
+
+// An issuer whose access tokens are opaque: the front door asks it about
+// each (RFC 7662, with its own client, whose secret comes from the
+// environment), and the call runs as the user it names.
+func TestFrontDoorIntrospectsOpaqueTokens(t *testing.T) {
+	long(t)
+	port := freePort(t)
+	resource := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	op := oidctest.Start(t, teamUsers, oidctest.Client{ID: "opaque-mcp", Audience: []string{resource, "front-door"}, Opaque: true},
+		oidctest.Client{ID: "front-door", Secret: "fd-secret"})
+	cfg := writeConfig(t, fmt.Sprintf(`[auth]
+issuer = %q
+scopes = ["mcp"]
+introspection_client_id = "front-door"
+introspection_client_secret = "${secret:fd}"
+
+[secrets.fd]
+env = "TB_FRONT_DOOR_SECRET"
+`, op.Issuer))
+	data := filepath.Join(t.TempDir(), "data")
+	url, _, stderr, _ := startHTTPBridgeAt(t, data, port, nil, cfg, "TB_FRONT_DOOR_SECRET=fd-secret")
+	defer func() {
+		if t.Failed() {
+			out, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "50", "--json").Output()
+			t.Log(string(out))
+		}
+	}()
+	alice := &mcpChild{session: oauthClient(t, op, url, "opaque-mcp", "alice", "alice-pw"), stderr: stderr, data: data}
+	_, req, code := alice.call(t, "regex_text_search", map[string]any{"query": "x", "text": "x"})
+	if code != "" {
+		t.Fatalf("alice's call with an opaque token: %s", code)
+	}
+	for _, e := range requestEventsLive(t, alice, req) {
+		if u := identity.FromAttrs(e.Attrs.Get); u.Subject != "u-alice" || u.Name != "alice" {
+			t.Fatalf("%s names %+v", e.Kind, u)
+		}
+	}
+	if resp := post(t, url, "an-opaque-token-nobody-issued", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != 401 {
+		t.Fatalf("an unknown opaque token: %d", resp.StatusCode)
+	}
+}

@@ -90,7 +90,7 @@ func runMCP(ctx context.Context, m *Main, args []string) error {
 		m.addHubDuties(ctx, &g, cfg, dir, node, em, logger)
 	}
 	if *httpAddr != "" {
-		if err := m.addMCPHTTP(ctx, &g, dir, *httpAddr, *idle, cfg.Auth, srv, em, logger); err != nil {
+		if err := m.addMCPHTTP(ctx, &g, dir, *httpAddr, *idle, cfg, srv, em, logger); err != nil {
 			return err
 		}
 		return g.run()
@@ -113,7 +113,8 @@ const defaultSessionIdle = 10 * time.Minute
 
 // addMCPHTTP adds the bridge served over Streamable HTTP at addr (loopback,
 // bearer token) to g, in place of stdio.
-func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr string, idle time.Duration, auth config.Auth, srv *bmcp.Server, em *events.Emitter, logger *slog.Logger) error {
+func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr string, idle time.Duration, cfg *config.Config, srv *bmcp.Server, em *events.Emitter, logger *slog.Logger) error {
+	auth := cfg.Auth
 	l, token, err := m.httpListener(dir, addr)
 	if err != nil {
 		return err
@@ -135,7 +136,10 @@ func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr s
 			logger.Warn("this system cannot tell which user a loopback connection comes from: the bearer token is the only check")
 		})
 	}
-	oauth := resourceServer(auth, port)
+	oauth, err := m.resourceServer(cfg, port, em.Redactor())
+	if err != nil {
+		return err
+	}
 	hs := &http.Server{Handler: srv.HTTPHandler(ctx, bmcp.HTTPOptions{Token: token, Port: port, Refusals: refusals, IdleTimeout: idle, OAuth: oauth}),
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 15 * time.Second, ConnContext: bmcp.ConnContext}
 	if oauth != nil {
@@ -158,16 +162,29 @@ func (m *Main) addMCPHTTP(ctx context.Context, g *group, dir hub.DataDir, addr s
 
 // resourceServer is the front door's [auth] (nil when off): tokens of the
 // issuer, for the resource (http://127.0.0.1:PORT/mcp unless named).
-func resourceServer(auth config.Auth, port int) *bmcp.OAuth {
+func (m *Main) resourceServer(cfg *config.Config, port int, red *events.Redactor) (*bmcp.OAuth, error) {
+	auth := cfg.Auth
 	if !auth.On() {
-		return nil
+		return nil, nil
 	}
 	resource := auth.Resource
 	if resource == "" {
 		resource = fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	}
-	return &bmcp.OAuth{Issuer: auth.Issuer, Resource: resource, Scopes: auth.Scopes,
-		Verifier: identity.NewVerifier(identity.Config{Issuer: auth.Issuer, Audience: resource, Scopes: auth.Scopes, GroupsClaim: auth.GroupsClaim, JWKSURL: auth.JWKSURL})}
+	vc := identity.Config{Issuer: auth.Issuer, Audience: resource, Scopes: auth.Scopes, GroupsClaim: auth.GroupsClaim, JWKSURL: auth.JWKSURL}
+	if auth.IntrospectionClientID != "" {
+		refs := config.SecretRefs(auth.IntrospectionClientSecret)
+		secrets, err := resolveSecrets(m, cfg, refs)
+		if err != nil {
+			return nil, fmt.Errorf("[auth] introspection_client_secret: %w", err)
+		}
+		vc.IntrospectionClientID = auth.IntrospectionClientID
+		vc.IntrospectionSecret = config.ExpandSecrets(auth.IntrospectionClientSecret, func(n string) string { return secrets[n] })
+		if vc.IntrospectionSecret != "" {
+			red.Register(vc.IntrospectionSecret)
+		}
+	}
+	return &bmcp.OAuth{Issuer: auth.Issuer, Resource: resource, Scopes: auth.Scopes, Verifier: identity.NewVerifier(vc)}, nil
 }
 
 // checkHTTPAddr refuses an --http address that is not loopback: before

@@ -48,6 +48,12 @@ type Client struct {
 	// RedirectURIs are registered besides RedirectURI (the UI's callback
 	// on its .localhost name).
 	RedirectURIs []string
+	// Opaque: its access tokens are opaque (checked by introspection), not
+	// JWTs.
+	Opaque bool
+	// Secret makes it a confidential client (a resource server that
+	// introspects tokens authenticates with it).
+	Secret string
 }
 
 // Provider is a running OP.
@@ -75,6 +81,10 @@ func Start(t testing.TB, users []User, clients ...Client) *Provider {
 	}
 	for _, c := range clients {
 		s.clients[c.ID] = c
+		if c.Secret != "" {
+			storage.RegisterClients(storage.WebClient(c.ID, c.Secret, append([]string{"http://127.0.0.1/callback"}, c.RedirectURIs...)...))
+			continue
+		}
 		storage.RegisterClients(storage.NativeClient(c.ID, append([]string{RedirectURI, "http://127.0.0.1/callback"}, c.RedirectURIs...)...))
 	}
 	s.Storage = storage.NewStorage(userStore{s})
@@ -198,7 +208,24 @@ func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, 
 	if err != nil {
 		return nil, err
 	}
-	return jwtClient{c}, nil
+	return jwtClient{c, s.clients[id].Opaque}, nil
+}
+
+// SetIntrospectionFromToken adds the user's groups to what introspection
+// answers.
+func (s *store) SetIntrospectionFromToken(ctx context.Context, r *oidc.IntrospectionResponse, tokenID, subject, clientID string) error {
+	if err := s.Storage.SetIntrospectionFromToken(ctx, r, tokenID, subject, clientID); err != nil {
+		return err
+	}
+	if u, ok := s.users[subject]; ok {
+		r.Subject = subject // the example sets it only for the openid scope; IdPs always do
+		if r.Claims == nil {
+			r.Claims = map[string]any{}
+		}
+		r.Claims["groups"] = u.Groups
+		r.Email, r.PreferredUsername = u.Email, u.Username
+	}
+	return nil
 }
 
 func (s *store) CreateAuthRequest(ctx context.Context, r *oidc.AuthRequest, userID string) (op.AuthRequest, error) {
@@ -255,9 +282,18 @@ func (w withAudience) GetAudience() []string { return w.aud }
 
 // jwtClient issues JWT access tokens and allows the scopes MCP clients ask
 // for (the example allows only its own).
-type jwtClient struct{ op.Client }
+type jwtClient struct {
+	op.Client
+	opaque bool
+}
 
-func (jwtClient) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }
+func (c jwtClient) AccessTokenType() op.AccessTokenType {
+	if c.opaque {
+		return op.AccessTokenTypeBearer
+	}
+	return op.AccessTokenTypeJWT
+}
+
 func (jwtClient) IsScopeAllowed(string) bool           { return true }
 func (jwtClient) IDTokenUserinfoClaimsAssertion() bool { return true }
 
