@@ -80,9 +80,27 @@ func (u User) AttrsAs(prefix string) []string {
 	add("issuer", u.Issuer)
 	add("name", u.Name)
 	add("email", u.Email)
-	add("groups", strings.Join(u.Groups, ","))
+	add("groups", joinGroups(u.Groups))
 	add("client_id", u.ClientID)
 	return out
+}
+
+// maxGroupsAttr bounds the groups attribute: it rides on every event of
+// a run, and past an attribute's 4 KiB the log would keep it as a payload
+// reference. A user in more groups than fit is named with the first ones
+// and "…".
+const maxGroupsAttr = 2048
+
+func joinGroups(groups []string) string {
+	j := strings.Join(groups, ",")
+	if len(j) <= maxGroupsAttr {
+		return j
+	}
+	cut := strings.LastIndexByte(j[:maxGroupsAttr], ',')
+	if cut < 0 {
+		cut = 0
+	}
+	return j[:cut] + ",…"
 }
 
 // FromAttrs reads a User back from an event's attributes (get is
