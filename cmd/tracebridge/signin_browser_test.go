@@ -139,9 +139,20 @@ approval = "always"
 			waitJS(`(() => { const f = document.getElementById("flash"); if (f) return f.textContent; const t = document.body.innerText; return t.includes("Refused") ? t : "" })()`, &answer))
 		return answer
 	}
-	if got := approve("carol"); !strings.Contains(got, "RoleRefused") {
-		t.Fatalf("a viewer approving: %q", got)
+	// A viewer is offered no decision, and one posted anyway (the form a
+	// page for approvers would have) is refused.
+	var offered int
+	var refused string
+	run(t, ctx, "carol approves anyway", chromedp.Navigate(origin+"/approvals"), chromedp.WaitVisible("article.approval", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('article.approval button[value="approve"]').length`, &offered),
+		await(`(() => { const a = document.querySelector("article.approval"); const f = new FormData();
+			f.set("csrf", document.querySelector('meta[name="csrf-token"]').content); f.set("decision", "approve");
+			f.set("argsHash", a.querySelector("p.hash code").textContent);
+			return fetch("/do/approval/" + a.dataset.approval, {method: "POST", body: new URLSearchParams(f)}).then(r => r.status + " " + r.statusText).then(s => s) })()`, &refused))
+	if offered != 0 || !strings.HasPrefix(refused, "403") {
+		t.Fatalf("a viewer: %d approve buttons; approving anyway: %q", offered, refused)
 	}
+	eventually(t, 5*time.Second, "carol's refusal recorded", func() bool { return countCode(t, data, events.KindUIRejected, events.CodeRoleRefused) > 0 })
 	// The command line names no one: it cannot give this approval.
 	var approvalID string
 	run(t, ctx, "the approval's id", chromedp.Navigate(origin+"/approvals"), chromedp.AttributeValue("article.approval", "data-approval", &approvalID, nil, chromedp.ByQuery))
