@@ -29,6 +29,24 @@ The file:
   [approval]
   mode = "prompt"        # deny | allow | prompt (an operator decides); default prompt
   timeout = "2m"         # prompt: no decision in time is a denial
+  # deciders = ["approvers"]   # [auth] groups whose members may approve
+  # four_eyes = "destructive"  # off | destructive | all: not the caller
+  # decider_members = ["desk"] # cluster members whose decisions count for all
+
+  [auth]                 # mcp --http as an OAuth 2.1 resource server; the UI's sign-in
+  issuer = "https://idp.example.com"   # exactly its tokens' iss
+  # resource = "http://127.0.0.1:8765/mcp"   # the tokens' audience (default: the front door's URL)
+  # scopes = ["mcp"]     # every token must grant these
+  # groups_claim = "groups"
+  # introspection_client_id = "tb"   # opaque tokens, RFC 7662, with
+  # introspection_client_secret = "${secret:IDP}"
+  # ui_client_id = "tracebridge-ui"  # the UI signs people in (PKCE)
+  # ui_origin = "http://tracebridge.localhost:7077"
+
+  [auth.roles]           # the UI's roles by group
+  viewer = ["dev"]
+  approver = ["approvers"]
+  admin = ["platform"]
 
   [policy]
   grant = ["text.search", "trace.read", "workspace.read"]   # the default grants
@@ -64,7 +82,8 @@ The file:
   # oauth = { scopes = ["repo"] }   # a url server with OAuth 2.1: run
                          # "tracebridge servers login github" once; also
                          # client_id, client_secret = "${secret:NAME}",
-                         # client_metadata_url, redirect_port
+                         # client_metadata_url, redirect_port, per_user
+                         # (each [auth] user's own: servers login --user)
   start = "lazy"         # lazy (started on first use; a tools/list lists pinned
                          # tools without starting it) | eager (at start)
   # sessions = "per-client"   # one connection per client session (its
