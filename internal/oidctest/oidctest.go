@@ -13,6 +13,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -150,16 +151,11 @@ func get(ctx context.Context, c *http.Client, u string) (page, error) {
 		return page{}, err
 	}
 	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return page{}, err
 	}
-	return page{url: resp.Request.URL.String(), body: b.String()}, nil
+	return page{url: resp.Request.URL.String(), body: string(b)}, nil
 }
 
 // Sign signs claims with the provider's own key (its kid, RS256): the
