@@ -377,3 +377,20 @@ env = "TB_FRONT_DOOR_SECRET"
 		t.Fatalf("an unknown opaque token: %d", resp.StatusCode)
 	}
 }
+
+// config check says whether [auth]'s issuer answers from here, and what
+// to register at it for the UI's sign-in; an issuer nothing answers at is
+// a warning naming the code the front door would refuse with.
+func TestConfigCheckReadsTheIssuer(t *testing.T) {
+	op := oidctest.Start(t, teamUsers)
+	for issuer, want := range map[string]string{
+		op.Issuer:             "auth: issuer " + op.Issuer + " answers (keys " + op.Issuer + "/keys)",
+		"http://127.0.0.1:1": "IssuerUnreachable",
+	} {
+		path, _ := strings.CutPrefix(writeConfig(t, fmt.Sprintf("[auth]\nissuer = %q\nui_client_id = \"ui\"\nui_origin = \"http://tb-team.localhost:7088\"\n[auth.roles]\nviewer = [\"dev\"]\n", issuer)), "TRACEBRIDGE_CONFIG=")
+		out, err := exec.Command(tbBin, "config", "check", path).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "register the redirect URI http://tb-team.localhost:7088/auth/callback") {
+			t.Errorf("config check with issuer %s: %v\n%s", issuer, err, out)
+		}
+	}
+}

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tracebridge/tracebridge/bridge"
 	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/config"
+	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/internal/confine"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -174,6 +178,7 @@ func runConfig(ctx context.Context, m *Main, args []string) error {
 	if c.OTLP.Endpoint != "" {
 		fmt.Fprintln(m.Stdout, "note: [otlp] is read when the hub's process starts: after adding or changing it, restart that process (the bridge or `tracebridge serve` holding the hub)")
 	}
+	authNotes(ctx, m.Stdout, c.Auth)
 	// Secrets that cannot be resolved in this environment: not an error
 	// (the bridge's may differ), but the calls that need them would fail.
 	_, why := executor.CheckSecrets(c.Secrets, m.Getenv, os.ReadFile)
@@ -182,6 +187,33 @@ func runConfig(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "warning: secret %s cannot be resolved here (%s): calls of the tools that use it fail with SecretUnresolved until it can\n", name, reason)
 	}
 	return nil
+}
+
+// authNotes says whether [auth]'s issuer answers from here (its metadata
+// read, its keys' URL named) and what to register at it for the UI: a
+// front door whose issuer cannot be reached refuses every access token
+// with IssuerUnreachable.
+func authNotes(ctx context.Context, w io.Writer, a config.Auth) {
+	if !a.On() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	e, err := identity.NewVerifier(identity.Config{Issuer: a.Issuer, JWKSURL: a.JWKSURL}).Endpoints(ctx)
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "warning: [auth] issuer %s cannot be read from here (%v): the front door refuses access tokens with IssuerUnreachable until it can\n", a.Issuer, err)
+	case e.JWKS == "" && a.JWKSURL == "":
+		fmt.Fprintf(w, "warning: [auth] issuer %s names no jwks_uri: set [auth] jwks_url, or only opaque tokens (introspection) can be checked\n", a.Issuer)
+	default:
+		fmt.Fprintf(w, "auth: issuer %s answers (keys %s)\n", a.Issuer, cmp.Or(a.JWKSURL, e.JWKS))
+	}
+	if a.IntrospectionClientID != "" && err == nil && e.Introspection == "" {
+		fmt.Fprintf(w, "warning: [auth] issuer %s names no introspection_endpoint: opaque tokens will be refused\n", a.Issuer)
+	}
+	if a.UIClientID != "" {
+		fmt.Fprintf(w, "auth: the UI signs in as client %s: register the redirect URI %s/auth/callback for it at the issuer\n", a.UIClientID, a.Origin())
+	}
 }
 
 // sandboxWarnings says which command servers would run unconfined: those
