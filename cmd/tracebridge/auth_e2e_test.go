@@ -384,7 +384,7 @@ env = "TB_FRONT_DOOR_SECRET"
 func TestConfigCheckReadsTheIssuer(t *testing.T) {
 	op := oidctest.Start(t, teamUsers)
 	for issuer, want := range map[string]string{
-		op.Issuer:             "auth: issuer " + op.Issuer + " answers (keys " + op.Issuer + "/keys)",
+		op.Issuer:            "auth: issuer " + op.Issuer + " answers (keys " + op.Issuer + "/keys)",
 		"http://127.0.0.1:1": "IssuerUnreachable",
 	} {
 		path, _ := strings.CutPrefix(writeConfig(t, fmt.Sprintf("[auth]\nissuer = %q\nui_client_id = \"ui\"\nui_origin = \"http://tb-team.localhost:7088\"\n[auth.roles]\nviewer = [\"dev\"]\n", issuer)), "TRACEBRIDGE_CONFIG=")
