@@ -44,6 +44,12 @@ func A(kv ...string) Attrs {
 	for i := 0; i < len(kv); i += 2 {
 		a = append(a, Attr{kv[i], kv[i+1]})
 	}
+	return sortedLastWins(a)
+}
+
+// sortedLastWins sorts a by key in place, keeping of equal keys the one
+// given last.
+func sortedLastWins(a Attrs) Attrs {
 	slices.SortStableFunc(a, func(x, y Attr) int { return strings.Compare(x.Key, y.Key) })
 	out := a[:0] // of equal keys, the last pair given
 	for i := range a {

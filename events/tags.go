@@ -53,11 +53,11 @@ func (e *Emitter) tagged(ev *Event) {
 	t.mu.RLock()
 	s, r := t.m[ev.SessionID], t.m[ev.RequestID]
 	t.mu.RUnlock()
-	for _, add := range []Attrs{s, r} {
-		for _, a := range add {
-			if _, ok := ev.Attrs.Lookup(a.Key); !ok {
-				ev.Attrs.Set(a.Key, a.Value)
-			}
-		}
+	if len(s)+len(r) == 0 {
+		return
 	}
+	// One new slice (the event's may be shared with a copy of it), the
+	// event's own attributes last so they win.
+	merged := make(Attrs, 0, len(s)+len(r)+len(ev.Attrs))
+	ev.Attrs = sortedLastWins(append(append(append(merged, s...), r...), ev.Attrs...))
 }

@@ -60,6 +60,9 @@ type Verifier struct {
 	anon    []jose.JSONWebKey          // keys without a kid
 	tried   time.Time                  // the last fetch of the keys, whether it worked or not
 
+	// cacheMu guards verified apart from mu, which a fetch of the
+	// issuer's keys holds for as long as the issuer takes to answer.
+	cacheMu sync.Mutex
 	// verified holds the tokens accepted, by their hash, until their
 	// expiry: a client sends the same token with every request, and its
 	// signature costs ~140 µs to check (2-core VM, RS256) where a lookup
@@ -111,9 +114,9 @@ var signingAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, 
 // it was refused; any other error is the issuer's keys being unreachable.
 func (v *Verifier) Verify(ctx context.Context, token string) (User, error) {
 	sum := sha256.Sum256([]byte(token))
-	v.mu.Lock()
+	v.cacheMu.Lock()
 	a, ok := v.verified[sum]
-	v.mu.Unlock()
+	v.cacheMu.Unlock()
 	if ok && v.cfg.Now().Before(a.exp.Add(Leeway)) {
 		return a.user, nil
 	}
@@ -125,12 +128,12 @@ func (v *Verifier) Verify(ctx context.Context, token string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	v.mu.Lock()
+	v.cacheMu.Lock()
 	if v.verified == nil || len(v.verified) >= maxVerified {
 		v.verified = map[[32]byte]accepted{}
 	}
 	v.verified[sum] = accepted{u, exp}
-	v.mu.Unlock()
+	v.cacheMu.Unlock()
 	return u, nil
 }
 

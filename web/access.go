@@ -91,8 +91,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				s.reject(w, r, events.CodeCSRFMismatch, "missing or wrong CSRF token: reload the page and try again")
 				return
 			}
-			if role, need := s.roleOf(sid), actionRole(r.URL.Path); roleRank[role] < roleRank[need] {
-				s.reject(w, r, events.CodeRoleRefused, "signed in as a "+role+": this needs a"+article(need)+" "+need)
+			if role, need := s.sessionByID(sid).role, actionRole(r.URL.Path); roleRank[role] < roleRank[need] {
+				s.reject(w, r, events.CodeRoleRefused, "signed in as "+role+": this needs the "+need+" role")
 				return
 			}
 		} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -201,22 +201,6 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, code events.Code
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write([]byte(string(code) + ": " + msg + "\n"))
-}
-
-func (s *Server) roleOf(sid string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sess := s.sessions[sid]; sess != nil {
-		return sess.role
-	}
-	return ""
-}
-
-func article(role string) string {
-	if role == RoleAdmin || role == RoleApprover {
-		return "n"
-	}
-	return ""
 }
 
 // sessionOf is the session id the guard admitted the request with.

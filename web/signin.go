@@ -224,10 +224,13 @@ func actionRole(path string) string {
 }
 
 // userOf is the session of the request the guard admitted.
-func (s *Server) userOf(r *http.Request) uiSession {
+func (s *Server) userOf(r *http.Request) uiSession { return s.sessionByID(sessionOf(r)) }
+
+// sessionByID is the session sid names (zero: none).
+func (s *Server) sessionByID(sid string) uiSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sess := s.sessions[sessionOf(r)]; sess != nil {
+	if sess := s.sessions[sid]; sess != nil {
 		return *sess
 	}
 	return uiSession{}
