@@ -149,6 +149,7 @@ const (
 	KindUpstreamRefused      = "upstream.request.refused" // not sent: the tool as listed on the carrying session is not the pinned one
 	KindUpstreamResponse     = "upstream.response.received"
 	KindUpstreamNotification = "upstream.notification.received"
+	KindUpstreamResumed      = "upstream.stream.resumed" // the server ended a call's event stream before answering: the bridge came back for the answer (Last-Event-ID)
 	KindUpstreamCancelled    = "upstream.cancelled"
 	KindUpstreamTimeout      = "upstream.timeout"
 	KindUpstreamToolPinned   = "upstream.tool.pinned"     // first sight of a tool: its descriptor's hash
@@ -254,6 +255,7 @@ func init() {
 	kind(KindUpstreamRefused, BoundaryUpstream, Tool, Upstream, true)
 	kind(KindUpstreamResponse, BoundaryUpstream, Upstream, Tool, true)
 	kind(KindUpstreamNotification, BoundaryUpstream, Upstream, Tool, true)
+	kind(KindUpstreamResumed, BoundaryUpstream, Tool, Upstream, false)
 	kind(KindUpstreamCancelled, BoundaryUpstream, Tool, Upstream, true)
 	kind(KindUpstreamTimeout, BoundaryUpstream, Upstream, Tool, true)
 	kind(KindUpstreamToolPinned, BoundaryUpstream, Upstream, Executor, true)

@@ -41,3 +41,20 @@ func DeclaredOf(ctx context.Context) json.RawMessage {
 	c, _ := ctx.Value(declaredKey{}).(json.RawMessage)
 	return c
 }
+
+type polledKey struct{}
+
+// WithPolled returns ctx carrying f: called when the server of the call
+// made with ctx ends its event stream before answering, so that its
+// client comes back for the answer (SEP-1699 polling). The HTTP front door
+// then ends its own client's stream the same way: through equals direct.
+func WithPolled(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, polledKey{}, f)
+}
+
+// PolledOf is what WithPolled put in ctx (nil: the client cannot be asked
+// to come back).
+func PolledOf(ctx context.Context) func() {
+	f, _ := ctx.Value(polledKey{}).(func())
+	return f
+}

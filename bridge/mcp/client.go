@@ -134,6 +134,20 @@ func overHTTP(ctx context.Context) bool {
 	return v
 }
 
+type pollHookKey struct{}
+
+// withPoll returns ctx for Serve: f hears that the server of a call the
+// client sent (id in, as JSON) ended its event stream before answering,
+// so the front door asks its client to come back the same way.
+func withPoll(ctx context.Context, f func(in json.RawMessage)) context.Context {
+	return context.WithValue(ctx, pollHookKey{}, f)
+}
+
+func pollOf(ctx context.Context) func(in json.RawMessage) {
+	f, _ := ctx.Value(pollHookKey{}).(func(json.RawMessage))
+	return f
+}
+
 func relatedOf(ctx context.Context) RelatedFunc {
 	f, _ := ctx.Value(relatedHookKey{}).(RelatedFunc)
 	return f
@@ -153,9 +167,9 @@ func (c *clientSession) Related(ctx context.Context, req events.ID) context.Cont
 // tells the gateway of a new level and of changed roots.
 func (s *Server) withClient(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		var id string
+		var id, reqID string
 		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-			id = ex.Header.Get(hdrSessionID)
+			id, reqID = ex.Header.Get(hdrSessionID), ex.Header.Get(hdrRequestID)
 		}
 		v, ok := s.clients.Load(id)
 		if !ok {
@@ -168,6 +182,9 @@ func (s *Server) withClient(next sdk.MethodHandler) sdk.MethodHandler {
 			c.mu.Unlock()
 		}
 		ctx = executor.WithClient(ctx, c)
+		if c.conn.poll != nil && reqID != "" {
+			ctx = executor.WithPolled(ctx, func() { c.conn.polled(reqID) })
+		}
 		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() { // a request without params holds a typed nil
 			if caps, ok := p.GetMeta()[sdk.MetaKeyClientCapabilities]; ok {
 				if b, err := json.Marshal(caps); err == nil {

@@ -59,6 +59,9 @@ type connState struct {
 	// related, when set, hears of each request sent to the client that
 	// belongs to a request in flight (Related).
 	related RelatedFunc
+	// poll, when set, hears that a call's server ended its stream before
+	// answering (withPoll).
+	poll func(in json.RawMessage)
 
 	// transport is how the client reaches this session, as the OTel
 	// conventions name it: "pipe" (stdio) or "tcp" (Streamable HTTP).
@@ -382,6 +385,24 @@ func (c *connState) relate(ctx context.Context, out jsonrpc.ID) {
 	o, _ := json.Marshal(out.Raw())
 	i, _ := json.Marshal(in)
 	c.related(o, i)
+}
+
+// polled tells the poll hook that the server of request req (its events
+// id) ended its stream before answering.
+func (c *connState) polled(req string) {
+	c.mu.Lock()
+	var in any
+	for _, pd := range c.inflight {
+		if pd.req.String() == req {
+			in = pd.id.Raw()
+		}
+	}
+	c.mu.Unlock()
+	if in == nil {
+		return
+	}
+	i, _ := json.Marshal(in)
+	c.poll(i)
 }
 
 // tagResultDecoded is tagResult by decoding the result and encoding it

@@ -175,6 +175,8 @@ func (f *front) streamOrEnd(w http.ResponseWriter, r *http.Request, sid string, 
 		return
 	}
 	switch {
+	case r.Method == http.MethodGet && sess != nil && r.Header.Get("Last-Event-ID") != "":
+		sess.resume(w, r, r.Header.Get("Last-Event-ID"))
 	case r.Method == http.MethodGet && sess != nil:
 		sess.serveGET(w, r)
 	case r.Method == http.MethodGet:
@@ -296,13 +298,15 @@ func (f *front) open(keep bool, owner identity.User) (*httpSession, error) {
 	rand.Read(b)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	sess := &httpSession{id: hex.EncodeToString(b), owner: owner, in: inW, waiters: map[string]chan []byte{}, progress: map[string]chan []byte{},
-		streams: map[string]chan []byte{}, related: map[string]string{},
+	sess := &httpSession{id: hex.EncodeToString(b), owner: owner, in: inW, kept: keep, waiters: map[string]chan []byte{}, progress: map[string]chan []byte{},
+		streams: map[string]chan []byte{}, related: map[string]string{}, byCall: map[string]*sseLog{},
 		done: make(chan struct{}), served: make(chan struct{}), last: time.Now()}
 	go func() {
 		defer close(sess.served)
 		ctx := identity.With(withHTTP(withRelated(f.ctx, sess.relate)), owner)
-		if !keep {
+		if keep {
+			ctx = withPoll(ctx, sess.poll)
+		} else {
 			ctx = withOneRequest(ctx)
 		}
 		f.s.Serve(ctx, inR, outW)
@@ -341,6 +345,7 @@ type httpSession struct {
 	// stateless: the session carries one 2026-07-28 request, whose
 	// answer's HTTP status says how it ended (statelessStatus).
 	stateless bool
+	kept      bool // listed under its id: its streams can be resumed (stream.go)
 
 	mu       sync.Mutex
 	waiters  map[string]chan []byte // JSON-RPC id → its response
@@ -349,6 +354,10 @@ type httpSession struct {
 	order    []string               // the calls with a stream, oldest first
 	related  map[string]string      // id of a request to the client → id of the call it belongs to
 	get      chan []byte            // the GET stream, when one is open
+	logs     []*sseLog              // the resumable streams kept, oldest first
+	byCall   map[string]*sseLog     // JSON-RPC id of a call in flight → its stream's log
+	nextLog  int
+	resumers int // GET streams resuming one of logs
 	last     time.Time
 	closed   bool
 	done     chan struct{} // closed by close
@@ -363,7 +372,7 @@ func (h *httpSession) lastUsed() time.Time { h.mu.Lock(); defer h.mu.Unlock(); r
 func (h *httpSession) busy() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.waiters) > 0 || h.get != nil
+	return len(h.waiters) > 0 || h.get != nil || h.resumers > 0
 }
 
 func (h *httpSession) idle() time.Duration {
@@ -464,16 +473,22 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 	h.touch()
 	defer h.touch() // idle from the answer on, not from a long request's start
 	var resp, prog chan []byte
+	done := func() {}
+	var log *sseLog
+	var me int
 	if call {
-		var done func()
 		var ok bool
-		if resp, prog, done, ok = h.await(id, token, strings.Contains(r.Header.Get("Accept"), "text/event-stream")); !ok {
+		if resp, prog, done, ok = h.await(id, token, acceptsSSE(r)); !ok {
 			http.Error(w, "a request with this id is in flight", http.StatusConflict)
 			return
 		}
-		defer done()
+		if h.primes(r) {
+			log = h.newLog(id)
+			me = log.attach() // before the call goes in: a poll cannot come first
+		}
 	}
 	if _, err := h.in.Write(append(bytes.TrimSpace(body), '\n')); err != nil {
+		done()
 		http.Error(w, "the session has ended: initialize again", http.StatusNotFound)
 		return
 	}
@@ -481,7 +496,12 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	if log != nil {
+		h.serveLog(w, r, log, me, resp, prog, done)
+		return
+	}
+	defer done()
+	stream := acceptsSSE(r)
 	fl, _ := w.(http.Flusher)
 	opened := false
 	open := func() { // the stream's header: at once, or (stateless) with its first message
@@ -542,50 +562,9 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 			w.Write(line)
 			return
 		case <-r.Context().Done():
-			// The client went away: cancel the request as a client would.
-			cancel, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
-				"params": map[string]any{"requestId": json.RawMessage(id), "reason": "the HTTP request ended"}})
-			h.in.Write(append(cancel, '\n'))
-			return
-		}
-	}
-}
-
-// serveGET streams the session's notifications (tools/list_changed, log
-// messages) until the client disconnects or the session ends.
-func (h *httpSession) serveGET(w http.ResponseWriter, r *http.Request) {
-	ch := make(chan []byte, 64)
-	h.mu.Lock()
-	if h.get != nil {
-		h.mu.Unlock()
-		http.Error(w, "this session has a GET stream open already", http.StatusConflict)
-		return
-	}
-	h.get = ch
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		h.get = nil
-		h.last = time.Now() // idle from the stream's end: a client holding it was there
-		h.mu.Unlock()
-	}()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	if fl != nil {
-		fl.Flush()
-	}
-	for {
-		select {
-		case line := <-ch:
-			fmt.Fprintf(w, "event: message\ndata: %s\n\n", line)
-			if fl != nil {
-				fl.Flush()
-			}
-		case <-r.Context().Done():
-			return
-		case <-h.done:
+			// The client went away: cancel the request as a client would
+			// (it cannot resume this stream).
+			h.cancel(id, "the HTTP request ended")
 			return
 		}
 	}

@@ -425,7 +425,7 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	if one {
 		cs.key = ""
 	}
-	c.related = relatedOf(ctx)
+	c.related, c.poll = relatedOf(ctx), pollOf(ctx)
 	s.clients.Store(c.session.String(), cs)
 	err := s.sdk.Run(ctx, t)
 	s.clients.Delete(c.session.String())

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tracebridge/tracebridge/bridge/executor"
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/projections"
 )
@@ -122,6 +123,10 @@ func (s *Server) sent(ctx context.Context, method, rpcID string) {
 // MCP-Protocol-Version and opens the GET stream the server sends its
 // requests on): the request is read from the POST's body.
 func (s *Server) sentOverHTTP(r *http.Request) {
+	if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
+		s.resumed(r)
+		return
+	}
 	if r.Method != http.MethodPost || r.GetBody == nil {
 		return
 	}
@@ -146,6 +151,22 @@ func (s *Server) sentOverHTTP(r *http.Request) {
 		id = fmt.Sprint(v)
 	}
 	s.sent(r.Context(), m.Method, id)
+}
+
+// resumed records that the SDK comes back for a call's answer with
+// Last-Event-ID: the server ended the call's event stream before answering
+// (SEP-1699 polling, or a broken connection). The call's client is asked
+// to come back the same way (executor.WithPolled), where it can.
+func (s *Server) resumed(r *http.Request) {
+	rec, ok := r.Context().Value(callKey{}).(*callRec)
+	if !ok {
+		return
+	}
+	s.emitAs(events.ID{}, events.KindUpstreamResumed, rec.req, rec.op, events.OK, "", zeroTime,
+		events.A("rpcId", rec.rpcID, "lastEventId", oneLine(r.Header.Get("Last-Event-ID"), 128), projections.AttrUpTool, rec.tool))
+	if f := executor.PolledOf(r.Context()); f != nil {
+		f()
+	}
 }
 
 func (c *evidenceConn) Read(ctx context.Context) (jsonrpc.Message, error) {

@@ -524,8 +524,11 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		errorAsAnswer(r, resp)
 		asEventStream(r, resp, h.maxFrame)
 	}
-	if err == nil && h.order != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &sseCounter{ReadCloser: resp.Body, o: h.order, max: h.maxFrame}
+	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &retryCap{ReadCloser: resp.Body}
+		if h.order != nil {
+			resp.Body = &sseCounter{ReadCloser: resp.Body, o: h.order, max: h.maxFrame}
+		}
 	}
 	return resp, err
 }

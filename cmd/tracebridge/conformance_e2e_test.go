@@ -222,14 +222,6 @@ func TestConformanceThroughTheGateway(t *testing.T) {
 // why: listed, never hidden (the note of the issue that left them names
 // them too). Any other difference fails the test.
 var knownGaps = map[string]string{
-	// SEP-1699 (SHOULD; a pending scenario of 2025-11-25): the front door
-	// neither primes its POST streams nor resumes them with Last-Event-ID.
-	// A priming event without resumption is a promise it cannot keep: the
-	// TypeScript SDK 1.27 client then reconnects after every error answer
-	// and hung the suite's runs.
-	"server-sse-polling/server-sse-priming-event":     "no priming event: the front door keeps no events to resume from",
-	"server-sse-polling/server-sse-retry-field":       "no retry field: no resumption",
-	"server-sse-polling/server-sse-disconnect-resume": "no Last-Event-ID resumption",
 	// The scenario changes the lists through hooks the reference server
 	// never lists (test_trigger_tool_change, test_trigger_prompt_change):
 	// the gateway refuses a tool its server did not list (UnknownTool):
