@@ -82,6 +82,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseClient$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) ./internal/confine
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONAsSSE$$' -fuzztime $(FUZZTIME) ./bridge/upstream
+	$(GO) test -run '^$$' -fuzz '^FuzzRetryCap$$' -fuzztime $(FUZZTIME) ./bridge/upstream
+	$(GO) test -run '^$$' -fuzz '^FuzzEventID$$' -fuzztime $(FUZZTIME) ./bridge/mcp
 	$(GO) test -run '^$$' -fuzz '^FuzzStatelessMeta$$' -fuzztime $(FUZZTIME) ./bridge/mcp
 
 # Benchmarks of the hot paths: COUNT runs each, summarised by benchstat

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Client is the MCP client session a request came from. The gateway relays
@@ -47,14 +48,16 @@ type polledKey struct{}
 // WithPolled returns ctx carrying f: called when the server of the call
 // made with ctx ends its event stream before answering, so that its
 // client comes back for the answer (SEP-1699 polling). The HTTP front door
-// then ends its own client's stream the same way: through equals direct.
-func WithPolled(ctx context.Context, f func()) context.Context {
+// then ends its own client's stream the same way (through equals direct)
+// — asking it to wait retry, as the server asked (0: it did not say) — and
+// f's channel is closed when that client comes back (nil: it cannot tell).
+func WithPolled(ctx context.Context, f func(retry time.Duration) <-chan struct{}) context.Context {
 	return context.WithValue(ctx, polledKey{}, f)
 }
 
 // PolledOf is what WithPolled put in ctx (nil: the client cannot be asked
 // to come back).
-func PolledOf(ctx context.Context) func() {
-	f, _ := ctx.Value(polledKey{}).(func())
+func PolledOf(ctx context.Context) func(retry time.Duration) <-chan struct{} {
+	f, _ := ctx.Value(polledKey{}).(func(time.Duration) <-chan struct{})
 	return f
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -136,15 +137,20 @@ func overHTTP(ctx context.Context) bool {
 
 type pollHookKey struct{}
 
-// withPoll returns ctx for Serve: f hears that the server of a call the
-// client sent (id in, as JSON) ended its event stream before answering,
-// so the front door asks its client to come back the same way.
-func withPoll(ctx context.Context, f func(in json.RawMessage)) context.Context {
+// PollFunc hears that the server of a call the client sent (id in, as
+// JSON) ended its event stream before answering, so the front door asks
+// its client to come back the same way, after retry (0: as it was told at
+// the stream's start); the channel is closed when the client has (nil: the
+// call has no such stream).
+type PollFunc func(in json.RawMessage, retry time.Duration) <-chan struct{}
+
+// withPoll returns ctx for Serve with f.
+func withPoll(ctx context.Context, f PollFunc) context.Context {
 	return context.WithValue(ctx, pollHookKey{}, f)
 }
 
-func pollOf(ctx context.Context) func(in json.RawMessage) {
-	f, _ := ctx.Value(pollHookKey{}).(func(json.RawMessage))
+func pollOf(ctx context.Context) PollFunc {
+	f, _ := ctx.Value(pollHookKey{}).(PollFunc)
 	return f
 }
 
@@ -183,7 +189,7 @@ func (s *Server) withClient(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		ctx = executor.WithClient(ctx, c)
 		if c.conn.poll != nil && reqID != "" {
-			ctx = executor.WithPolled(ctx, func() { c.conn.polled(reqID) })
+			ctx = executor.WithPolled(ctx, func(retry time.Duration) <-chan struct{} { return c.conn.polled(reqID, retry) })
 		}
 		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() { // a request without params holds a typed nil
 			if caps, ok := p.GetMeta()[sdk.MetaKeyClientCapabilities]; ok {

@@ -61,7 +61,7 @@ type connState struct {
 	related RelatedFunc
 	// poll, when set, hears that a call's server ended its stream before
 	// answering (withPoll).
-	poll func(in json.RawMessage)
+	poll PollFunc
 
 	// transport is how the client reaches this session, as the OTel
 	// conventions name it: "pipe" (stdio) or "tcp" (Streamable HTTP).
@@ -388,8 +388,9 @@ func (c *connState) relate(ctx context.Context, out jsonrpc.ID) {
 }
 
 // polled tells the poll hook that the server of request req (its events
-// id) ended its stream before answering.
-func (c *connState) polled(req string) {
+// id) ended its stream before answering; the channel is closed when the
+// client came back for the answer.
+func (c *connState) polled(req string, retry time.Duration) <-chan struct{} {
 	c.mu.Lock()
 	var in any
 	for _, pd := range c.inflight {
@@ -399,10 +400,10 @@ func (c *connState) polled(req string) {
 	}
 	c.mu.Unlock()
 	if in == nil {
-		return
+		return nil
 	}
 	i, _ := json.Marshal(in)
-	c.poll(i)
+	return c.poll(i, retry)
 }
 
 // tagResultDecoded is tagResult by decoding the result and encoding it

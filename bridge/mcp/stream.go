@@ -36,10 +36,12 @@ type sseLog struct {
 	mu       sync.Mutex
 	events   [][]byte
 	size     int
-	answered bool // the last event is the call's answer
-	ended    bool // nothing more comes: answered, or the session ended first
-	polled   bool // the call's server asked its client to come back: so is this stream's
-	writer   int  // the attached writer (0: none); a newer one takes over
+	answered bool          // the last event is the call's answer
+	ended    bool          // nothing more comes: answered, or the session ended first
+	polled   bool          // the call's server asked its client to come back: so is this stream's
+	back     chan struct{} // closed when a client attaches after a poll
+	retry    time.Duration // the delay the poll asks (0: the priming event's)
+	writer   int           // the attached writer (0: none); a newer one takes over
 	writers  int
 	wake     chan struct{} // closed and replaced on each change
 }
@@ -75,13 +77,20 @@ func (l *sseLog) end() {
 	l.changed()
 }
 
-func (l *sseLog) poll() {
+// poll asks the attached writer to end the stream; the channel is closed
+// when a client attaches again.
+func (l *sseLog) poll(retry time.Duration) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.ended {
-		l.polled = true
-		l.changed()
+	if l.ended {
+		return nil
 	}
+	l.polled, l.retry = true, retry
+	if l.back == nil {
+		l.back = make(chan struct{})
+	}
+	l.changed()
+	return l.back
 }
 
 func (l *sseLog) attach() int {
@@ -89,6 +98,10 @@ func (l *sseLog) attach() int {
 	defer l.mu.Unlock()
 	l.writers++
 	l.writer, l.polled = l.writers, false
+	if l.back != nil {
+		close(l.back)
+		l.back = nil
+	}
 	l.changed()
 	return l.writer
 }
@@ -130,7 +143,7 @@ func (l *sseLog) follow(ctx context.Context, w io.Writer, from, me int, sessionD
 			return followGone
 		}
 		pending := l.events[min(from, len(l.events)):]
-		answered, ended, polled, wake := l.answered, l.ended, l.polled, l.wake
+		answered, ended, polled, retry, wake := l.answered, l.ended, l.polled, l.retry, l.wake
 		l.mu.Unlock()
 		for _, ev := range pending {
 			from++
@@ -147,6 +160,9 @@ func (l *sseLog) follow(ctx context.Context, w io.Writer, from, me int, sessionD
 		case ended:
 			return followEnded
 		case polled:
+			if retry > 0 { // the upstream's delay, as it would tell the client directly
+				fmt.Fprintf(w, "retry: %d\n\n", retry.Milliseconds())
+			}
 			return followPolled
 		}
 		select {
@@ -218,14 +234,15 @@ func (h *httpSession) logNumbered(n int) *sseLog {
 }
 
 // poll asks the client of call in to come back for its answer: its
-// server asked the gateway the same (RelatedFunc's ids).
-func (h *httpSession) poll(in json.RawMessage) {
+// server asked the gateway the same (PollFunc).
+func (h *httpSession) poll(in json.RawMessage, retry time.Duration) <-chan struct{} {
 	h.mu.Lock()
 	l := h.byCall[canonicalID(in)]
 	h.mu.Unlock()
-	if l != nil {
-		l.poll()
+	if l == nil {
+		return nil
 	}
+	return l.poll(retry)
 }
 
 // serveLog answers a call's POST with its resumable stream: the priming

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,6 +82,9 @@ type callRec struct {
 	// written, when set, is called as the request goes to the transport
 	// (it releases the server's write gate).
 	written func()
+	// retry is the delay the server last asked for on the call's stream
+	// (retryCap told the SDK less; resumed waits the rest).
+	retry time.Duration
 }
 
 func (c *evidenceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -156,17 +160,30 @@ func (s *Server) sentOverHTTP(r *http.Request) {
 // resumed records that the SDK comes back for a call's answer with
 // Last-Event-ID: the server ended the call's event stream before answering
 // (SEP-1699 polling, or a broken connection). The call's client is asked
-// to come back the same way (executor.WithPolled), where it can.
+// to come back the same way (executor.WithPolled). The server's retry
+// delay is kept here (the SDK was told maxRetryMs): the request goes when
+// the delay is over or, sooner, when the client comes back to the gateway
+// — the server sees the client's own return.
 func (s *Server) resumed(r *http.Request) {
 	rec, ok := r.Context().Value(callKey{}).(*callRec)
 	if !ok {
 		return
 	}
+	var back <-chan struct{}
+	if f := executor.PolledOf(r.Context()); f != nil {
+		back = f(rec.retry)
+	}
+	if wait := rec.retry - maxRetryMs*time.Millisecond; wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-back:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+	}
 	s.emitAs(events.ID{}, events.KindUpstreamResumed, rec.req, rec.op, events.OK, "", zeroTime,
 		events.A("rpcId", rec.rpcID, "lastEventId", oneLine(r.Header.Get("Last-Event-ID"), 128), projections.AttrUpTool, rec.tool))
-	if f := executor.PolledOf(r.Context()); f != nil {
-		f()
-	}
 }
 
 func (c *evidenceConn) Read(ctx context.Context) (jsonrpc.Message, error) {

@@ -4,17 +4,17 @@ import (
 	"bytes"
 	"io"
 	"strconv"
+	"time"
 )
 
-// maxRetryMs caps the retry field of an upstream's event streams: after a
-// server ends a call's stream before answering (SEP-1699 polling), the
-// gateway comes back for the answer within this many milliseconds,
-// whatever delay the server asked for. The TypeScript SDK's server (1.29)
-// keeps no answer produced while a call's stream is away — it throws it
-// away — so a client that waits as told loses the answer of a call that
-// ends during the wait; its own conformance client comes back at once.
-// The gateway's client is asked to come back as the server asked
-// (executor.WithPolled), and its answer waits for it in the front door.
+// maxRetryMs caps the retry field the SDK reads on an upstream's event
+// streams. The delay the server asked for is kept on the call's record and
+// waited before the SDK's request to come back goes out (resumed), unless
+// the gateway's own client comes back first: then the gateway does too,
+// as the client would directly. The TypeScript SDK's server (1.29) keeps
+// no answer produced while a call's stream is away, so whether a call's
+// answer survives polling depends on when its client returns; through the
+// gateway it is the same moment as directly.
 const maxRetryMs = 25
 
 // retryCap is an event stream with every retry field at most maxRetryMs.
@@ -22,9 +22,10 @@ const maxRetryMs = 25
 // else passes through as it comes.
 type retryCap struct {
 	io.ReadCloser
-	out     []byte // ready for Read
-	line    []byte // the start of a line that may be a retry field
-	passing bool   // the current line is not one: it passes through
+	asked   func(time.Duration) // told each delay the server asked for, when set
+	out     []byte              // ready for Read
+	line    []byte              // the start of a line that may be a retry field
+	passing bool                // the current line is not one: it passes through
 	err     error
 	buf     [4096]byte
 }
@@ -68,17 +69,23 @@ func (c *retryCap) feed(b []byte) {
 			c.out = append(c.out, c.line...)
 			c.line, c.passing = c.line[:0], !end
 		case end:
-			c.out = append(c.out, capRetry(c.line)...)
+			c.out = append(c.out, c.capRetry(c.line)...)
 			c.line = c.line[:0]
 		}
 	}
 }
 
 // capRetry is a whole retry line with its value at most maxRetryMs.
-func capRetry(line []byte) []byte {
+func (c *retryCap) capRetry(line []byte) []byte {
 	v := bytes.TrimSpace(bytes.TrimPrefix(line, retryField))
 	ms, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || ms <= maxRetryMs {
+	if err != nil || ms < 0 {
+		return line
+	}
+	if c.asked != nil {
+		c.asked(time.Duration(min(ms, int64(time.Hour/time.Millisecond))) * time.Millisecond)
+	}
+	if ms <= maxRetryMs {
 		return line
 	}
 	return []byte("retry: " + strconv.Itoa(maxRetryMs) + "\n")

@@ -525,7 +525,11 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		asEventStream(r, resp, h.maxFrame)
 	}
 	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &retryCap{ReadCloser: resp.Body}
+		rc := &retryCap{ReadCloser: resp.Body}
+		if rec, ok := r.Context().Value(callKey{}).(*callRec); ok {
+			rc.asked = func(d time.Duration) { rec.retry = d }
+		}
+		resp.Body = rc
 		if h.order != nil {
 			resp.Body = &sseCounter{ReadCloser: resp.Body, o: h.order, max: h.maxFrame}
 		}
