@@ -26,21 +26,27 @@ type tsCall struct {
 	Threw   string      `json:"threw"`
 }
 
-// tsCalls runs the official TypeScript SDK client flavor ("v1", "v2")
-// against target (stdio: command, args, env; HTTP: url, token) with calls.
+// tsCalls runs the official TypeScript SDK client flavor ("v1", "v2"),
+// or with "python" the official Python SDK client (1.28), against target
+// (stdio: command, args, env; HTTP: url, token) with calls.
 func tsCalls(t *testing.T, flavor string, target map[string]any, calls []map[string]any) []tsCall {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("testdata", "clients"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
-		t.Fatalf("the TypeScript SDK clients are not installed (%v): run `bash .ci/deps` (make test does)", err)
-	}
 	tj, _ := json.Marshal(target)
 	cj, _ := json.Marshal(calls)
-	cmd := exec.Command("node", filepath.Join(dir, "calls.mjs"), flavor, string(tj), string(cj))
-	cmd.Dir = dir
+	var cmd *exec.Cmd
+	if flavor == "python" {
+		cmd = pythonClient(t, filepath.Join(dir, "python"), string(tj), string(cj))
+	} else {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
+			t.Fatalf("the TypeScript SDK clients are not installed (%v): run `bash .ci/deps` (make test does)", err)
+		}
+		cmd = exec.Command("node", filepath.Join(dir, "calls.mjs"), flavor, string(tj), string(cj))
+		cmd.Dir = dir
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -62,14 +68,28 @@ func tsCalls(t *testing.T, flavor string, target map[string]any, calls []map[str
 	return got
 }
 
-// The official TypeScript SDK clients, v1 (1.32) and v2 (2.4), read the
+// pythonClient is testdata/clients/python/calls.py on the interpreter and
+// packages .ci/deps installed (site/PYTHON, site/root).
+func pythonClient(t *testing.T, dir string, args ...string) *exec.Cmd {
+	t.Helper()
+	interp, err := os.ReadFile(filepath.Join(dir, "site", "PYTHON"))
+	if err != nil {
+		t.Fatalf("the MCP Python SDK client is not installed (%v): run `bash .ci/deps` (make test does)", err)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(interp)), append([]string{filepath.Join(dir, "calls.py")}, args...)...)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(dir, "site", "root", "usr", "lib", "python3", "dist-packages"), "PYTHONDONTWRITEBYTECODE=1")
+	return cmd
+}
+
+// The official TypeScript SDK clients, v1 (1.32) and v2 (2.4), and the
+// official Python SDK client (1.28) read the
 // gateway's errors for upstream tools that declare an outputSchema as
 // coded error results — over stdio and HTTP — the same as they read the
 // upstream's own error directly (the v1 client threw -32602 on the
 // structured error content the bridge added): a denial (PolicyDenied), an
 // upstream error (UpstreamError, the server's own error through the
 // gateway) and a changed descriptor (ToolChanged).
-func TestTypeScriptClientsReadCodedErrors(t *testing.T) {
+func TestOfficialClientsReadCodedErrors(t *testing.T) {
 	long(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
@@ -108,7 +128,7 @@ env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_STRUCT_DESC = %q }
 		}
 	}
 	// Directly: the filesystem server's own error is an error result.
-	for _, flavor := range []string{"v1", "v2"} {
+	for _, flavor := range []string{"v1", "v2", "python"} {
 		got := tsCalls(t, flavor, map[string]any{"command": "node", "args": []string{fsjs, root}},
 			[]map[string]any{{"name": "read_text_file", "arguments": map[string]any{"path": filepath.Join(root, "missing.txt")}}})
 		if got[0].Threw != "" || !got[0].IsError || !strings.Contains(got[0].Text, "ENOENT") {
@@ -117,19 +137,19 @@ env = { TB_FAULT_UPSTREAM = "1", TB_FAULT_STRUCT_DESC = %q }
 	}
 	data := filepath.Join(dir, "data")
 	stdio := map[string]any{"command": tbBin, "args": []string{"--data", data, "mcp"}, "env": map[string]string{"TRACEBRIDGE_CONFIG": strings.TrimPrefix(cfg, "TRACEBRIDGE_CONFIG=")}}
-	for _, flavor := range []string{"v1", "v2"} {
+	for _, flavor := range []string{"v1", "v2", "python"} {
 		check(flavor+" over stdio", tsCalls(t, flavor, stdio, calls), want)
 	}
 	httpData := filepath.Join(dir, "http-data")
 	url, token, _, _ := startHTTPBridge(t, httpData, cfg)
-	for _, flavor := range []string{"v1", "v2"} {
+	for _, flavor := range []string{"v1", "v2", "python"} {
 		check(flavor+" over HTTP", tsCalls(t, flavor, map[string]any{"url": url, "token": token}, calls), want)
 	}
 	// The structured tool's descriptor changes: each client reads
 	// ToolChanged as a coded error of a tool it knows the output schema of.
 	os.WriteFile(descFile, []byte("answers with structured content, changed"), 0o600)
 	changed := []map[string]any{{"name": "s__structured", "arguments": map[string]any{"text": "after"}}}
-	for _, flavor := range []string{"v1", "v2"} {
+	for _, flavor := range []string{"v1", "v2", "python"} {
 		check(flavor+" over stdio, changed", tsCalls(t, flavor, stdio, changed), []events.Code{events.CodeToolChanged})
 	}
 }
