@@ -86,11 +86,10 @@ func readEvents(t *testing.T, resp *http.Response, stop func(sseEvent) bool) []s
 // frontDoorClient speaks raw HTTP to the front door: what a client of the
 // given protocol version sends.
 type frontDoorClient struct {
-	t              *testing.T
-	url, token     string
-	version, sid   string
-	ctx            context.Context
-	cancelRequests context.CancelFunc
+	t            *testing.T
+	url, token   string
+	version, sid string
+	ctx          context.Context
 }
 
 func (c *frontDoorClient) do(method, body string, header ...string) *http.Response {
