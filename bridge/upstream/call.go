@@ -98,13 +98,21 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 		}
 		params.RequestState = c.Round.State
 	}
+	var client string
+	if d := executor.ClientOf(ctx); d != nil {
+		client = d.Key()
+	}
+	first, round := c.RequestID, 1
+	if !c.Round.IsZero() {
+		first, round = s.rounds.retry(roundKey(c.Round.State, client, tool, args), c.RequestID)
+	}
 	t0 := s.g.opts.Now()
 	res, err := l.sess.CallTool(cctx, params)
 	raw := l.conn.takeResult(rec.rpcID) // nil over HTTP: encoded again below
 	// What the server sent before its answer reaches the client first.
 	l.order.settle(ctx)
 	attrs := func(kv ...string) events.Attrs {
-		return events.A(append([]string{"rpcId", rec.rpcID, projections.AttrUpTool, tool}, kv...)...)
+		return events.A(append(append([]string{"rpcId", rec.rpcID, projections.AttrUpTool, tool}, roundAttrs(first, round)...), kv...)...)
 	}
 	if err != nil {
 		var answer string
@@ -135,6 +143,9 @@ func (s *Server) call(ctx context.Context, c executor.Call, tool string) (any, e
 			return nil, err
 		}
 		return nil, events.Errorf(events.CodeUpstreamError, "%s", msg)
+	}
+	if len(res.InputRequests) > 0 { // the server asks for input: the client's retry is this call's next round
+		s.rounds.asked(roundKey(res.RequestState, client, tool, args), first, round)
 	}
 	s.emit(events.KindUpstreamResponse, c.RequestID, c.OperationID, events.OK, "", t0,
 		attrs("content", fmt.Sprint(len(res.Content)), AttrRequest, sent, AttrAnswer, string(answer)))

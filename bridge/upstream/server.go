@@ -42,6 +42,7 @@ type Server struct {
 
 	sem      chan struct{} // bounds the calls in flight
 	progress sync.Map      // progress token → *progressSink
+	rounds   roundBook     // multi-round-trip calls' states → their first request
 
 	logs, listChanged budget      // what of its notifications is recorded
 	pins              budget      // first sights and changes of its tools recorded
