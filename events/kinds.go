@@ -80,8 +80,9 @@ const (
 	KindMCPRequestReceived      = "mcp.request.received"
 	KindMCPResponseSent         = "mcp.response.sent"
 	KindMCPNotificationReceived = "mcp.notification.received"
-	KindMCPHTTPRejected         = "mcp.http.rejected" // the HTTP front door refused a request (token, Host, Origin, size)
-	KindMCPRootsListed          = "mcp.roots.listed"  // the bridge asked the client for its roots (they choose the workspace host)
+	KindMCPHTTPRejected         = "mcp.http.rejected"  // the HTTP front door refused a request (token, Host, Origin, size)
+	KindMCPStreamResumed        = "mcp.stream.resumed" // a client came back for a call's stream with Last-Event-ID (SEP-1699)
+	KindMCPRootsListed          = "mcp.roots.listed"   // the bridge asked the client for its roots (they choose the workspace host)
 )
 
 // Kinds of the executor and the steps it drives.
@@ -210,6 +211,7 @@ func init() {
 	kind(KindMCPResponseSent, BoundaryMCP, Bridge, Client, true)
 	kind(KindMCPNotificationReceived, BoundaryMCP, Client, Bridge, true)
 	kind(KindMCPHTTPRejected, BoundaryMCP, Client, Bridge, true)
+	kind(KindMCPStreamResumed, BoundaryMCP, Client, Bridge, false)
 	kind(KindMCPRootsListed, BoundaryMCP, Bridge, Client, true)
 
 	kind(KindExecutorStarted, BoundaryExecutor, Bridge, Executor, false)

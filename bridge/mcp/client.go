@@ -138,11 +138,12 @@ func overHTTP(ctx context.Context) bool {
 type pollHookKey struct{}
 
 // PollFunc hears that the server of a call the client sent (id in, as
-// JSON) ended its event stream before answering, so the front door asks
+// JSON; req, its request id) ended its event stream before answering, so
+// the front door asks
 // its client to come back the same way, after retry (0: as it was told at
 // the stream's start); the channel is closed when the client has (nil: the
 // call has no such stream).
-type PollFunc func(in json.RawMessage, retry time.Duration) <-chan struct{}
+type PollFunc func(in json.RawMessage, req events.ID, retry time.Duration) <-chan struct{}
 
 // withPoll returns ctx for Serve with f.
 func withPoll(ctx context.Context, f PollFunc) context.Context {

@@ -393,9 +393,10 @@ func (c *connState) relate(ctx context.Context, out jsonrpc.ID) {
 func (c *connState) polled(req string, retry time.Duration) <-chan struct{} {
 	c.mu.Lock()
 	var in any
+	var id events.ID
 	for _, pd := range c.inflight {
 		if pd.req.String() == req {
-			in = pd.id.Raw()
+			in, id = pd.id.Raw(), pd.req
 		}
 	}
 	c.mu.Unlock()
@@ -403,7 +404,7 @@ func (c *connState) polled(req string, retry time.Duration) <-chan struct{} {
 		return nil
 	}
 	i, _ := json.Marshal(in)
-	return c.poll(i, retry)
+	return c.poll(i, id, retry)
 }
 
 // tagResultDecoded is tagResult by decoding the result and encoding it

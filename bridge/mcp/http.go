@@ -298,7 +298,7 @@ func (f *front) open(keep bool, owner identity.User) (*httpSession, error) {
 	rand.Read(b)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	sess := &httpSession{id: hex.EncodeToString(b), owner: owner, in: inW, kept: keep, waiters: map[string]chan []byte{}, progress: map[string]chan []byte{},
+	sess := &httpSession{id: hex.EncodeToString(b), owner: owner, in: inW, kept: keep, emit: f.s.opts.Emitter.Emit, waiters: map[string]chan []byte{}, progress: map[string]chan []byte{},
 		streams: map[string]chan []byte{}, related: map[string]string{}, byCall: map[string]*sseLog{},
 		done: make(chan struct{}), served: make(chan struct{}), last: time.Now()}
 	go func() {
@@ -345,7 +345,8 @@ type httpSession struct {
 	// stateless: the session carries one 2026-07-28 request, whose
 	// answer's HTTP status says how it ended (statelessStatus).
 	stateless bool
-	kept      bool // listed under its id: its streams can be resumed (stream.go)
+	kept      bool                         // listed under its id: its streams can be resumed (stream.go)
+	emit      func(events.Event) events.ID // records what the session's streams do
 
 	mu       sync.Mutex
 	waiters  map[string]chan []byte // JSON-RPC id → its response

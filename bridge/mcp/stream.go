@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // A kept session's POST streams on 2025-11-25 are resumable (SEP-1699):
@@ -41,6 +43,7 @@ type sseLog struct {
 	polled   bool          // the call's server asked its client to come back: so is this stream's
 	back     chan struct{} // closed when a client attaches after a poll
 	retry    time.Duration // the delay the poll asks (0: the priming event's)
+	req      events.ID     // the call's request id, once a poll named it
 	writer   int           // the attached writer (0: none); a newer one takes over
 	writers  int
 	wake     chan struct{} // closed and replaced on each change
@@ -79,13 +82,13 @@ func (l *sseLog) end() {
 
 // poll asks the attached writer to end the stream; the channel is closed
 // when a client attaches again.
-func (l *sseLog) poll(retry time.Duration) <-chan struct{} {
+func (l *sseLog) poll(req events.ID, retry time.Duration) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
 		return nil
 	}
-	l.polled, l.retry = true, retry
+	l.polled, l.retry, l.req = true, retry, req
 	if l.back == nil {
 		l.back = make(chan struct{})
 	}
@@ -175,6 +178,21 @@ func (l *sseLog) follow(ctx context.Context, w io.Writer, from, me int, sessionD
 	}
 }
 
+// resumed records that a client came back for l's stream after event
+// last: a crossing of the front door like a request (the call's request
+// id when a poll named it; the call's JSON-RPC id and the session always).
+func (h *httpSession) resumed(l *sseLog, last string) {
+	if h.emit == nil {
+		return
+	}
+	l.mu.Lock()
+	req, kept, answered := l.req, len(l.events), l.answered
+	l.mu.Unlock()
+	h.emit(events.Event{Kind: events.KindMCPStreamResumed, RequestID: req, Outcome: events.OK,
+		Attrs: events.A("jsonrpcId", truncate(string(l.call), 64), "lastEventId", last, "stream", strconv.Itoa(l.n),
+			"kept", strconv.Itoa(kept), "answered", strconv.FormatBool(answered))})
+}
+
 // parseEventID reads "n_i", an id follow wrote.
 func parseEventID(s string) (n, i int, ok bool) {
 	a, b, ok := strings.Cut(s, "_")
@@ -235,14 +253,14 @@ func (h *httpSession) logNumbered(n int) *sseLog {
 
 // poll asks the client of call in to come back for its answer: its
 // server asked the gateway the same (PollFunc).
-func (h *httpSession) poll(in json.RawMessage, retry time.Duration) <-chan struct{} {
+func (h *httpSession) poll(in json.RawMessage, req events.ID, retry time.Duration) <-chan struct{} {
 	h.mu.Lock()
 	l := h.byCall[canonicalID(in)]
 	h.mu.Unlock()
 	if l == nil {
 		return nil
 	}
-	return l.poll(retry)
+	return l.poll(req, retry)
 }
 
 // serveLog answers a call's POST with its resumable stream: the priming
@@ -349,6 +367,7 @@ func (h *httpSession) resume(w http.ResponseWriter, r *http.Request, last string
 	}()
 	me := l.attach()
 	defer l.detach(me)
+	h.resumed(l, last)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/events"
 )
 
 // A stream's log replays what follows a Last-Event-ID, stops where its
@@ -16,7 +18,7 @@ func TestStreamLogResumes(t *testing.T) {
 	done := make(chan struct{})
 	first := l.attach()
 	l.add([]byte(`{"method":"notifications/progress"}`), false)
-	l.poll(2 * time.Second)
+	l.poll(events.ID{}, 2*time.Second)
 	var a bytes.Buffer
 	if end := l.follow(context.Background(), &a, 0, first, done); end != followPolled {
 		t.Fatalf("first writer ended %v, want followPolled", end)

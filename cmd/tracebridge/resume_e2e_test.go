@@ -189,15 +189,18 @@ func TestFrontDoorStreamsResume(t *testing.T) {
 	}
 	json.Unmarshal([]byte(got.data), &answer)
 	req := answer.Result.Meta["tracebridge/requestId"]
-	eventually(t, 10*time.Second, "the upstream's poll is on the call's record", func() bool {
-		out, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, `"kind":"upstream.stream.resumed"`) && strings.Contains(line, `"requestId":"`+req+`"`) {
-				return true
+	// Both hops' returns are on the call's record.
+	for _, kind := range []string{"upstream.stream.resumed", "mcp.stream.resumed"} {
+		eventually(t, 10*time.Second, kind+" names the call", func() bool {
+			out, _ := exec.Command(tbBin, "--data", data, "tail", "-n", "100000", "--json").Output()
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.Contains(line, `"kind":"`+kind+`"`) && strings.Contains(line, `"requestId":"`+req+`"`) {
+					return true
+				}
 			}
-		}
-		return false
-	})
+			return false
+		})
+	}
 
 	// The client's stream breaks after the priming event: the call goes
 	// on, and its answer waits for the client to come back.
@@ -213,6 +216,9 @@ func TestFrontDoorStreamsResume(t *testing.T) {
 	evs = readEvents(t, c.do(http.MethodGet, "", "Last-Event-ID", evs[0].id), answers(2))
 	if len(evs) == 0 || !strings.Contains(evs[len(evs)-1].data, "slow answer") {
 		t.Fatalf("after the stream broke, the answer did not come on resumption: %+v", evs)
+	}
+	if n := countKind(t, data, "mcp.stream.resumed"); n < 2 {
+		t.Errorf("%d returns of clients recorded, want both (the poll's and the broken stream's)", n)
 	}
 	for _, bad := range []string{"nonsense", "999_0"} {
 		if resp := c.do(http.MethodGet, "", "Last-Event-ID", bad); resp.StatusCode != http.StatusBadRequest {
