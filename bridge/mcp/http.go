@@ -399,7 +399,7 @@ func (h *httpSession) close() {
 // demux routes the bridge's output lines.
 func (h *httpSession) demux(out io.Reader) {
 	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	sc.Buffer(make([]byte, 0, 4<<10), 64<<20) // grown as lines need: a session of one request reads one
 	for sc.Scan() {
 		line := append([]byte(nil), sc.Bytes()...)
 		var m struct {

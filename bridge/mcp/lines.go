@@ -32,12 +32,21 @@ type lineGuard struct {
 }
 
 // lineBuffer is the guard's reading buffer: a longer line is gathered, up to
-// the maximum, so a session (one per request on the HTTP front door's
-// sessionless path) does not allocate and clear the maximum up front.
-const lineBuffer = 64 << 10
+// the maximum, so a session does not allocate and clear the maximum up
+// front. oneLineBuffer is a session of one request's (the HTTP front door's
+// sessionless path: one per request, so its buffers are most of what the
+// request allocates).
+const (
+	lineBuffer    = 64 << 10
+	oneLineBuffer = 4 << 10
+)
 
 func newLineGuard(r io.Reader, maxLine int, refuse func(id json.RawMessage, method, msg string)) *lineGuard {
-	return &lineGuard{r: bufio.NewReaderSize(r, min(lineBuffer, maxLine+1)), max: maxLine, refuse: refuse}
+	return newLineGuardSize(r, maxLine, lineBuffer, refuse)
+}
+
+func newLineGuardSize(r io.Reader, maxLine, buffer int, refuse func(id json.RawMessage, method, msg string)) *lineGuard {
+	return &lineGuard{r: bufio.NewReaderSize(r, min(buffer, maxLine+1)), max: maxLine, refuse: refuse}
 }
 
 // readLine returns the next line, its newline included, of at most max+1

@@ -416,12 +416,16 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 		Attrs: events.A("config", s.opts.Config)}
 	s.opts.Emitter.Emit(started)
 	out := &lockedWriter{w: w}
-	in := newLineGuard(r, s.opts.MaxLineLength, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
+	one, _ := ctx.Value(oneRequestKey{}).(bool)
+	buffer := lineBuffer
+	if one {
+		buffer = oneLineBuffer
+	}
+	in := newLineGuardSize(r, s.opts.MaxLineLength, buffer, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
 	// The line guard caps each line; the connection decodes each message
 	// once (internal/lineconn) and answers a batch message by message.
 	t := &evidenceTransport{inner: &lineconn.Transport{Reader: readCloser{in, r}, Writer: out, Batches: true}, c: c}
 	cs := &clientSession{key: c.session.String(), conn: c}
-	one, _ := ctx.Value(oneRequestKey{}).(bool)
 	if one {
 		cs.key = ""
 	}
