@@ -17,7 +17,8 @@ import (
 // gateway it is the same moment as directly.
 const maxRetryMs = 25
 
-// retryCap is an event stream with every retry field at most maxRetryMs.
+// retryCap is a call's event stream with every retry field at most
+// maxRetryMs (a standalone stream, which no call waits on, keeps its delay).
 // A line is held only while it may still be a retry field; everything
 // else passes through as it comes.
 type retryCap struct {

@@ -526,11 +526,9 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		asEventStream(r, resp, h.maxFrame)
 	}
 	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		rc := &retryCap{ReadCloser: resp.Body}
-		if rec, ok := r.Context().Value(callKey{}).(*callRec); ok {
-			rc.asked = func(d time.Duration) { rec.retry = d }
+		if rec, ok := r.Context().Value(callKey{}).(*callRec); ok { // a call's stream (the standalone one keeps its delay)
+			resp.Body = &retryCap{ReadCloser: resp.Body, asked: func(d time.Duration) { rec.retry = d }}
 		}
-		resp.Body = rc
 		if h.order != nil {
 			resp.Body = &sseCounter{ReadCloser: resp.Body, o: h.order, max: h.maxFrame}
 		}
