@@ -34,8 +34,10 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	defer cancel()
 	if err := chromedp.Run(cctx, actions...); err != nil {
 		var body string
-		chromedp.Run(ctx, chromedp.Text("body", &body, chromedp.ByQuery))
-		t.Fatalf("%s: %v\npage text:\n%s", what, err, body)
+		bctx, bcancel := context.WithTimeout(ctx, 5*time.Second) // a page that hangs must not hang the test
+		defer bcancel()
+		chromedp.Run(bctx, chromedp.Evaluate(`document.location.href + "\n" + (document.body ? document.body.innerText : "")`, &body))
+		t.Fatalf("%s: %v\npage:\n%s", what, err, body)
 	}
 }
 

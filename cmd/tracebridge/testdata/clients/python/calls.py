@@ -10,12 +10,17 @@ import os
 import sys
 
 import anyio
+from anyio import BrokenResourceError, ClosedResourceError
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
 
+answered = 0
+
+
 async def main() -> None:
+    global answered
     target = json.loads(sys.argv[1])
     calls = json.loads(sys.argv[2])
     if "url" in target:
@@ -38,6 +43,20 @@ async def main() -> None:
                 except Exception as e:  # what the client raises is what the test reports
                     out["threw"] = f"{type(e).__name__}: {e}"
                 print(json.dumps(out), flush=True)
+                answered += 1
 
 
-anyio.run(main)
+def teardown_race(e: BaseException) -> bool:
+    """The SDK's stdio_client raises BrokenResourceError when a message
+    arrives while it closes (python-sdk#1960, open on 1.x): not an answer."""
+    if isinstance(e, BaseExceptionGroup):
+        return all(teardown_race(x) for x in e.exceptions)
+    return isinstance(e, (BrokenResourceError, ClosedResourceError))
+
+
+try:
+    anyio.run(main)
+except BaseException as e:
+    if answered != len(json.loads(sys.argv[2])) or not teardown_race(e):
+        raise
+    print(f"calls.py: every call answered; the client's close raised {e!r} (python-sdk#1960)", file=sys.stderr)
