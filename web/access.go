@@ -70,7 +70,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		sid, ok := s.session(r)
 		if !ok {
-			if s.opts.OIDC != nil && r.Method == http.MethodGet && !isAction(r.URL.Path) {
+			if s.opts.OIDC != nil && r.Method == http.MethodGet && !isAction(r.URL.Path) && opensPage(r) {
 				w.Header().Set("Cache-Control", "no-store")
 				http.Redirect(w, r, "/auth/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -207,4 +207,15 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, code events.Code
 func sessionOf(r *http.Request) string {
 	sid, _ := r.Context().Value(ctxKey{}).(string)
 	return sid
+}
+
+// opensPage reports whether r opens a page in the browser (a navigation):
+// only that starts a sign-in. A favicon, a script or a live-update stream
+// asked for while signed out is refused instead: it started a sign-in of its
+// own, whose "next" was the favicon, and raced the page's.
+func opensPage(r *http.Request) bool {
+	if d := r.Header.Get("Sec-Fetch-Dest"); d != "" {
+		return d == "document"
+	}
+	return r.URL.Path != "/favicon.ico" // a client that does not say (curl, an older browser)
 }

@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -79,6 +81,30 @@ func TestSignInReturnsOnlyToThisUI(t *testing.T) {
 		"/\\evil.example": "/", "https://evil.example": "/", "": "/", "javascript:alert(1)": "/", "/\n/evil.example": "/"} {
 		if got := localPath(next); got != want {
 			t.Errorf("localPath(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
+
+// Only a page the browser opens starts a sign-in: the favicon (and any
+// fetch) a signed-out page asks for is refused instead, or it starts a
+// sign-in of its own that lands the user on the favicon.
+func TestOnlyAPageStartsASignIn(t *testing.T) {
+	for _, tc := range []struct {
+		path, dest string
+		want       bool
+	}{
+		{"/approvals", "document", true},
+		{"/favicon.ico", "image", false},
+		{"/events", "empty", false},
+		{"/approvals", "", true},
+		{"/favicon.ico", "", false},
+	} {
+		r := httptest.NewRequest(http.MethodGet, tc.path, nil)
+		if tc.dest != "" {
+			r.Header.Set("Sec-Fetch-Dest", tc.dest)
+		}
+		if got := opensPage(r); got != tc.want {
+			t.Errorf("%s (Sec-Fetch-Dest %q): opensPage %v, want %v", tc.path, tc.dest, got, tc.want)
 		}
 	}
 }
