@@ -38,11 +38,16 @@ type Hub struct {
 	nc   *nats.Conn
 	info Info
 
-	sem  chan struct{}
-	wg   sync.WaitGroup
-	subs []*nats.Subscription
-	stop chan struct{}
-	done chan struct{}
+	sem chan struct{}
+	wg  sync.WaitGroup
+	// serving guards wg: a handler joins it only while the hub serves, so
+	// Close's Wait never races a late message's Add (nats.go's Unsubscribe
+	// does not wait for a callback already running).
+	serving sync.Mutex
+	closing bool
+	subs    []*nats.Subscription
+	stop    chan struct{}
+	done    chan struct{}
 
 	lastCheckpoint    atomic.Uint64
 	checkpointFailing bool // touched by the background loop, then by Close after it ends
@@ -166,7 +171,14 @@ func (h *Hub) bounded(fn nats.MsgHandler) nats.MsgHandler {
 		case <-h.stop:
 			return
 		}
+		h.serving.Lock()
+		if h.closing {
+			h.serving.Unlock()
+			<-h.sem
+			return
+		}
 		h.wg.Add(1)
+		h.serving.Unlock()
 		go func() {
 			defer func() { <-h.sem; h.wg.Done() }()
 			fn(m)
@@ -293,6 +305,9 @@ func (h *Hub) Close() error {
 		s.Unsubscribe()
 	}
 	close(h.stop)
+	h.serving.Lock()
+	h.closing = true
+	h.serving.Unlock()
 	h.wg.Wait()
 	<-h.done
 	<-h.projDone
