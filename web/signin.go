@@ -98,6 +98,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, events.CodeIssuerUnreachable, "the sign-in provider cannot be reached: "+err.Error())
 		return
 	}
+	state, nonce, verifier := hex.EncodeToString(randomBytes(16)), hex.EncodeToString(randomBytes(16)), oauth2.GenerateVerifier()
 	s.mu.Lock()
 	now := s.opts.Now()
 	for k, p := range s.signins {
@@ -105,25 +106,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			delete(s.signins, k)
 		}
 	}
-	// A browser that started a sign-in already (a second tab, a page that
-	// loaded twice) goes on with it: a new state would replace its cookie,
-	// and the issuer's answer to the first would find another.
-	state := ""
-	if c, err := r.Cookie(signinCookie); err == nil {
-		if _, ok := s.signins[c.Value]; ok {
-			state = c.Value
-		}
+	if len(s.signins) >= maxSessions {
+		clear(s.signins)
 	}
-	if state == "" {
-		if len(s.signins) >= maxSessions {
-			clear(s.signins)
-		}
-		state = hex.EncodeToString(randomBytes(16))
-		s.signins[state] = pendingSignin{nonce: hex.EncodeToString(randomBytes(16)), verifier: oauth2.GenerateVerifier(),
-			next: localPath(r.URL.Query().Get("next")), expires: now.Add(signinWait)}
-	}
-	p := s.signins[state]
-	nonce, verifier := p.nonce, p.verifier
+	s.signins[state] = pendingSignin{nonce: nonce, verifier: verifier, next: localPath(r.URL.Query().Get("next")), expires: now.Add(signinWait)}
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: state, Path: "/auth/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: int(signinWait.Seconds())})
 	w.Header().Set("Cache-Control", "no-store")

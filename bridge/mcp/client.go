@@ -139,10 +139,9 @@ type pollHookKey struct{}
 
 // PollFunc hears that the server of a call the client sent (id in, as
 // JSON; req, its request id) ended its event stream before answering, so
-// the front door asks
-// its client to come back the same way, after retry (0: as it was told at
-// the stream's start); the channel is closed when the client has (nil: the
-// call has no such stream).
+// the front door asks its client to come back the same way, after retry
+// (0: as it was told at the stream's start); the channel is closed when
+// the client has (nil: the call has no such stream).
 type PollFunc func(in json.RawMessage, req events.ID, retry time.Duration) <-chan struct{}
 
 // withPoll returns ctx for Serve with f.
@@ -189,8 +188,8 @@ func (s *Server) withClient(next sdk.MethodHandler) sdk.MethodHandler {
 			c.mu.Unlock()
 		}
 		ctx = executor.WithClient(ctx, c)
-		if c.conn.poll != nil && reqID != "" {
-			ctx = executor.WithPolled(ctx, func(retry time.Duration) <-chan struct{} { return c.conn.polled(reqID, retry) })
+		if req, err := events.ParseID(reqID); c.conn.poll != nil && err == nil {
+			ctx = executor.WithPolled(ctx, func(retry time.Duration) <-chan struct{} { return c.conn.polled(req, retry) })
 		}
 		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() { // a request without params holds a typed nil
 			if caps, ok := p.GetMeta()[sdk.MetaKeyClientCapabilities]; ok {

@@ -371,40 +371,35 @@ func (c *connState) relate(ctx context.Context, out jsonrpc.ID) {
 	if !ok {
 		return
 	}
+	if in := c.jsonrpcID(req); in != nil {
+		o, _ := json.Marshal(out.Raw())
+		c.related(o, in)
+	}
+}
+
+// jsonrpcID is the JSON-RPC id, as JSON, of request req in flight (nil:
+// none is).
+func (c *connState) jsonrpcID(req events.ID) json.RawMessage {
 	c.mu.Lock()
-	var in any
+	defer c.mu.Unlock()
 	for _, pd := range c.inflight {
 		if pd.req == req {
-			in = pd.id.Raw()
+			b, _ := json.Marshal(pd.id.Raw())
+			return b
 		}
 	}
-	c.mu.Unlock()
-	if in == nil {
-		return
-	}
-	o, _ := json.Marshal(out.Raw())
-	i, _ := json.Marshal(in)
-	c.related(o, i)
+	return nil
 }
 
 // polled tells the poll hook that the server of request req (its events
 // id) ended its stream before answering; the channel is closed when the
 // client came back for the answer.
-func (c *connState) polled(req string, retry time.Duration) <-chan struct{} {
-	c.mu.Lock()
-	var in any
-	var id events.ID
-	for _, pd := range c.inflight {
-		if pd.req.String() == req {
-			in, id = pd.id.Raw(), pd.req
-		}
-	}
-	c.mu.Unlock()
+func (c *connState) polled(req events.ID, retry time.Duration) <-chan struct{} {
+	in := c.jsonrpcID(req)
 	if in == nil {
 		return nil
 	}
-	i, _ := json.Marshal(in)
-	return c.poll(i, id, retry)
+	return c.poll(in, req, retry)
 }
 
 // tagResultDecoded is tagResult by decoding the result and encoding it

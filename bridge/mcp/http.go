@@ -508,9 +508,7 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 	open := func() { // the stream's header: at once, or (stateless) with its first message
 		if stream && !opened {
 			opened = true
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusOK)
+			eventStreamHeader(w)
 		}
 	}
 	if !h.stateless {
@@ -543,16 +541,7 @@ func (h *httpSession) post(w http.ResponseWriter, r *http.Request, body, id, tok
 			}
 			if stream {
 				open()
-				// What the bridge wrote before the answer goes first
-				// (select picks at random among ready channels).
-				for pending := true; pending; {
-					select {
-					case p := <-prog:
-						fmt.Fprintf(w, "event: message\ndata: %s\n\n", p)
-					default:
-						pending = false
-					}
-				}
+				drainReady(prog, func(p []byte) { fmt.Fprintf(w, "event: message\ndata: %s\n\n", p) })
 				fmt.Fprintf(w, "event: message\ndata: %s\n\n", line)
 				if fl != nil {
 					fl.Flush()

@@ -169,7 +169,7 @@ func FuzzLineGuard(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		g := newLineGuard(strings.NewReader(string(in)), 1<<10, func(id json.RawMessage, method, msg string) {
+		g := newLineGuard(strings.NewReader(string(in)), 1<<10, lineBuffer, func(id json.RawMessage, method, msg string) {
 			if !json.Valid(id) {
 				t.Fatalf("refused with an invalid id %q", id)
 			}
@@ -231,7 +231,7 @@ func TestLineGuardGathersLongLinesUpToTheMaximum(t *testing.T) {
 		n    int
 		pass bool
 	}{{100, true}, {lineBuffer, true}, {lineBuffer + 1, true}, {max, true}, {max + 1, false}, {max + lineBuffer, false}} {
-		g := newLineGuard(strings.NewReader(line(tc.n)+line(10)), max, func(json.RawMessage, string, string) {})
+		g := newLineGuard(strings.NewReader(line(tc.n)+line(10)), max, lineBuffer, func(json.RawMessage, string, string) {})
 		out, err := io.ReadAll(g)
 		switch {
 		case tc.pass && (err != nil || string(out) != line(tc.n)+line(10)):

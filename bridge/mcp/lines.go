@@ -41,11 +41,7 @@ const (
 	oneLineBuffer = 4 << 10
 )
 
-func newLineGuard(r io.Reader, maxLine int, refuse func(id json.RawMessage, method, msg string)) *lineGuard {
-	return newLineGuardSize(r, maxLine, lineBuffer, refuse)
-}
-
-func newLineGuardSize(r io.Reader, maxLine, buffer int, refuse func(id json.RawMessage, method, msg string)) *lineGuard {
+func newLineGuard(r io.Reader, maxLine, buffer int, refuse func(id json.RawMessage, method, msg string)) *lineGuard {
 	return &lineGuard{r: bufio.NewReaderSize(r, min(buffer, maxLine+1)), max: maxLine, refuse: refuse}
 }
 

@@ -421,7 +421,7 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 	if one {
 		buffer = oneLineBuffer
 	}
-	in := newLineGuardSize(r, s.opts.MaxLineLength, buffer, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
+	in := newLineGuard(r, s.opts.MaxLineLength, buffer, func(id json.RawMessage, method, msg string) { c.refuseRaw(out, id, method, msg) })
 	// The line guard caps each line; the connection decodes each message
 	// once (internal/lineconn) and answers a batch message by message.
 	t := &evidenceTransport{inner: &lineconn.Transport{Reader: readCloser{in, r}, Writer: out, Batches: true}, c: c}

@@ -193,6 +193,38 @@ func (h *httpSession) resumed(l *sseLog, last string) {
 			"kept", strconv.Itoa(kept), "answered", strconv.FormatBool(answered))})
 }
 
+// eventStreamHeader answers 200 with an event stream; the header goes
+// with the first flush.
+func eventStreamHeader(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
+// openEventStream is eventStreamHeader and first (when not "") flushed at
+// once: the client knows its request was taken.
+func openEventStream(w http.ResponseWriter, first string) {
+	eventStreamHeader(w)
+	io.WriteString(w, first)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// drainReady hands f what ch holds now: what the bridge wrote before a
+// call's answer goes before it (select picks at random among ready
+// channels).
+func drainReady(ch chan []byte, f func([]byte)) {
+	for {
+		select {
+		case p := <-ch:
+			f(p)
+		default:
+			return
+		}
+	}
+}
+
 // parseEventID reads "n_i", an id follow wrote.
 func parseEventID(s string) (n, i int, ok bool) {
 	a, b, ok := strings.Cut(s, "_")
@@ -268,13 +300,7 @@ func (h *httpSession) poll(in json.RawMessage, req events.ID, retry time.Duratio
 func (h *httpSession) serveLog(w http.ResponseWriter, r *http.Request, l *sseLog, me int, resp, prog chan []byte, done func()) {
 	go h.pump(l, resp, prog, done)
 	defer l.detach(me)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "id: %d_0\nretry: %d\ndata: \n\n", l.n, resumeRetry.Milliseconds())
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
+	openEventStream(w, fmt.Sprintf("id: %d_0\nretry: %d\ndata: \n\n", l.n, resumeRetry.Milliseconds()))
 	if end := l.follow(r.Context(), w, 0, me, h.done); end == followGone || end == followPolled {
 		go h.cancelUnresumed(l)
 	}
@@ -300,14 +326,7 @@ func (h *httpSession) pump(l *sseLog, resp, prog chan []byte, done func()) {
 				l.end()
 				return
 			}
-			for pending := true; pending; { // what the bridge wrote before the answer goes first
-				select {
-				case p := <-prog:
-					l.add(p, false)
-				default:
-					pending = false
-				}
-			}
+			drainReady(prog, func(p []byte) { l.add(p, false) })
 			l.add(line, true)
 			return
 		}
@@ -368,12 +387,7 @@ func (h *httpSession) resume(w http.ResponseWriter, r *http.Request, last string
 	me := l.attach()
 	defer l.detach(me)
 	h.resumed(l, last)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
+	openEventStream(w, "")
 	switch l.follow(r.Context(), w, from, me, h.done) {
 	case followNothing:
 		select {
@@ -403,13 +417,8 @@ func (h *httpSession) serveGET(w http.ResponseWriter, r *http.Request) {
 		h.last = time.Now() // idle from the stream's end: a client holding it was there
 		h.mu.Unlock()
 	}()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
+	openEventStream(w, "")
 	fl, _ := w.(http.Flusher)
-	if fl != nil {
-		fl.Flush()
-	}
 	for {
 		select {
 		case line := <-ch:

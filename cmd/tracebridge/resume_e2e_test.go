@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -117,6 +118,7 @@ func (c *frontDoorClient) do(method, body string, header ...string) *http.Respon
 func (c *frontDoorClient) initialize() {
 	c.t.Helper()
 	resp := c.do(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, c.version))
+	io.Copy(io.Discard, resp.Body) // the answer, before initialized
 	resp.Body.Close()
 	if c.sid = resp.Header.Get("Mcp-Session-Id"); c.sid == "" {
 		c.t.Fatalf("initialize: %d, no session", resp.StatusCode)
