@@ -113,23 +113,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the body failed", http.StatusBadRequest)
 		return
 	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Meta struct {
-				ProgressToken json.RawMessage `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(body, &msg); err != nil {
+	msg, err := readFrontMessage(body)
+	if err != nil {
 		f.reject(w, r, &refusal{code: events.CodeMalformedFrame, msg: "the body is not one JSON-RPC message (batches are not supported)"})
 		return
 	}
 	call := len(msg.ID) > 0 && msg.Method != ""
-	if sid == "" { // a request of the stateless protocol? (a session's requests are not read twice)
-		if sm := readStatelessMeta(body); statelessRequest(r.Header.Get("Mcp-Protocol-Version"), sm) {
-			f.stateless(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call, sm)
+	if sid == "" { // a request of the stateless protocol?
+		if sm := msg.statelessMeta(); statelessRequest(r.Header.Get("Mcp-Protocol-Version"), sm) {
+			f.stateless(w, r, body, msg.ID, msg.Params.Meta["progressToken"], call, sm)
 			return
 		}
 	}
@@ -143,7 +135,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !f.owns(w, r, sess, user) {
 			return
 		}
-		sess.post(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call)
+		sess.post(w, r, body, msg.ID, msg.Params.Meta["progressToken"], call)
 	case msg.Method == "initialize":
 		sess, err := f.open(true, user)
 		if err != nil {
@@ -151,7 +143,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Mcp-Session-Id", sess.id)
-		sess.post(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call)
+		sess.post(w, r, body, msg.ID, msg.Params.Meta["progressToken"], call)
 	case call:
 		// No session and no protocol named: a session of its own, ended
 		// once it is answered.
@@ -160,7 +152,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		sess.post(w, r, body, msg.ID, msg.Params.Meta.ProgressToken, call)
+		sess.post(w, r, body, msg.ID, msg.Params.Meta["progressToken"], call)
 		sess.close()
 	default:
 		w.WriteHeader(http.StatusAccepted) // a notification outside a session: nothing to tell

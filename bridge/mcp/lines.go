@@ -100,25 +100,30 @@ func (g *lineGuard) check(line []byte) ([]byte, bool) {
 	if len(t) == 0 {
 		return nil, false
 	}
-	if !json.Valid(t) {
+	malformed := func() ([]byte, bool) {
 		g.err = fmt.Errorf("malformed JSON-RPC frame (%d bytes): not one complete JSON value", len(t))
 		return nil, false
 	}
-	if t[0] != '{' {
-		return line, true // a batch or a scalar: the SDK's to judge
+	if t[0] != '{' { // a batch or a scalar: the SDK's to judge
+		if !json.Valid(t) {
+			return malformed()
+		}
+		return line, true
 	}
+	// One pass: Unmarshal checks the whole text before it decodes, and an
+	// object decodes into a map unless it is not JSON.
 	var m map[string]json.RawMessage
 	if json.Unmarshal(t, &m) != nil {
-		return line, true
+		return malformed()
 	}
 	id, hasID := m["id"]
 	_, hasMethod := m["method"]
 	if !hasID || !hasMethod {
 		return line, true
 	}
-	var method string
-	json.Unmarshal(m["method"], &method)
 	if msg := badID(id); msg != "" {
+		var method string
+		json.Unmarshal(m["method"], &method)
 		g.refuse(id, method, msg)
 		return nil, false
 	}

@@ -38,21 +38,35 @@ type statelessMeta struct {
 	rawVerOK bool // the version is a string
 }
 
-func readStatelessMeta(body []byte) statelessMeta {
-	var m struct {
-		Params struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-		} `json:"params"`
-	}
-	json.Unmarshal(body, &m)
-	if m.Params.Meta == nil {
+// frontMessage is what the front door reads of a POST body, in one pass:
+// the id and method it routes by, and params._meta (its keys matched
+// exactly, as the SDK matches them) for the progress token and the
+// stateless checks.
+type frontMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+func readFrontMessage(body []byte) (frontMessage, error) {
+	var m frontMessage
+	err := json.Unmarshal(body, &m)
+	return m, err
+}
+
+// statelessMeta is what the stateless checks read of the message's _meta.
+func (m *frontMessage) statelessMeta() statelessMeta {
+	meta := m.Params.Meta
+	if meta == nil {
 		return statelessMeta{}
 	}
 	sm := statelessMeta{present: true}
-	if v, ok := m.Params.Meta[sdk.MetaKeyProtocolVersion]; ok {
+	if v, ok := meta[sdk.MetaKeyProtocolVersion]; ok {
 		sm.rawVerOK = json.Unmarshal(v, &sm.version) == nil && sm.version != ""
 	}
-	if c, ok := m.Params.Meta[sdk.MetaKeyClientCapabilities]; ok && len(c) > 0 && c[0] == '{' {
+	if c, ok := meta[sdk.MetaKeyClientCapabilities]; ok && len(c) > 0 && c[0] == '{' {
 		sm.hasCaps = true
 	}
 	return sm

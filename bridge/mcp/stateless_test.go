@@ -70,3 +70,9 @@ func FuzzStatelessMeta(f *testing.F) {
 		}
 	})
 }
+
+// readStatelessMeta is what the front door's stateless checks see of body.
+func readStatelessMeta(body []byte) statelessMeta {
+	m, _ := readFrontMessage(body)
+	return m.statelessMeta()
+}
