@@ -19,6 +19,7 @@ import (
 	"github.com/tracebridge/tracebridge/events"
 	"github.com/tracebridge/tracebridge/identity"
 	"github.com/tracebridge/tracebridge/internal/lineconn"
+	"github.com/tracebridge/tracebridge/internal/stack"
 )
 
 // DefaultMaxLineLength caps one JSON-RPC line from the client. A longer line
@@ -558,6 +559,7 @@ func rawArgs(a any) json.RawMessage {
 // recoverPanics keeps the bridge alive whatever panics below it.
 func (s *Server) recoverPanics(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (res sdk.Result, err error) {
+		stack.Grow() // the first frame of the request's goroutine that is ours
 		defer func() {
 			if r := recover(); r != nil {
 				s.opts.Logger.Error("panic while handling a request", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
