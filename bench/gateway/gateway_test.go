@@ -45,5 +45,20 @@ func TestEveryPathAnswers(t *testing.T) {
 			t.Errorf("the table lacks %s, or its round figures:\n%s", p.name, b)
 		}
 	}
+	// Each tracebridge path's calls read back from its evidence: every
+	// sequential call of both rounds, its hop to the server among the steps.
+	for _, name := range []string{"tracebridge-stdio", "tracebridge-http", "tracebridge-http-2025"} {
+		_, section, ok := strings.Cut(string(b), "through "+name+" (from its evidence; p50 of 40 calls;")
+		if !ok {
+			t.Errorf("no anatomy of %s's 40 sequential calls:\n%s", name, b)
+			continue
+		}
+		section, _, _ = strings.Cut(section, "where a sequential call")
+		for _, step := range []string{"upstream.request.sent → upstream.response.received", "first event → last", "outside the log"} {
+			if !strings.Contains(section, step) {
+				t.Errorf("%s's anatomy lacks %q:\n%s", name, step, section)
+			}
+		}
+	}
 	t.Logf("\n%s", b)
 }

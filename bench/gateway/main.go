@@ -56,6 +56,7 @@ type options struct {
 
 // figures are one path's measurements in one round.
 type figures struct {
+	stages     *stages // tracebridge's paths: where the sequential calls' time went
 	p50, p99   time.Duration
 	perSecond  float64       // with inflight calls in flight
 	cpuPerCall time.Duration // the process tree's user+system time per sequential call
@@ -107,6 +108,18 @@ func run(out *os.File, o options) error {
 		}
 	}
 	report(out, chosen, rounds, o)
+	anatomy := map[string]*stages{}
+	for _, r := range rounds {
+		for name, f := range r {
+			if f.stages != nil {
+				if anatomy[name] == nil {
+					anatomy[name] = &stages{}
+				}
+				anatomy[name].add(f.stages)
+			}
+		}
+	}
+	reportStages(out, chosen, anatomy)
 	return nil
 }
 
@@ -117,7 +130,15 @@ func measure(pk pathKind, env *setup, o options) (figures, error) {
 	if err != nil {
 		return figures{}, err
 	}
-	defer p.stop()
+	stopped := false
+	defer func() {
+		if !stopped {
+			p.stop()
+		}
+		if p.cleanup != nil {
+			p.cleanup()
+		}
+	}()
 	call := func() error {
 		res, err := p.session.CallTool(ctx, callParams(p.tool))
 		if err == nil && res.IsError {
@@ -132,6 +153,7 @@ func measure(pk pathKind, env *setup, o options) (figures, error) {
 	}
 	cpu0 := treeCPU(p.pid)
 	lat := make([]time.Duration, 0, o.calls)
+	from := time.Now()
 	for range o.calls {
 		t0 := time.Now()
 		if err := call(); err != nil {
@@ -140,6 +162,8 @@ func measure(pk pathKind, env *setup, o options) (figures, error) {
 		lat = append(lat, time.Since(t0))
 	}
 	cpu := treeCPU(p.pid) - cpu0
+	to := time.Now()
+	client := slices.Clone(lat)
 	slices.Sort(lat)
 	f := figures{p50: lat[len(lat)/2], p99: lat[min(len(lat)-1, len(lat)*99/100)], cpuPerCall: cpu / time.Duration(o.calls)}
 	n, err := flood(ctx, call, o.inflight, o.duration)
@@ -147,6 +171,13 @@ func measure(pk pathKind, env *setup, o options) (figures, error) {
 		return figures{}, fmt.Errorf("%d calls in flight: %w", o.inflight, err)
 	}
 	f.perSecond = float64(n) / o.duration.Seconds()
+	if p.data != "" {
+		p.stop()
+		stopped = true
+		if f.stages, err = readStages(filepath.Join(p.data, "events.db"), from, to, client); err != nil {
+			return figures{}, fmt.Errorf("reading the evidence: %w", err)
+		}
+	}
 	return f, nil
 }
 

@@ -53,6 +53,10 @@ type path struct {
 	pid     int
 	tool    string
 	stop    func()
+	// data is tracebridge's data dir, removed by cleanup once its
+	// evidence was read (after stop).
+	data    string
+	cleanup func()
 }
 
 func client() *sdk.Client {
@@ -95,7 +99,8 @@ func startTracebridgeStdio(ctx context.Context, s *setup) (*path, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &path{session: sess, pid: cmd.Process.Pid, tool: "noop__echo", stop: func() { sess.Close(); os.RemoveAll(dir) }}, nil
+	return &path{session: sess, pid: cmd.Process.Pid, tool: "noop__echo", stop: func() { sess.Close() },
+		data: filepath.Join(dir, "data"), cleanup: func() { os.RemoveAll(dir) }}, nil
 }
 
 func startTracebridgeHTTP(ctx context.Context, s *setup) (*path, error) {
@@ -130,8 +135,7 @@ func tracebridgeHTTP(ctx context.Context, s *setup, opts *sdk.ClientSessionOptio
 		return nil, err
 	}
 	p.tool = "noop__echo"
-	stop := p.stop
-	p.stop = func() { stop(); os.RemoveAll(dir) }
+	p.data, p.cleanup = data, func() { os.RemoveAll(dir) }
 	return p, nil
 }
 
