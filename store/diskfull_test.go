@@ -16,8 +16,10 @@ import (
 )
 
 // TestDiskFullPausesAndResumes fills a small tmpfs (in a mount namespace of
-// its own; 384k for the log beside the journal's preallocated 256k and a
-// MiB of filler: what the journal holds must fit once it is freed) with appends: the batch that meets ENOSPC is refused, never
+// its own; 384k for the log beside the journal's preallocated 4 MiB and
+// 24 MiB of filler: what the journal holds — up to maxUnapplied, 4 MiB, about
+// 10 MiB once in bbolt with its covering copies and indexes — must
+// fit once it is freed) with appends: the batch that meets ENOSPC is refused, never
 // acknowledged; the status says the disk is full; the chain still
 // verifies; once space is freed the next append succeeds without a
 // restart; after reopening, every acknowledged event is there.
@@ -27,7 +29,7 @@ func TestDiskFullPausesAndResumes(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	script := `mount -t tmpfs -o size=1664k none "$1" && dd if=/dev/zero of="$1/filler" bs=64k count=16 2>/dev/null; exec "$2" -test.run '^TestDiskFullPausesAndResumes$' -test.count=1 -test.v`
+	script := `mount -t tmpfs -o size=29056k none "$1" && dd if=/dev/zero of="$1/filler" bs=64k count=384 2>/dev/null; exec "$2" -test.run '^TestDiskFullPausesAndResumes$' -test.count=1 -test.v`
 	cmd := exec.Command("unshare", "--mount", "sh", "-c", script, "sh", dir, os.Args[0])
 	cmd.Env = append(os.Environ(), "TB_DISKFULL_DIR="+dir)
 	out, err := cmd.CombinedOutput()

@@ -207,7 +207,8 @@ func TestJournalStartsAgainOnceApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	pad := strings.Repeat("x", 4000)
-	for i := range 600 { // ~2.4 MB of records
+	n := 3 * journalRewind / 4000 // three times the rewind's worth of records
+	for i := range n {
 		e := ev(testIDs.New(), i)
 		e.Attrs.Set("pad", pad)
 		if _, err := s.Append(context.Background(), []events.Event{e}); err != nil {
@@ -220,14 +221,14 @@ func TestJournalStartsAgainOnceApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.Size() > journalPrealloc+journalRewind {
-		t.Fatalf("the journal is %d bytes after 2.4 MB of appends: it did not start again", st.Size())
+		t.Fatalf("the journal is %d bytes after %d MB of appends: it did not start again", st.Size(), n*4000>>20)
 	}
 	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if rep, err := s.Verify(); err != nil || !rep.OK() || rep.Events != 600 {
+	if rep, err := s.Verify(); err != nil || !rep.OK() || rep.Events != uint64(n) {
 		t.Fatalf("verify: %s %v", rep, err)
 	}
 }
@@ -411,5 +412,36 @@ func TestJournalDamageIsNamedNotDropped(t *testing.T) {
 				t.Fatalf("a repair of a sound journal: %+v %v", again, err)
 			}
 		})
+	}
+}
+
+// A journal made before issue 47 (256 KiB preallocated, not 4 MiB) holding
+// acknowledged frames is read and applied, not taken for one cut short,
+// and the open extends it; one byte shorter it is cut short.
+func TestLegacyJournalIsRead(t *testing.T) {
+	for _, tc := range []struct {
+		size    int
+		damaged bool
+	}{{legacyPrealloc, false}, {legacyPrealloc - 1, true}} {
+		path := filepath.Join(t.TempDir(), "events.db")
+		acked := appendHeld(t, path, 6)
+		if err := os.Truncate(journalPath(path), int64(tc.size)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.AppendStatus()
+		if damaged := strings.Contains(st, "cut short"); damaged != tc.damaged {
+			t.Fatalf("a %d-byte journal: append status %q, want cut short: %v", tc.size, st, tc.damaged)
+		}
+		if missing, _ := s.Missing(acked); !tc.damaged && len(missing) != 0 {
+			t.Fatalf("%d acknowledged events of the legacy journal are missing", len(missing))
+		}
+		s.Close()
+		if fi, err := os.Stat(journalPath(path)); err != nil || !tc.damaged && fi.Size() < journalPrealloc {
+			t.Fatalf("the journal after the open: %v, %v (want %d bytes)", fi.Size(), err, journalPrealloc)
+		}
 	}
 }
