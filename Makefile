@@ -58,6 +58,7 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME) ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzHintMask$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzAttrsJSON$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRef$$' -fuzztime $(FUZZTIME) ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePayloads$$' -fuzztime $(FUZZTIME) ./hub

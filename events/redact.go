@@ -483,9 +483,11 @@ func (r *Redactor) scrub(v string) string {
 	if len(folds) > 0 {
 		v = scrubFolded(v, folds)
 	}
-	for _, f := range secretFormats {
-		if hinted(v, f.hints) && f.re.MatchString(v) {
+	hints := hintMask(v)
+	for i, f := range secretFormats {
+		if hints&(1<<i) != 0 && f.re.MatchString(v) {
 			v = replaceFormat(v, f.re, func(m string) string { return r.mark(f.why, m) })
+			hints = hintMask(v) // the marks are new text: the next formats look at it
 		}
 	}
 	return v

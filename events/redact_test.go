@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"regexp"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -107,3 +108,45 @@ func TestRedactDoesNotChangeTheCallersMap(t *testing.T) {
 		t.Fatalf("caller map %v, event %v", attrs, e.Attrs)
 	}
 }
+
+// hintMask names exactly the formats hinted names, whatever the value, in
+// one pass or not.
+func FuzzHintMask(f *testing.F) {
+	for _, s := range []string{"", "AKIA0123", "a Bearer x", "https://u:p@h", "ghp_x sk-y eyJ", strings.Repeat("secret ", 60)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		var want uint32
+		for i, fm := range secretFormats {
+			if hinted(v, fm.hints) {
+				want |= 1 << i
+			}
+		}
+		if got := hintMask(v); got != want {
+			t.Fatalf("hintMask(%q) = %b, hinted says %b", v, got, want)
+		}
+	})
+}
+
+func BenchmarkHintMask(b *testing.B) {
+	for _, v := range []string{"tools/call", "01JQ8Z6W3N4V0K2R7C5E9G1H3M", `{"content":[{"type":"text","text":"{\"text\":\"x\"}"}],"structuredContent":{"text":"x"}}`, strings.Repeat(`{"path":"/home/user/src/main.go","line":12},`, 5)} {
+		b.Run(fmt.Sprintf("len=%d/loop", len(v)), func(b *testing.B) {
+			for b.Loop() {
+				var m uint32
+				for i, f := range secretFormats {
+					if hinted(v, f.hints) {
+						m |= 1 << i
+					}
+				}
+				sinkMask = m
+			}
+		})
+		b.Run(fmt.Sprintf("len=%d/mask", len(v)), func(b *testing.B) {
+			for b.Loop() {
+				sinkMask = hintMask(v)
+			}
+		})
+	}
+}
+
+var sinkMask uint32
