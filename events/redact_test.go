@@ -3,9 +3,9 @@ package events
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"regexp"
-	"fmt"
 	"strings"
 	"testing"
 )
