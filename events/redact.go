@@ -456,6 +456,15 @@ func (r *Redactor) Value(k, v string) string {
 	return r.value(k, v)
 }
 
+// ValueFor is Value for what goes on request req's events: the shared
+// cache is read once per request, as the emitter reads it for the
+// request's events (pullFor), not once per value — a stat of the cache
+// file each time cost 2% of a call through the bridge (issue 47).
+func (r *Redactor) ValueFor(req ID, k, v string) string {
+	r.pullFor(req)
+	return r.value(k, v)
+}
+
 func (r *Redactor) value(k, v string) string {
 	if v == "" {
 		return v

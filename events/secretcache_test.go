@@ -99,3 +99,29 @@ func TestSharedSecretsAreLookedUpOncePerRequest(t *testing.T) {
 		t.Fatalf("an event of no request: %q", got)
 	}
 }
+
+// ValueFor reads the shared cache once per request: what another process
+// shared before the request's first look is redacted in all its values; a
+// later request sees what was shared since.
+func TestValueForReadsTheCacheOncePerRequest(t *testing.T) {
+	dir := t.TempDir()
+	key, cache := filepath.Join(dir, "keys", "redact.key"), filepath.Join(dir, "keys", "secrets.sealed")
+	bridge, _ := LoadSharedRedactor(key, cache)
+	host, err := LoadSharedRedactor(key, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := "first-shared-secret-value", "second-shared-secret-value"
+	bridge.Register(first)
+	req := NewIDSource(nil, nil).New()
+	if got := host.ValueFor(req, "result", first); strings.Contains(got, first) {
+		t.Fatalf("shared before the request's first look, not redacted: %q", got)
+	}
+	bridge.Register(second)
+	if got := host.ValueFor(req, "result", second); !strings.Contains(got, second) {
+		t.Fatalf("the request read the cache again: %q", got)
+	}
+	if got := host.ValueFor(NewIDSource(nil, nil).New(), "result", second); strings.Contains(got, second) {
+		t.Fatalf("a later request did not read what was shared since: %q", got)
+	}
+}

@@ -214,10 +214,10 @@ func (c *call) emitID(id events.ID, kind string, outcome events.Outcome, code ev
 func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 	c := &call{x: x, r: x.rule.Load(), inv: inv, op: x.opts.Emitter.NewID(), start: x.opts.Now()}
 	c.ask = c.op
-	c.env = envelope{Tool: inv.Tool, RequestID: inv.RequestID.String(), OperationID: c.op.String(), Args: summarize(x.redact("args", string(inv.Args)))}
+	c.env = envelope{Tool: inv.Tool, RequestID: inv.RequestID.String(), OperationID: c.op.String(), Args: summarize(c.redact("args", string(inv.Args)))}
 	defer func() {
 		if r := recover(); r != nil { // a bug in the pipeline itself: still a structured result
-			x.opts.Logger.Error("executor panic", "tool", inv.Tool, "panic", x.redact("panic", fmt.Sprint(r)), "stack", string(debug.Stack()))
+			x.opts.Logger.Error("executor panic", "tool", inv.Tool, "panic", c.redact("panic", fmt.Sprint(r)), "stack", string(debug.Stack()))
 			res = Result{Code: events.CodeToolPanic, Message: "internal error in the executor"}
 		}
 		res.OperationID = c.op
@@ -262,7 +262,11 @@ func (x *Executor) Execute(ctx context.Context, inv Invocation) (res Result) {
 	return c.run(ctx, secrets)
 }
 
-func (x *Executor) redact(key, v string) string { return x.opts.Emitter.Redactor().Value(key, v) }
+// redact is what v may be as the call's key (the shared secret cache read
+// once for the request, as its events read it).
+func (c *call) redact(key, v string) string {
+	return c.x.opts.Emitter.Redactor().ValueFor(c.inv.RequestID, key, v)
+}
 
 // fail ends the call at a step.
 func fail(code events.Code, msg string) (Result, bool) {
@@ -289,13 +293,13 @@ func (c *call) resolve(ctx context.Context) (Result, bool) {
 	if t.Admit != nil {
 		if err := t.Admit(ctx); err != nil {
 			e := events.AsErr(err, events.CodeToolChanged)
-			msg := c.x.redact("error", e.Msg)
+			msg := c.redact("error", e.Msg)
 			c.emit(events.KindExecutorCatalog, events.OutcomeOf(e.Code), e.Code, time.Time{}, events.A("source", t.Source, "error", msg))
 			return fail(e.Code, msg)
 		}
 	}
 	if err := t.validate(c.inv.Args); err != nil {
-		msg := c.x.redact("error", err.Error())
+		msg := c.redact("error", err.Error())
 		c.emit(events.KindExecutorCatalog, events.Error, events.CodeInvalidArguments, time.Time{}, events.A("error", msg))
 		return fail(events.CodeInvalidArguments, "invalid arguments: "+msg)
 	}
@@ -498,7 +502,7 @@ func (c *call) ensureLogged(ctx context.Context) (Result, bool) {
 		return Result{}, false
 	}
 	c.x.opts.Logger.Error("refusing a tool: its intent is not durable", "tool", c.tool.ID, "err", err)
-	why := c.x.redact("error", err.Error())
+	why := c.redact("error", err.Error())
 	c.emit(events.KindToolCompleted, events.Denied, events.CodeLogUnavailable, time.Time{}, events.A("error", why))
 	return fail(events.CodeLogUnavailable, "the event log cannot be written ("+why+"), and this tool may not run without evidence")
 }
@@ -539,7 +543,7 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 	var res Result
 	switch {
 	case o.panic != nil:
-		msg := c.x.redact("panic", fmt.Sprint(o.panic))
+		msg := c.redact("panic", fmt.Sprint(o.panic))
 		c.x.opts.Logger.Error("tool panicked", "tool", c.tool.ID, "panic", msg)
 		res = failed(events.CodeToolPanic, "the tool panicked: "+msg)
 	case errors.Is(o.err, context.DeadlineExceeded) && ctx.Err() == nil:
@@ -548,7 +552,7 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 		res = failed(events.CodeCancelled, "the call was cancelled")
 	case o.err != nil:
 		e := events.AsErr(o.err, events.CodeToolError)
-		res = failed(e.Code, c.x.redact("error", e.Msg))
+		res = failed(e.Code, c.redact("error", e.Msg))
 		errors.As(o.err, &res.Relayed)
 	default:
 		res = c.guardResult(o.v)
@@ -556,7 +560,7 @@ func (c *call) run(ctx context.Context, secrets map[string]string) Result {
 	var attrs events.Attrs
 	if res.OK() {
 		b, _ := json.Marshal(res.Value)
-		c.env.Result = summarize(c.x.redact("result", string(b)))
+		c.env.Result = summarize(c.redact("result", string(b)))
 		if c.tool.Recorded {
 			d, _ := json.Marshal(&c.tool.Descriptor)
 			attrs = events.A(AttrResult, string(b), AttrDescriptor, string(d)) // the emitter redacts them
