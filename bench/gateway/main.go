@@ -32,7 +32,7 @@ func main() {
 	}
 	var o options
 	flag.StringVar(&o.tracebridge, "tracebridge", "bin/tracebridge", "the tracebridge binary (make bench-gateway builds it)")
-	flag.StringVar(&o.base, "base", "", "another tracebridge binary (an earlier build) measured beside it as tracebridge-stdio@base: before and after in one run")
+	flag.StringVar(&o.base, "base", "", "another tracebridge binary (an earlier build) measured beside it as tracebridge-stdio@base, tracebridge-http@base, tracebridge-http-2025@base: before and after in one run")
 	flag.StringVar(&o.peers, "peers", "bench/gateway/peers", "where npm ci installed supergateway and mcp-proxy")
 	flag.IntVar(&o.calls, "calls", 2000, "sequential calls per path and round")
 	flag.IntVar(&o.inflight, "inflight", 16, "calls in flight in the throughput run")
@@ -80,9 +80,15 @@ func run(out *os.File, o options) error {
 		if o.base, err = filepath.Abs(o.base); err != nil {
 			return err
 		}
-		all = append(slices.Clone(paths), pathKind{"tracebridge-stdio@base", "tracebridge-stdio with the -base binary", func(ctx context.Context, s *setup) (*path, error) {
-			return startTracebridgeStdio(ctx, &setup{self: s.self, tracebridge: o.base, peers: s.peers})
-		}})
+		all = slices.Clone(paths)
+		for _, pk := range paths {
+			if strings.HasPrefix(pk.name, "tracebridge-") {
+				start := pk.start
+				all = append(all, pathKind{pk.name + "@base", pk.name + " with the -base binary", func(ctx context.Context, s *setup) (*path, error) {
+					return start(ctx, &setup{self: s.self, tracebridge: o.base, peers: s.peers})
+				}})
+			}
+		}
 	}
 	var chosen []pathKind
 	for _, pk := range all {
