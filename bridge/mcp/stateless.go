@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -154,6 +155,9 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 // unknown (or removed) method is 404, a request refused as sent 400,
 // anything else 200.
 func statelessStatus(line []byte) int {
+	if !bytes.Contains(line, []byte(`"error"`)) { // the SDK writes the key as is: an answer without the word is a result, read no further
+		return http.StatusOK
+	}
 	var m struct {
 		Error *struct {
 			Code int64 `json:"code"`

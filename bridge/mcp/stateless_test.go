@@ -43,10 +43,11 @@ func TestStatelessChecks(t *testing.T) {
 		}
 	}
 	for line, want := range map[string]int{
-		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}`: 404,
-		`{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"m"}}`: 400,
-		`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"m"}}`: 200,
-		`{"jsonrpc":"2.0","id":1,"result":{}}`:                           200,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}`:                     404,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"m"}}`:                     400,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"m"}}`:                     200,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                                               200,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"error\""}]}}`: 200,
 	} {
 		if got := statelessStatus([]byte(line)); got != want {
 			t.Errorf("%s: HTTP %d, want %d", line, got, want)
