@@ -65,9 +65,9 @@ func TestRedactsDoubleJSONEscapedSecrets(t *testing.T) {
 	}
 }
 
-// A request's events look at the shared cache once, on the first: a secret
-// shared before a request reaches this process is redacted in all its
-// events; the next request sees what was shared since.
+// A request's events and values (ValueFor) look at the shared cache once,
+// on the first: a secret shared before a request reaches this process is
+// redacted in all of them; the next request sees what was shared since.
 func TestSharedSecretsAreLookedUpOncePerRequest(t *testing.T) {
 	dir := t.TempDir()
 	key, cache := filepath.Join(dir, "keys", "redact.key"), filepath.Join(dir, "keys", "secrets.sealed")
@@ -92,36 +92,17 @@ func TestSharedSecretsAreLookedUpOncePerRequest(t *testing.T) {
 	if redacted(req, first); host.shared.read != looked {
 		t.Fatal("the cache was read again within one request")
 	}
+	// The executor's values of the request (ValueFor) share its one look.
+	if got := host.ValueFor(req, "result", second); !strings.Contains(got, second) || host.shared.read != looked {
+		t.Fatalf("a value of the request read the cache again: %q", got)
+	}
+	if got := host.ValueFor(NewID(), "result", second); strings.Contains(got, second) {
+		t.Fatalf("a value of the next request did not look: %q", got)
+	}
 	if got := redacted(NewID(), second); strings.Contains(got, second) {
 		t.Fatalf("the next request did not look: %q", got)
 	}
 	if got := redacted(ID{}, second); strings.Contains(got, second) {
 		t.Fatalf("an event of no request: %q", got)
-	}
-}
-
-// ValueFor reads the shared cache once per request: what another process
-// shared before the request's first look is redacted in all its values; a
-// later request sees what was shared since.
-func TestValueForReadsTheCacheOncePerRequest(t *testing.T) {
-	dir := t.TempDir()
-	key, cache := filepath.Join(dir, "keys", "redact.key"), filepath.Join(dir, "keys", "secrets.sealed")
-	bridge, _ := LoadSharedRedactor(key, cache)
-	host, err := LoadSharedRedactor(key, cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, second := "first-shared-secret-value", "second-shared-secret-value"
-	bridge.Register(first)
-	req := NewIDSource(nil, nil).New()
-	if got := host.ValueFor(req, "result", first); strings.Contains(got, first) {
-		t.Fatalf("shared before the request's first look, not redacted: %q", got)
-	}
-	bridge.Register(second)
-	if got := host.ValueFor(req, "result", second); !strings.Contains(got, second) {
-		t.Fatalf("the request read the cache again: %q", got)
-	}
-	if got := host.ValueFor(NewIDSource(nil, nil).New(), "result", second); strings.Contains(got, second) {
-		t.Fatalf("a later request did not read what was shared since: %q", got)
 	}
 }
