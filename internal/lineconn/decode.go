@@ -1,6 +1,7 @@
 // Package lineconn is the stdio transport of MCP — newline-delimited
-// JSON-RPC over a reader and a writer — as an sdk.Connection that decodes
-// each message in one pass of encoding/json.
+// JSON-RPC over a reader and a writer — as an sdk.Connection that checks
+// each message with encoding/json and splits its members in one more pass
+// (members.go).
 //
 // The SDK's own (sdk.IOTransport) decodes every message three times with a
 // decoder that allocates and clears 32 KiB each time (first as a batch, then
@@ -15,9 +16,11 @@
 package lineconn
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -30,8 +33,8 @@ var ErrInvalidRequest = errors.New("JSON RPC invalid request")
 // Decode is jsonrpc.DecodeMessage: a *jsonrpc.Request when the message has
 // a method, else a *jsonrpc.Response.
 func Decode(data []byte) (jsonrpc.Message, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	m, err := members(data)
+	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	if m == nil { // the text null
@@ -52,10 +55,10 @@ func Decode(data []byte) (jsonrpc.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if raw, ok := m["method"]; ok {
+	if _, ok := m["method"]; ok {
 		var method string
-		if err := json.Unmarshal(raw, &method); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		if err := field(m, "method", &method); err != nil {
+			return nil, err
 		}
 		return &jsonrpc.Request{Method: method, ID: id, Params: m["params"]}, nil
 	}
@@ -79,6 +82,12 @@ func field(m map[string]json.RawMessage, key string, v any) error {
 	if !ok {
 		return nil
 	}
+	if s, ok := v.(*string); ok {
+		if plain, ok := plainString(raw); ok { // most are: "2.0", "tools/call"
+			*s = plain
+			return nil
+		}
+	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
@@ -100,4 +109,22 @@ func decodeError(raw json.RawMessage) (*jsonrpc.Error, error) {
 	}
 	e.Data = m["data"]
 	return e, nil
+}
+
+// plainString is the string raw holds when it is one without escapes in
+// valid UTF-8: what json.Unmarshal would make of it, without its work.
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	if bytes.ContainsAny(body, `"\`) || !utf8.Valid(body) {
+		return "", false
+	}
+	for _, c := range body {
+		if c < 0x20 {
+			return "", false
+		}
+	}
+	return string(body), true
 }

@@ -86,3 +86,41 @@ func normal(m jsonrpc.Message) jsonrpc.Message {
 	}
 	return m
 }
+
+// members holds what json.Unmarshal into a map holds under the wire keys,
+// and errs where it errs.
+func FuzzMembers(f *testing.F) {
+	for _, s := range append(decodeSeeds, ` { "id" : 1 , "\u0069d" : [1,{"a":"}"}] , "x":"\"" } `, `{"method":"a\"b","params":{"k":[]}}`) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, gerr := members(data)
+		var want map[string]json.RawMessage
+		werr := json.Unmarshal(data, &want)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("%q: Unmarshal says %v, members %v", data, werr, gerr)
+		}
+		if werr != nil {
+			return
+		}
+		for _, k := range wireKeys {
+			w, wok := want[k]
+			g, gok := got[k]
+			if wok != gok || string(w) != string(g) {
+				t.Fatalf("%q: key %s: Unmarshal %q (%v), members %q (%v)", data, k, w, wok, g, gok)
+			}
+		}
+		if (want == nil) != (got == nil) {
+			t.Fatalf("%q: Unmarshal's map nil %v, members' %v", data, want == nil, got == nil)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"noop__echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"progressToken":3}}}`)
+	for b.Loop() {
+		if _, err := Decode(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
